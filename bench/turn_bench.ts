@@ -1,0 +1,194 @@
+/**
+ * `deno task bench`: the gateway's time per turn at histories of about 1k, 30k and 120k tokens,
+ * against the zero-latency scripted engine in its own process, beside a naive baseline that
+ * re-renders and re-tokenizes the whole history each turn (what T4 rules out).
+ *
+ * Figures are medians over the measured turns. "turn" is the whole `/v1/messages` request as the
+ * agent sees it (body parsing, routing, delta rendering, the engine round trip, the KV commit);
+ * "engine" is the engine's own account of its time (`meta_info.e2e_latency`: for the scripted
+ * engine, mostly parsing the prompt's ids); "gateway" is the turn minus the engine, the part the
+ * gateway spends itself, which T4 is about; "naive" is only the re-render + re-tokenize of the
+ * history that a naive gateway does per turn, without anything else.
+ *
+ * @module
+ */
+import { resolveConfig } from "../lib/config/mod.ts";
+import { lowerMessages, lowerSystem, lowerTools, type MessageParam } from "../lib/anthropic/mod.ts";
+import { loadTokenizer } from "../lib/template/mod.ts";
+import type { TurnRecord } from "../lib/kv/mod.ts";
+import { buildDeps } from "../functions/_deps.ts";
+import { createGatewayApp } from "../functions/serve.ts";
+
+const TARGETS = [1_000, 30_000, 120_000];
+const MEASURED_TURNS = Number(Deno.env.get("BENCH_TURNS") ?? 40);
+const NAIVE_RUNS = 5;
+const ADMIN = "bench-admin-token-0123456789";
+const REPLY = '<tool_call>\n{"name": "Bash", "arguments": {"command": "make test"}}\n</tool_call>';
+const SYSTEM = "You are a coding agent. Use the Bash tool to inspect and change the repository.";
+const TOOLS = [{
+  name: "Bash",
+  description: "Run a shell command.",
+  input_schema: {
+    type: "object",
+    properties: { command: { type: "string" } },
+    required: ["command"],
+  },
+}];
+
+const engine = await startEngineProcess();
+const dir = await Deno.makeTempDir({ prefix: "bench-" });
+const config = resolveConfig({
+  KV_PATH: `${dir}/bench.kv`,
+  ADMIN_TOKEN: ADMIN,
+  SGLANG_URL: engine.url,
+  CONTEXT_LENGTH: "200000",
+});
+const tokenizer = await loadTokenizer(config.tokenizerPath);
+const deps = await buildDeps(config, { tokenizer });
+const app = createGatewayApp(deps);
+
+console.log(`Rollout Gateway turn bench — ${MEASURED_TURNS} measured turns per history size`);
+console.log(`engine: scripted, zero latency, own process (${engine.url}); KV: file\n`);
+const rows: { target: number; history: number; turn: number; gateway: number; naive: number }[] =
+  [];
+for (const target of TARGETS) rows.push(await measure(target));
+
+const pad = (v: string | number, n: number) => String(v).padStart(n);
+const ms = (v: number) => v.toFixed(2);
+console.log(
+  `${pad("history", 8)} ${pad("tokens", 8)} ${pad("turn ms", 8)} ${pad("engine ms", 10)} ${
+    pad("gateway ms", 11)
+  } ${pad("naive ms", 9)}`,
+);
+for (const r of rows) {
+  console.log(
+    `${pad(`~${r.target / 1000}k`, 8)} ${pad(r.history, 8)} ${pad(ms(r.turn), 8)} ${
+      pad(ms(r.engine), 10)
+    } ${pad(ms(r.gateway), 11)} ${pad(ms(r.naive), 9)}`,
+  );
+}
+const [small, , large] = rows;
+const ratio = (key: "turn" | "gateway" | "naive") => (large[key] / small[key]).toFixed(2);
+console.log(
+  `\nratio 120k / 1k:  gateway ${
+    ratio("gateway")
+  }×  (goal ≤ 1.5×: a turn costs work in its new tokens, T4)`,
+);
+console.log(`                  turn ${ratio("turn")}×  naive ${ratio("naive")}×`);
+
+await deps.close();
+engine.process.kill("SIGTERM");
+await engine.process.status;
+await Deno.remove(dir, { recursive: true });
+
+/** Grows one session to about `target` tokens, then times small turns at that size. */
+async function measure(target: number) {
+  const session = await call("/sessions", ADMIN, {});
+  const token = session.token as string;
+  const messages: MessageParam[] = [{ role: "user", content: "Run the tests and fix what fails." }];
+  let reply = await call("/v1/messages", token, request(messages));
+  const grow = (content: string) => {
+    messages.push({ role: "assistant", content: reply.content });
+    messages.push({
+      role: "user",
+      content: [{ type: "tool_result", tool_use_id: reply.content[0].id, content }],
+    });
+  };
+  // Measured turns add about 40 tokens each: start below the target so they straddle it.
+  const start = target - 20 * MEASURED_TURNS;
+  while (reply.usage.input_tokens + 40 < start) {
+    const lines = Math.min(600, Math.ceil((start - reply.usage.input_tokens) / 14));
+    grow(filler(lines, messages.length));
+    reply = await call("/v1/messages", token, request(messages));
+  }
+  const times: number[] = [];
+  const sizes: number[] = [];
+  for (let i = 0; i < MEASURED_TURNS; i++) {
+    grow(`ok ${i}`);
+    const body = JSON.stringify(request(messages)); // the agent's work, not the gateway's
+    const started = performance.now();
+    reply = await call("/v1/messages", token, body);
+    times.push(performance.now() - started);
+    sizes.push(reply.usage.input_tokens);
+  }
+  const records: TurnRecord[] = [];
+  for await (const entry of deps.kv.list<TurnRecord>({ prefix: ["turn", session.id, "c0"] })) {
+    records.push(entry.value);
+  }
+  const measured = records.slice(-MEASURED_TURNS);
+  const engineTimes = measured.map((r) => r.timings.engineReportedMs);
+  const gateway = median(times.map((time, i) => time - engineTimes[i]));
+  const naiveTimes: number[] = [];
+  const prompt = {
+    messages: [
+      { role: "system" as const, content: lowerSystem(SYSTEM) },
+      ...lowerMessages(messages),
+    ],
+    tools: lowerTools(TOOLS),
+  };
+  for (let i = 0; i < NAIVE_RUNS; i++) {
+    const started = performance.now();
+    tokenizer.encode(tokenizer.render(prompt, true));
+    naiveTimes.push(performance.now() - started);
+  }
+  return {
+    target,
+    history: median(sizes),
+    turn: median(times),
+    engine: median(engineTimes),
+    gateway,
+    naive: median(naiveTimes),
+  };
+}
+
+function request(messages: MessageParam[]) {
+  return { model: "bench", max_tokens: 256, system: SYSTEM, tools: TOOLS, messages };
+}
+
+/** Tool output of `lines` lines, about 14 tokens each, different per turn. */
+function filler(lines: number, salt: number): string {
+  return Array.from(
+    { length: lines },
+    (_, i) => `src/module_${salt}.ts:${i}: const value${i} = compute(${i * salt});`,
+  )
+    .join("\n");
+}
+
+// deno-lint-ignore no-explicit-any
+async function call(path: string, token: string, body: unknown): Promise<any> {
+  const response = await app.fetch(
+    new Request(`http://gateway${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    }),
+  );
+  const json = await response.json();
+  if (!response.ok) throw new Error(`${path}: ${response.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+async function startEngineProcess() {
+  const process = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("../fixtures/serve_engine.ts", import.meta.url).pathname],
+    env: { SCRIPTED_REPLY: REPLY },
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = process.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error("scripted engine exited before listening");
+    text += value;
+  }
+  reader.releaseLock();
+  const url = text.match(/listening (\S+)/)?.[1];
+  if (!url) throw new Error(`scripted engine said: ${text}`);
+  return { url, process };
+}

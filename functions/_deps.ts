@@ -1,0 +1,106 @@
+/**
+ * Builds what every function needs from the resolved configuration: KV, tokenizer, engine,
+ * token cache and secrets. Nothing here runs at import time.
+ *
+ * @module
+ */
+import { Hono } from "hono";
+import { type Config, resolveConfig } from "../lib/config/mod.ts";
+import { type Engine, type PromptIds, SglangClient } from "../lib/engine/mod.ts";
+import { ChainCache, sharedSecret } from "../lib/kv/mod.ts";
+import type { TurnDeps } from "../lib/session/mod.ts";
+import { type ChatTokenizer, loadTokenizer, renderDelta } from "../lib/template/mod.ts";
+import { type ScriptedEngine, startScriptedEngine } from "../fixtures/scripted_engine.ts";
+
+/** Everything the functions are built from. */
+export interface Deps extends TurnDeps {
+  readonly config: Config;
+  /** Signs and checks thinking blocks. */
+  readonly signingSecret: string;
+  /** Bearer token of the trainer API. */
+  readonly adminToken: string;
+  /** The built-in scripted engine, when no `SGLANG_URL` is set. */
+  readonly scripted: ScriptedEngine | null;
+  /** Releases the engine pool, the scripted engine and KV. */
+  close(): Promise<void>;
+}
+
+/** Parts a caller (a test, the bench) may supply instead of having them built. */
+export interface DepsOverrides {
+  readonly kv?: Deno.Kv;
+  readonly tokenizer?: ChatTokenizer;
+  readonly engine?: Engine;
+}
+
+/**
+ * Opens KV, loads the tokenizer and connects the engine, starting the scripted engine when no
+ * `SGLANG_URL` is configured.
+ *
+ * @example
+ * ```ts
+ * const deps = await buildDeps(resolveConfig({ KV_PATH: ":memory:" }));
+ * await deps.close();
+ * ```
+ */
+export async function buildDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
+  const tokenizer = overrides.tokenizer ?? await loadTokenizer(config.tokenizerPath);
+  renderDelta(tokenizer, [{ role: "user", content: "start-up check" }]); // fails now, not on a request
+  const kv = overrides.kv ?? await openKv(config.kvPath);
+  let scripted: ScriptedEngine | null = null;
+  let engine = overrides.engine;
+  if (!engine) {
+    let url = config.sglangUrl;
+    if (url === null) {
+      scripted = await startScriptedEngine({ tokenizer, latencyMs: config.scriptedLatencyMs });
+      url = scripted.url;
+    }
+    engine = new SglangClient(url, {
+      connections: config.engineConnections,
+      timeoutMs: config.engineTimeoutMs,
+    });
+  }
+  const contextLength = config.contextLength ?? tokenizer.modelMaxLength ?? 32_768;
+  return {
+    config,
+    kv,
+    tokenizer,
+    engine,
+    cache: new ChainCache<PromptIds>(config.chainCacheTokens, (ids) => ids.length),
+    contextLength,
+    roundtripPolicy: config.roundtripPolicy,
+    signingSecret: config.signingSecret ?? await sharedSecret(kv, "thinking_signature"),
+    adminToken: config.adminToken ?? await sharedSecret(kv, "admin_token"),
+    scripted,
+    close: async () => {
+      if (!overrides.engine) await engine.close();
+      await scripted?.close();
+      if (!overrides.kv) kv.close();
+    },
+  };
+}
+
+async function openKv(path: string): Promise<Deno.Kv> {
+  if (path !== ":memory:") {
+    const slash = path.lastIndexOf("/");
+    if (slash > 0) await Deno.mkdir(path.slice(0, slash), { recursive: true });
+  }
+  return await Deno.openKv(path);
+}
+
+/** Deps built once from the process environment, for a function served on its own. */
+let fromEnv: Promise<Deps> | null = null;
+
+/**
+ * An app for `deno serve functions/<name>.ts`: on the first request it builds deps from the
+ * environment and the real app from them, then delegates every request to it.
+ */
+export function lazyApp(create: (deps: Deps) => Hono): Hono {
+  let real: Promise<Hono> | null = null;
+  const app = new Hono();
+  app.all("*", async (c) => {
+    fromEnv ??= buildDeps(resolveConfig(Deno.env.toObject()));
+    real ??= fromEnv.then(create);
+    return (await real).fetch(c.req.raw);
+  });
+  return app;
+}

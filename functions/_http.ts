@@ -1,0 +1,195 @@
+/**
+ * HTTP plumbing shared by the functions: bounded body reading, credentials, request ids, and
+ * the one place errors become responses.
+ *
+ * @module
+ */
+import { ZodError } from "zod";
+import {
+  ERROR_STATUS,
+  errorBody,
+  type ErrorType,
+  InvalidRequestError,
+} from "../lib/anthropic/mod.ts";
+import { EngineRejectedError, EngineUnavailableError } from "../lib/engine/mod.ts";
+import {
+  AuthenticationError,
+  ChainConflictError,
+  ContextOverflowError,
+  SessionClosedError,
+  SessionExistsError,
+  SessionNotFoundError,
+} from "../lib/session/mod.ts";
+import { TemplateError } from "../lib/template/mod.ts";
+
+/** The body exceeds the configured limit (HTTP 413). */
+export class BodyTooLargeError extends Error {
+  constructor(limit: number) {
+    super(`Request body is larger than ${limit} bytes`);
+    this.name = "BodyTooLargeError";
+  }
+}
+
+/** The caller is known but may not use this route (HTTP 403). */
+export class PermissionError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "PermissionError";
+  }
+}
+
+/** Seconds a client is told to wait before retrying an overloaded engine. */
+export const RETRY_AFTER_SECONDS = 2;
+
+/** A fresh request id, sent as the `request-id` header and in error bodies. */
+export function newRequestId(): string {
+  return `req_${crypto.randomUUID().replaceAll("-", "")}`;
+}
+
+/** The credential of a request: `x-api-key`, or the bearer token of `Authorization`. */
+export function credential(request: Request): string | null {
+  const apiKey = request.headers.get("x-api-key");
+  if (apiKey) return apiKey.trim();
+  const auth = request.headers.get("authorization");
+  const match = auth?.match(/^Bearer\s+(.+)$/i);
+  return match ? match[1].trim() : null;
+}
+
+/**
+ * The request body parsed as JSON, read no further than `limit` bytes.
+ *
+ * @throws {BodyTooLargeError} past the limit; {@linkcode InvalidRequestError} for bad JSON.
+ */
+export async function readJson(request: Request, limit: number): Promise<unknown> {
+  const declared = request.headers.get("content-length");
+  let text: string;
+  if (declared !== null && /^\d+$/.test(declared)) {
+    // HTTP framing holds the body to its declared length.
+    if (Number(declared) > limit) throw new BodyTooLargeError(limit);
+    text = await request.text();
+  } else {
+    text = new TextDecoder().decode(await readCapped(request.body, limit));
+  }
+  if (text.trim().length === 0) {
+    throw new InvalidRequestError("Request body is empty: expected JSON");
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new InvalidRequestError(`Request body is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+/** A body of unknown length, read no further than `limit` bytes. */
+async function readCapped(
+  body: ReadableStream<Uint8Array> | null,
+  limit: number,
+): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (body) {
+    for await (const chunk of body) {
+      size += chunk.length;
+      if (size > limit) throw new BodyTooLargeError(limit);
+      chunks.push(chunk);
+    }
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.length;
+  }
+  return bytes;
+}
+
+/** Parses `value` with a zod schema, reporting the first problems with their paths. */
+export function validate<T>(
+  schema: {
+    safeParse(value: unknown): { success: true; data: T } | { success: false; error: ZodError };
+  },
+  value: unknown,
+): T {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  throw new InvalidRequestError(describeZodError(parsed.error));
+}
+
+function describeZodError(error: ZodError): string {
+  return error.issues.slice(0, 3).map((issue) => describeIssue(issue, [])).join("; ");
+}
+
+type Issue = ZodError["issues"][number];
+
+/** One issue as `path: message`, descending into the union branch that got furthest. */
+function describeIssue(issue: Issue, base: PropertyKey[]): string {
+  const path = [...base, ...issue.path];
+  if (issue.code === "invalid_union" && issue.errors.length > 0) {
+    const depth = (branch: Issue[]) => branch[0]?.path.length ?? -1;
+    const furthest = issue.errors.reduce((best, branch) =>
+      depth(branch) >= depth(best) ? branch : best
+    );
+    if (furthest.length > 0) return describeIssue(furthest[0], path);
+  }
+  let message = issue.message;
+  if (issue.code === "invalid_union" && "options" in issue && Array.isArray(issue.options)) {
+    message = `unknown type; expected one of ${issue.options.join(", ")}`;
+  } else if (issue.code === "invalid_type" && /received undefined/.test(issue.message)) {
+    message = "field required";
+  }
+  const where = path.map(String).join(".");
+  return where ? `${where}: ${message}` : message;
+}
+
+/** The status, Anthropic error type and extra headers for an error. */
+export function classifyError(
+  error: unknown,
+): { type: ErrorType; message: string; headers?: Record<string, string> } {
+  if (error instanceof InvalidRequestError || error instanceof ContextOverflowError) {
+    return { type: "invalid_request_error", message: error.message };
+  }
+  if (error instanceof RangeError && error.message.startsWith("Invalid session id")) {
+    return { type: "invalid_request_error", message: error.message };
+  }
+  if (error instanceof EngineRejectedError) {
+    return { type: "invalid_request_error", message: error.message };
+  }
+  if (error instanceof AuthenticationError) {
+    return { type: "authentication_error", message: error.message };
+  }
+  if (error instanceof PermissionError) return { type: "permission_error", message: error.message };
+  if (error instanceof SessionNotFoundError) {
+    return { type: "not_found_error", message: error.message };
+  }
+  if (
+    error instanceof SessionExistsError || error instanceof SessionClosedError ||
+    error instanceof ChainConflictError
+  ) {
+    return { type: "conflict_error", message: error.message };
+  }
+  if (error instanceof BodyTooLargeError) {
+    return { type: "request_too_large", message: error.message };
+  }
+  if (error instanceof EngineUnavailableError) {
+    return {
+      type: "overloaded_error",
+      message: error.message,
+      headers: { "x-should-retry": "true", "retry-after": String(RETRY_AFTER_SECONDS) },
+    };
+  }
+  if (error instanceof TemplateError) return { type: "api_error", message: error.message };
+  if (error instanceof DOMException && error.name === "AbortError") {
+    return { type: "api_error", message: "Client disconnected" };
+  }
+  console.error("Unexpected error:", error);
+  return { type: "api_error", message: "Internal error" };
+}
+
+/** The HTTP response for an error, in Anthropic's envelope. */
+export function errorResponse(error: unknown, requestId: string): Response {
+  const { type, message, headers } = classifyError(error);
+  return Response.json(errorBody(type, message, requestId), {
+    status: ERROR_STATUS[type],
+    headers: { "request-id": requestId, ...headers },
+  });
+}

@@ -1,0 +1,42 @@
+/**
+ * Anthropic's error envelope, used for every error the gateway returns.
+ *
+ * @module
+ */
+
+/** Anthropic error types and the HTTP status each one travels with. */
+export const ERROR_STATUS = {
+  invalid_request_error: 400,
+  authentication_error: 401,
+  permission_error: 403,
+  not_found_error: 404,
+  conflict_error: 409,
+  request_too_large: 413,
+  rate_limit_error: 429,
+  api_error: 500,
+  timeout_error: 504,
+  overloaded_error: 529,
+} as const;
+
+/** An Anthropic error type. */
+export type ErrorType = keyof typeof ERROR_STATUS;
+
+/** The body of an error response. */
+export interface ErrorBody {
+  type: "error";
+  error: { type: ErrorType; message: string };
+  request_id: string;
+}
+
+/**
+ * The error envelope.
+ *
+ * @example
+ * ```ts
+ * errorBody("not_found_error", "Session \"s1\" not found", "req_1");
+ * // { type: "error", error: { type: "not_found_error", message: "Session \"s1\" not found" }, request_id: "req_1" }
+ * ```
+ */
+export function errorBody(type: ErrorType, message: string, requestId: string): ErrorBody {
+  return { type: "error", error: { type, message }, request_id: requestId };
+}

@@ -1,0 +1,188 @@
+/**
+ * Lowers an Anthropic Messages request to canonical chat messages (reference §4.1): what the
+ * chat template renders. Pure functions; bad input throws {@linkcode InvalidRequestError}.
+ *
+ * @module
+ */
+import type { ChatMessage, ChatTool, ChatToolCall } from "../chat/mod.ts";
+import type { ContentBlockParam, MessageCreateParams, MessageParam, ToolParam } from "./types.ts";
+
+/** A request the gateway understands but cannot serve as sent (HTTP 400). */
+export class InvalidRequestError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "InvalidRequestError";
+  }
+}
+
+/** Claude Code's attribution line, kept out of the prompt so the prefix stays stable. */
+const BILLING_HEADER = /^\s*x-anthropic-billing-header:[^\n]*\n?/;
+
+/** The system prompt as one string (blocks joined by newlines), attribution lines removed. */
+export function lowerSystem(system: MessageCreateParams["system"]): string {
+  if (system === undefined) return "";
+  const blocks = typeof system === "string" ? [system] : system.map((block) => block.text);
+  return blocks.map((text) => text.replace(BILLING_HEADER, "")).filter((text) => text.length > 0)
+    .join("\n");
+}
+
+/** Client tools in function-calling shape; server tools (no `input_schema`) are dropped. */
+export function lowerTools(tools: readonly ToolParam[] | undefined): ChatTool[] {
+  return (tools ?? []).flatMap((tool) =>
+    tool.input_schema === undefined ? [] : [{
+      type: "function" as const,
+      function: {
+        name: tool.name,
+        ...(tool.description === undefined ? {} : { description: tool.description }),
+        parameters: tool.input_schema,
+      },
+    }]
+  );
+}
+
+/** Template switch for reasoning: off when thinking is disabled, on when enabled or adaptive. */
+export function lowerThinking(thinking: MessageCreateParams["thinking"]): boolean | undefined {
+  if (thinking === undefined) return undefined;
+  return thinking.type !== "disabled";
+}
+
+/**
+ * Lowers consecutive Anthropic messages. `offset` is the index of `messages[0]` in the request,
+ * used in error messages. A mid-conversation `system` message is folded into the user turn it
+ * follows as a `<system-reminder>`.
+ *
+ * @example
+ * ```ts
+ * lowerMessages([{ role: "user", content: "hi" }]); // [{ role: "user", content: "hi" }]
+ * ```
+ */
+export function lowerMessages(messages: readonly MessageParam[], offset = 0): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  messages.forEach((message, i) => {
+    const where = `messages.${offset + i}`;
+    const blocks: ContentBlockParam[] = typeof message.content === "string"
+      ? [{ type: "text", text: message.content }]
+      : message.content;
+    if (message.role === "assistant") out.push(lowerAssistant(blocks, where));
+    else if (message.role === "user") out.push(...lowerUser(blocks, where));
+    else foldSystem(out, blocks, where, offset + i);
+  });
+  return out;
+}
+
+function lowerUser(blocks: readonly ContentBlockParam[], where: string): ChatMessage[] {
+  const tools: ChatMessage[] = [];
+  const texts: string[] = [];
+  blocks.forEach((block, j) => {
+    const at = `${where}.content.${j}`;
+    switch (block.type) {
+      case "tool_result": {
+        const content = toolResultText(block.content, at);
+        tools.push({
+          role: "tool",
+          tool_call_id: block.tool_use_id,
+          content: block.is_error ? `Error: ${content}` : content,
+        });
+        break;
+      }
+      case "text":
+        texts.push(block.text);
+        break;
+      case "search_result":
+      case "mid_conv_system":
+        texts.push(nestedText(block));
+        break;
+      default:
+        throw unsupported(block.type, at, "user");
+    }
+  });
+  const text = texts.join("\n");
+  return texts.length > 0 ? [...tools, { role: "user", content: text }] : tools;
+}
+
+function lowerAssistant(blocks: readonly ContentBlockParam[], where: string): ChatMessage {
+  const texts: string[] = [];
+  const reasoning: string[] = [];
+  const calls: ChatToolCall[] = [];
+  blocks.forEach((block, j) => {
+    switch (block.type) {
+      case "text":
+        texts.push(block.text);
+        break;
+      case "thinking":
+        reasoning.push(block.thinking);
+        break;
+      case "redacted_thinking":
+        break; // opaque to the template
+      case "tool_use":
+        calls.push({
+          id: block.id,
+          type: "function",
+          function: { name: block.name, arguments: block.input },
+        });
+        break;
+      default:
+        throw unsupported(block.type, `${where}.content.${j}`, "assistant");
+    }
+  });
+  return {
+    role: "assistant",
+    content: texts.join("\n"),
+    ...(reasoning.length > 0 ? { reasoning_content: reasoning.join("\n") } : {}),
+    ...(calls.length > 0 ? { tool_calls: calls } : {}),
+  };
+}
+
+/** Folds a mid-conversation system message into the user turn before it. */
+function foldSystem(
+  out: ChatMessage[],
+  blocks: readonly ContentBlockParam[],
+  where: string,
+  index: number,
+): void {
+  if (index === 0) {
+    throw new InvalidRequestError(`${where}: a system message cannot be the first message`);
+  }
+  const text = blocks.map((block, j) => {
+    if (block.type === "text" || block.type === "mid_conv_system") return nestedText(block);
+    throw unsupported(block.type, `${where}.content.${j}`, "system");
+  }).join("\n");
+  const reminder = `<system-reminder>\n${text}\n</system-reminder>`;
+  const last = out.at(-1);
+  if (last?.role === "user") {
+    out[out.length - 1] = { role: "user", content: `${last.content}\n${reminder}` };
+  } else out.push({ role: "user", content: reminder });
+}
+
+function toolResultText(content: unknown, at: string): string {
+  if (content === undefined) return "";
+  if (typeof content === "string") return content;
+  return (content as ContentBlockParam[]).map((block, k) => {
+    if (block.type === "image" || block.type === "document") {
+      throw unsupported(block.type, `${at}.content.${k}`, "tool_result");
+    }
+    return nestedText(block as { type: string });
+  }).join("\n");
+}
+
+/** Text of blocks that carry text in some nested shape. */
+function nestedText(block: { type: string; [key: string]: unknown }): string {
+  if (typeof block.text === "string") return block.text;
+  if (block.type === "tool_reference") return String(block.tool_name);
+  if (Array.isArray(block.content)) {
+    return block.content.map((inner) => nestedText(inner as { type: string })).join("\n");
+  }
+  return "";
+}
+
+function unsupported(type: string, at: string, role: string): InvalidRequestError {
+  if (type === "image" || type === "document") {
+    return new InvalidRequestError(
+      `${at}: ${type} blocks are not supported: the served model reads text only`,
+    );
+  }
+  const article = role === "assistant" ? "an" : "a";
+  return new InvalidRequestError(
+    `${at}: a ${type} block cannot appear in ${article} ${role} message`,
+  );
+}

@@ -1,0 +1,35 @@
+/**
+ * Signatures of thinking blocks. The gateway signs each thinking block it returns, bound to the
+ * session, so a block that comes back in a later request can be checked as the gateway's own,
+ * unmodified (Anthropic rejects modified thinking blocks the same way).
+ *
+ * @module
+ */
+import { createHmac, timingSafeEqual } from "node:crypto";
+
+/**
+ * The signature of `thinking` returned in `sessionId`.
+ *
+ * @example
+ * ```ts
+ * const signature = signThinking("secret-secret-secret", "sess_1", "plan");
+ * verifyThinking("secret-secret-secret", "sess_1", "plan", signature); // true
+ * ```
+ */
+export function signThinking(secret: string, sessionId: string, thinking: string): string {
+  return createHmac("sha256", secret).update(sessionId).update("\0").update(thinking).digest(
+    "base64url",
+  );
+}
+
+/** True when `signature` is what {@linkcode signThinking} gives for this session and text. */
+export function verifyThinking(
+  secret: string,
+  sessionId: string,
+  thinking: string,
+  signature: string,
+): boolean {
+  const expected = Buffer.from(signThinking(secret, sessionId, thinking));
+  const given = Buffer.from(signature);
+  return expected.length === given.length && timingSafeEqual(expected, given);
+}

@@ -1,0 +1,150 @@
+/**
+ * Presents a validated Messages request to the session layer as a protocol-neutral turn, and
+ * builds the Anthropic reply from the parsed output.
+ *
+ * @module
+ */
+import type { ChatMessage } from "../chat/mod.ts";
+import type { TurnInput, TurnOutput } from "../session/mod.ts";
+import { buildMessage, type Finish } from "./build_response.ts";
+import { messageIdentity, startIdentity } from "./identity.ts";
+import {
+  InvalidRequestError,
+  lowerMessages,
+  lowerSystem,
+  lowerThinking,
+  lowerTools,
+} from "./lower_request.ts";
+import { signThinking, verifyThinking } from "./signature.ts";
+import type { Message, MessageCreateParams } from "./types.ts";
+
+/** Who the turn belongs to and how its thinking blocks are signed. */
+export interface AnthropicTurnContext {
+  readonly sessionId: string;
+  readonly signingSecret: string;
+}
+
+/**
+ * The turn a Messages request asks for.
+ *
+ * @example
+ * ```ts
+ * const input = anthropicTurnInput(request, { sessionId, signingSecret });
+ * const prepared = await prepareTurn(deps, input);
+ * ```
+ * @throws {InvalidRequestError} for an assistant prefill, which the gateway does not serve.
+ */
+export function anthropicTurnInput(
+  request: MessageCreateParams,
+  context: AnthropicTurnContext,
+): TurnInput<Message> {
+  const last = request.messages.at(-1)!;
+  if (last.role === "assistant") {
+    throw new InvalidRequestError(
+      `messages.${
+        request.messages.length - 1
+      }: the last message must not be an assistant message (prefill is not supported)`,
+    );
+  }
+  const system = lowerSystem(request.system);
+  const tools = lowerTools(request.tools);
+  const sign = (thinking: string) =>
+    signThinking(context.signingSecret, context.sessionId, thinking);
+  return {
+    sessionId: context.sessionId,
+    startIdentity: startIdentity(system, tools),
+    messageIdentities: request.messages.map(messageIdentity),
+    prompt: () => ({
+      messages: [
+        ...(system.length > 0 ? [{ role: "system" as const, content: system }] : []),
+        ...lowerMessages(request.messages),
+      ] satisfies ChatMessage[],
+      tools,
+      enableThinking: lowerThinking(request.thinking),
+    }),
+    lower: (from) => lowerMessages(request.messages.slice(from), from),
+    verifyHistory: () => verifySignatures(request, context),
+    enableThinking: lowerThinking(request.thinking),
+    toolNames: tools.map((tool) => tool.function.name),
+    sampling: {
+      maxTokens: request.max_tokens,
+      temperature: request.temperature,
+      topP: request.top_p,
+      topK: request.top_k,
+      stop: request.stop_sequences,
+    },
+    model: request.model,
+    reply: (output) => {
+      const message = buildMessage({
+        rid: output.rid,
+        model: request.model,
+        blocks: output.blocks,
+        finish: finishOf(output),
+        usage: usage(output.inputTokens, output.outputTokens),
+        sign,
+      });
+      return {
+        reply: message,
+        identity: messageIdentity({ role: "assistant", content: message.content }),
+      };
+    },
+  };
+}
+
+/**
+ * The message as `message_start` announces it, before anything is generated.
+ *
+ * @example
+ * ```ts
+ * messageHead(prepared.rid, "qwen3", prepared.promptTokens).content; // []
+ * ```
+ */
+export function messageHead(rid: string, model: string, inputTokens: number): Message {
+  return {
+    id: `msg_${rid}`,
+    type: "message",
+    role: "assistant",
+    model,
+    content: [],
+    stop_reason: "end_turn",
+    stop_sequence: null,
+    usage: usage(inputTokens, 0),
+  };
+}
+
+function usage(inputTokens: number, outputTokens: number): Message["usage"] {
+  return {
+    input_tokens: inputTokens,
+    output_tokens: outputTokens,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+  };
+}
+
+function finishOf(output: TurnOutput): Finish {
+  switch (output.end.reason) {
+    case "end_of_turn":
+      return { kind: "end_of_turn" };
+    case "length":
+      return { kind: "length" };
+    case "stop_sequence":
+      return { kind: "stop_sequence", matched: output.end.stopSequence ?? "" };
+  }
+}
+
+/** Thinking blocks in history the gateway did not record must carry its signature. */
+function verifySignatures(request: MessageCreateParams, context: AnthropicTurnContext): void {
+  request.messages.forEach((message, i) => {
+    if (message.role !== "assistant" || typeof message.content === "string") return;
+    message.content.forEach((block, j) => {
+      if (
+        block.type === "thinking" &&
+        !verifyThinking(context.signingSecret, context.sessionId, block.thinking, block.signature)
+      ) {
+        throw new InvalidRequestError(
+          `messages.${i}.content.${j}: Invalid \`signature\` in \`thinking\` block`,
+        );
+      }
+    });
+  });
+}

@@ -1,0 +1,4 @@
+/** Token chains: classification of requests, turn endings, and training arrays. @module */
+export * from "./classify.ts";
+export * from "./turn.ts";
+export * from "./token_chain.ts";

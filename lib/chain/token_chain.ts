@@ -1,0 +1,55 @@
+/**
+ * A chain as training arrays: `prompt_ids ++ response_ids`, with `loss_mask` and `logprobs`
+ * aligned to `response_ids` (DESIGN §3).
+ *
+ * @module
+ */
+import type { DecodedTurnTokens, TurnRecord } from "../kv/mod.ts";
+
+/** A chain flattened for training. `response_ids`, `loss_mask` and `logprobs` are equally long. */
+export interface ChainArrays {
+  /** The first turn's prompt. */
+  readonly prompt_ids: number[];
+  /** Every later token: outputs, closing tokens and the deltas between turns. */
+  readonly response_ids: number[];
+  /** 1 where the token was sampled by the engine and is trained on; 0 elsewhere. */
+  readonly loss_mask: number[];
+  /** The engine's logprob where the token was sampled, 0 elsewhere. */
+  readonly logprobs: number[];
+}
+
+/**
+ * Flattens a chain's turns.
+ *
+ * @example
+ * ```ts
+ * flattenChain([{ record, tokens }]).response_ids; // record's output and closing tokens
+ * ```
+ */
+export function flattenChain(
+  turns: readonly { record: TurnRecord; tokens: DecodedTurnTokens }[],
+): ChainArrays {
+  const prompt_ids: number[] = [];
+  const response_ids: number[] = [];
+  const loss_mask: number[] = [];
+  const logprobs: number[] = [];
+  const context = (ids: ArrayLike<number>) => {
+    for (let i = 0; i < ids.length; i++) {
+      response_ids.push(ids[i]);
+      loss_mask.push(0);
+      logprobs.push(0);
+    }
+  };
+  turns.forEach(({ record, tokens }, index) => {
+    if (index === 0) prompt_ids.push(...tokens.delta);
+    else context(tokens.delta);
+    const mask = record.masked ? 0 : 1;
+    for (let i = 0; i < tokens.output.length; i++) {
+      response_ids.push(tokens.output[i]);
+      loss_mask.push(mask);
+      logprobs.push(tokens.logprobs[i]);
+    }
+    context(tokens.closing);
+  });
+  return { prompt_ids, response_ids, loss_mask, logprobs };
+}

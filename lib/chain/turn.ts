@@ -1,0 +1,43 @@
+/**
+ * What a finished generation becomes in a chain: how it ended, the tokens that close it, and
+ * whether its sampled tokens are trained on.
+ *
+ * @module
+ */
+import type { EngineFinish } from "../engine/mod.ts";
+import type { FinishReason } from "../kv/mod.ts";
+
+/** How a turn ended, with the stop string when one matched. */
+export interface TurnEnd {
+  readonly reason: FinishReason;
+  readonly stopSequence: string | null;
+}
+
+/** Reads the engine's finish reason. Any stop token counts as the end of the turn. */
+export function turnEnd(finish: EngineFinish): TurnEnd {
+  if (finish.type === "length") return { reason: "length", stopSequence: null };
+  if (typeof finish.matched === "string") {
+    return { reason: "stop_sequence", stopSequence: finish.matched };
+  }
+  return { reason: "end_of_turn", stopSequence: null };
+}
+
+/**
+ * Tokens appended after the output so the next turn's delta follows an end-of-turn token (T5):
+ * none when the model sampled it, otherwise the end-of-turn token, with mask 0.
+ */
+export function closingTokens(output: readonly number[], eosId: number): number[] {
+  return output.at(-1) === eosId ? [] : [eosId];
+}
+
+/**
+ * True when `output` survives decode → encode unchanged. An output that does not would be
+ * tokenized differently by anyone re-tokenizing its text (T5).
+ */
+export function survivesRoundTrip(
+  output: readonly number[],
+  codec: { decode(ids: ArrayLike<number>): string; encode(text: string): number[] },
+): boolean {
+  const again = codec.encode(codec.decode(output));
+  return again.length === output.length && again.every((token, i) => token === output[i]);
+}

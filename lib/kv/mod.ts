@@ -1,0 +1,8 @@
+/** Deno KV: keys, limits, records, chunked token blobs and the session store. @module */
+export * from "./keys.ts";
+export * from "./atomic.ts";
+export * from "./records.ts";
+export * from "./chunked.ts";
+export * from "./session_store.ts";
+export * from "./chain_cache.ts";
+export * from "./secrets.ts";

@@ -1,0 +1,90 @@
+/**
+ * The shapes stored in KV. Domain modules build and read them; this layer only stores them.
+ *
+ * @module
+ */
+
+/** An agent episode: its secret's digest and the chains recorded in it. */
+export interface SessionRecord {
+  readonly id: string;
+  /** SHA-256 (hex) of the session's bearer token; the token itself is never stored. */
+  readonly tokenDigest: string;
+  readonly status: "open" | "closed";
+  readonly createdAt: number;
+  readonly metadata: Record<string, unknown>;
+  /** Chain ids in the order they were started. */
+  readonly chains: readonly string[];
+  /** The chain an ordinary request extends. */
+  readonly mainChain: string;
+  /** Opened by an unknown token on first use (`DEV_OPEN_SESSIONS`). */
+  readonly dev: boolean;
+}
+
+/** Why a chain ended, or `open` while it can still grow. */
+export type ChainKind = "final" | "wipe";
+
+/** A chain's header: enough to extend it without reading its tokens. */
+export interface ChainHeader {
+  readonly sessionId: string;
+  readonly id: string;
+  /** `final` while it is the session's main chain; `wipe` once a later conversation replaced it. */
+  readonly kind: ChainKind;
+  readonly turnCount: number;
+  /** Tokens in the chain: every turn's delta, output and closing tokens. */
+  readonly tokenCount: number;
+  /** Messages of the conversation so far, the last reply included. */
+  readonly messageCount: number;
+  /** Prefix digest of those messages (see `prefixDigests`). */
+  readonly digest: string;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+/** How a turn's generation ended. */
+export type FinishReason = "end_of_turn" | "length" | "stop_sequence";
+
+/** One request → response of a chain, without its tokens (those are in the turn's chunks). */
+export interface TurnRecord {
+  readonly index: number;
+  /** Engine request id; response and tool-use ids derive from it. */
+  readonly rid: string;
+  /** Tokens before this turn's output: the whole prompt the engine read. */
+  readonly inputLen: number;
+  /** Tokens this turn added before its output (the whole prompt on a chain's first turn). */
+  readonly deltaLen: number;
+  /** Tokens the engine sampled. */
+  readonly outputLen: number;
+  /** Tokens appended after the output to close the turn (the end-of-turn token), mask 0. */
+  readonly closingLen: number;
+  readonly finishReason: FinishReason;
+  readonly stopSequence: string | null;
+  /** `ill_formed`, `roundtrip_mismatch`, `masked`, `engine_aborted`. */
+  readonly flags: readonly string[];
+  /** The sampled tokens of this turn carry mask 0 (masking policy). */
+  readonly masked: boolean;
+  readonly weightVersions: readonly string[];
+  /** Engine-side aborts resumed during this turn. */
+  readonly aborts: number;
+  /** The prompt ended inside `<think>`, so the output began as reasoning. */
+  readonly startsInReasoning: boolean;
+  /** Tools the request offered, needed to parse the output again. */
+  readonly toolNames: readonly string[];
+  readonly model: string;
+  /** Messages of the conversation after this turn, its reply included. */
+  readonly messageCount: number;
+  /** Prefix digest of those messages. */
+  readonly digest: string;
+  /** Chunks holding the turn's token blob. */
+  readonly chunks: number;
+  readonly createdAt: number;
+  /**
+   * Milliseconds: routing and rendering, the engine call as the gateway saw it, the engine's own
+   * account of it (`e2e_latency`), and the whole turn up to its commit.
+   */
+  readonly timings: {
+    readonly renderMs: number;
+    readonly engineMs: number;
+    readonly engineReportedMs: number;
+    readonly totalMs: number;
+  };
+}

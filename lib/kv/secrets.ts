@@ -1,0 +1,30 @@
+/**
+ * Gateway-wide secrets kept in KV, so every process sharing the KV agrees on them without
+ * configuration.
+ *
+ * @module
+ */
+import { commit } from "./atomic.ts";
+import { keys } from "./keys.ts";
+
+/**
+ * The secret stored under `name`, created (32 random bytes, base64url) on first use.
+ *
+ * @example
+ * ```ts
+ * const secret = await sharedSecret(kv, "signing");
+ * ```
+ */
+export async function sharedSecret(kv: Deno.Kv, name: string): Promise<string> {
+  const key = keys.secret(name);
+  for (;;) {
+    const entry = await kv.get<string>(key);
+    if (entry.value !== null) return entry.value;
+    const fresh = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))))
+      .replaceAll("+", "-").replaceAll("/", "_").replaceAll("=", "");
+    const result = await commit(() =>
+      kv.atomic().check({ key, versionstamp: null }).set(key, fresh)
+    );
+    if (result.ok) return fresh;
+  }
+}

@@ -1,0 +1,2 @@
+/** Training samples exported from recorded sessions. @module */
+export * from "./samples.ts";

@@ -1,0 +1,96 @@
+/**
+ * Finds hermes/Qwen-style tool calls (`<tool_call>\n{"name": …, "arguments": {…}}\n</tool_call>`)
+ * in model text. A call that cannot be used stays in the text, with the reason recorded (T6).
+ *
+ * @module
+ */
+
+const OPEN = "<tool_call>";
+const CLOSE = "</tool_call>";
+
+/** A piece of the answer: plain text, or a well-formed tool call. */
+export type AnswerPart =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "tool_call"; readonly name: string; readonly input: Record<string, unknown> };
+
+/** The answer split into parts, with one reason per tool call that stayed text. */
+export interface ParsedAnswer {
+  readonly parts: AnswerPart[];
+  readonly illFormed: string[];
+}
+
+/**
+ * Splits `text` into text and tool calls. `toolNames` are the tools the request offered; a call
+ * to any other name, bad JSON, a missing name, non-object arguments or a missing closing tag
+ * all leave the call's raw text in the surrounding text block.
+ *
+ * @example
+ * ```ts
+ * parseToolCalls('Listing.\n<tool_call>\n{"name": "Bash", "arguments": {"command": "ls"}}\n</tool_call>', new Set(["Bash"]));
+ * // { parts: [{ type: "text", text: "Listing." }, { type: "tool_call", name: "Bash", input: { command: "ls" } }], illFormed: [] }
+ * ```
+ */
+export function parseToolCalls(text: string, toolNames: ReadonlySet<string>): ParsedAnswer {
+  const parts: AnswerPart[] = [];
+  const illFormed: string[] = [];
+  let pending = "";
+  const flush = () => {
+    const trimmed = pending.trim();
+    if (trimmed.length > 0) parts.push({ type: "text", text: trimmed });
+    pending = "";
+  };
+  let at = 0;
+  while (at < text.length) {
+    const open = text.indexOf(OPEN, at);
+    if (open < 0) break;
+    pending += text.slice(at, open);
+    const close = text.indexOf(CLOSE, open + OPEN.length);
+    if (close < 0) {
+      illFormed.push("tool call without a closing </tool_call>");
+      pending += text.slice(open);
+      at = text.length;
+      break;
+    }
+    const raw = text.slice(open, close + CLOSE.length);
+    const call = readCall(text.slice(open + OPEN.length, close), toolNames);
+    if (typeof call === "string") {
+      illFormed.push(call);
+      pending += raw;
+    } else {
+      flush();
+      parts.push(call);
+    }
+    at = close + CLOSE.length;
+  }
+  pending += text.slice(at);
+  flush();
+  return { parts, illFormed };
+}
+
+/** A tool call from the JSON between the tags, or the reason it cannot be one. */
+function readCall(body: string, toolNames: ReadonlySet<string>): AnswerPart | string {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return "tool call is not valid JSON";
+  }
+  if (!isObject(value)) return "tool call is not a JSON object";
+  const name = value.name;
+  if (typeof name !== "string" || name.length === 0) return "tool call has no name";
+  if (!toolNames.has(name)) return `tool call names an unknown tool "${name}"`;
+  let input = value.arguments ?? value.parameters ?? {};
+  if (typeof input === "string") {
+    try {
+      input = JSON.parse(input);
+    } catch {
+      return `arguments of "${name}" are not a JSON object`;
+    }
+  }
+  if (!isObject(input)) return `arguments of "${name}" are not a JSON object`;
+  return { type: "tool_call", name, input };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,184 @@
+import assert from "node:assert/strict";
+import {
+  messageIdentity,
+  type MessageParam,
+  stableJson,
+  startIdentity,
+} from "../../lib/anthropic/mod.ts";
+
+const EPHEMERAL = { type: "ephemeral" as const };
+
+Deno.test("stableJson() sorts object keys at every depth", () => {
+  assert.equal(
+    stableJson({ b: 1, a: { d: [{ z: 1, y: 2 }], c: "x" } }),
+    '{"a":{"c":"x","d":[{"y":2,"z":1}]},"b":1}',
+  );
+});
+
+Deno.test("stableJson() matches JSON.stringify for scalars, arrays and escapes", () => {
+  for (const value of [null, true, 0, -1.5, 'a"b\n\u2028🎉', [], [1, "x", null], {}]) {
+    assert.equal(stableJson(value), JSON.stringify(value));
+  }
+  assert.equal(stableJson({ a: undefined, b: 1 }), '{"b":1}');
+  assert.equal(stableJson([undefined]), "[null]");
+});
+
+Deno.test("messageIdentity() treats string content as one text block", () => {
+  assert.equal(
+    messageIdentity({ role: "user", content: "hi" }),
+    messageIdentity({ role: "user", content: [{ type: "text", text: "hi" }] }),
+  );
+});
+
+Deno.test("messageIdentity() ignores cache_control on every kind of block", () => {
+  const plain: MessageParam[] = [
+    {
+      role: "user",
+      content: [
+        { type: "tool_result", tool_use_id: "t1", content: [{ type: "text", text: "out" }] },
+        { type: "text", text: "next" },
+        { type: "image", source: { type: "base64", data: "AA==" } },
+      ],
+    },
+    {
+      role: "assistant",
+      content: [
+        { type: "thinking", thinking: "plan", signature: "sig" },
+        { type: "text", text: "ok" },
+        { type: "tool_use", id: "t2", name: "Bash", input: { command: "ls" } },
+      ],
+    },
+  ];
+  const marked = structuredClone(plain);
+  for (const message of marked) {
+    for (const block of message.content as Record<string, unknown>[]) {
+      block.cache_control = EPHEMERAL;
+      if (Array.isArray(block.content)) {
+        for (const inner of block.content) inner.cache_control = EPHEMERAL;
+      }
+    }
+  }
+  plain.forEach((message, i) => assert.equal(messageIdentity(marked[i]), messageIdentity(message)));
+});
+
+Deno.test("messageIdentity() treats a tool_result's string content as one text block", () => {
+  assert.equal(
+    messageIdentity({
+      role: "user",
+      content: [{ type: "tool_result", tool_use_id: "t", content: "out" }],
+    }),
+    messageIdentity({
+      role: "user",
+      content: [{
+        type: "tool_result",
+        tool_use_id: "t",
+        content: [{ type: "text", text: "out" }],
+        is_error: false,
+      }],
+    }),
+  );
+});
+
+Deno.test("messageIdentity() ignores key order in blocks and tool input", () => {
+  assert.equal(
+    messageIdentity({
+      role: "assistant",
+      content: [{
+        type: "tool_use",
+        id: "t",
+        name: "Read",
+        input: { path: "a", limit: 1, opts: { x: 1, y: 2 } },
+      }],
+    }),
+    messageIdentity({
+      content: [{
+        input: { opts: { y: 2, x: 1 }, limit: 1, path: "a" },
+        name: "Read",
+        id: "t",
+        type: "tool_use",
+      }],
+      role: "assistant",
+    } as MessageParam),
+  );
+});
+
+Deno.test("messageIdentity() differs when what the message says differs", () => {
+  const base = messageIdentity({ role: "user", content: "hi" });
+  assert.notEqual(messageIdentity({ role: "user", content: "hi!" }), base);
+  assert.notEqual(messageIdentity({ role: "assistant", content: "hi" }), base);
+  assert.notEqual(
+    messageIdentity({
+      role: "user",
+      content: [{ type: "text", text: "h" }, { type: "text", text: "i" }],
+    }),
+    base,
+  );
+  const result = (is_error: boolean) =>
+    messageIdentity({
+      role: "user",
+      content: [{ type: "tool_result", tool_use_id: "t", content: "x", is_error }],
+    });
+  assert.notEqual(result(true), result(false));
+  const thinking = (signature: string) =>
+    messageIdentity({
+      role: "assistant",
+      content: [{ type: "thinking", thinking: "p", signature }],
+    });
+  assert.notEqual(thinking("a"), thinking("b"));
+  const call = (input: Record<string, unknown>) =>
+    messageIdentity({
+      role: "assistant",
+      content: [{ type: "tool_use", id: "t", name: "Bash", input }],
+    });
+  assert.notEqual(call({ command: "ls" }), call({ command: "ls -la" }));
+});
+
+Deno.test("messageIdentity() ignores fields of a text block other than its text", () => {
+  assert.equal(
+    messageIdentity({ role: "user", content: [{ type: "text", text: "hi", citations: null }] }),
+    messageIdentity({ role: "user", content: "hi" }),
+  );
+});
+
+Deno.test({
+  name:
+    "messageIdentity() ignores cache_control on text nested in mid_conv_system and search_result",
+  fn() {
+    const blocks = (marker: Record<string, unknown>) => [
+      {
+        type: "mid_conv_system" as const,
+        content: [{ type: "text" as const, text: "note", ...marker }],
+      },
+      {
+        type: "search_result" as const,
+        source: "s",
+        title: "t",
+        content: [{ type: "text", text: "r", ...marker }],
+      },
+    ];
+    for (const i of [0, 1]) {
+      assert.equal(
+        messageIdentity({ role: "user", content: [blocks({ cache_control: EPHEMERAL })[i]] }),
+        messageIdentity({ role: "user", content: [blocks({})[i]] }),
+      );
+    }
+  },
+});
+
+Deno.test("startIdentity() depends on the system text and the tools", () => {
+  const tool = {
+    type: "function" as const,
+    function: { name: "Bash", parameters: { type: "object" } },
+  };
+  const base = startIdentity("Be careful.", [tool]);
+  assert.equal(startIdentity("Be careful.", [structuredClone(tool)]), base);
+  assert.notEqual(startIdentity("Be bold.", [tool]), base);
+  assert.notEqual(startIdentity("Be careful.", []), base);
+  assert.notEqual(
+    startIdentity("Be careful.", [{
+      ...tool,
+      function: { ...tool.function, description: "Run." },
+    }]),
+    base,
+  );
+});

@@ -1,0 +1,287 @@
+import assert from "node:assert/strict";
+import {
+  InvalidRequestError,
+  lowerMessages,
+  lowerSystem,
+  lowerThinking,
+  lowerTools,
+  type MessageParam,
+} from "../../lib/anthropic/mod.ts";
+
+/** Asserts that `run` throws an InvalidRequestError with exactly `message`. */
+function assertInvalid(run: () => unknown, message: string) {
+  assert.throws(run, (error: unknown) => {
+    assert.ok(error instanceof InvalidRequestError, String(error));
+    assert.equal(error.message, message);
+    return true;
+  });
+}
+
+Deno.test("lowerSystem() keeps a string and joins text blocks with newlines", () => {
+  assert.equal(lowerSystem(undefined), "");
+  assert.equal(lowerSystem("Be careful."), "Be careful.");
+  assert.equal(
+    lowerSystem([
+      { type: "text", text: "You are Claude Code." },
+      { type: "text", text: "Be careful.", cache_control: { type: "ephemeral" } },
+    ]),
+    "You are Claude Code.\nBe careful.",
+  );
+});
+
+Deno.test("lowerSystem() strips the billing header line from a block or a string", () => {
+  const header = "x-anthropic-billing-header: cc_version=2.0.14.abc; cc_entrypoint=cli; cch=00000;";
+  assert.equal(
+    lowerSystem([{ type: "text", text: header }, { type: "text", text: "You are Claude Code." }]),
+    "You are Claude Code.",
+  );
+  assert.equal(lowerSystem(`${header}\nYou are Claude Code.`), "You are Claude Code.");
+  assert.equal(lowerSystem(header), "");
+});
+
+Deno.test("lowerTools() gives function tools and drops server tools without input_schema", () => {
+  const schema = { type: "object", properties: { command: { type: "string" } } };
+  assert.deepEqual(
+    lowerTools([
+      { name: "Bash", description: "Run a command.", input_schema: schema },
+      { name: "web_search", type: "web_search_20250305" },
+      { name: "Read", input_schema: { type: "object" } },
+    ]),
+    [
+      {
+        type: "function",
+        function: { name: "Bash", description: "Run a command.", parameters: schema },
+      },
+      { type: "function", function: { name: "Read", parameters: { type: "object" } } },
+    ],
+  );
+  assert.deepEqual(lowerTools(undefined), []);
+});
+
+Deno.test("lowerThinking() disables reasoning only for thinking disabled", () => {
+  assert.equal(lowerThinking(undefined), undefined);
+  assert.equal(lowerThinking({ type: "disabled" }), false);
+  assert.equal(lowerThinking({ type: "enabled", budget_tokens: 1024 }), true);
+  assert.equal(lowerThinking({ type: "adaptive" }), true);
+});
+
+Deno.test("lowerMessages() lowers string and text-block content to one message each", () => {
+  assert.deepEqual(
+    lowerMessages([
+      { role: "user", content: "hi" },
+      {
+        role: "assistant",
+        content: [{ type: "text", text: "hello" }, { type: "text", text: "there" }],
+      },
+      {
+        role: "user",
+        content: [{ type: "text", text: "a", cache_control: { type: "ephemeral" } }, {
+          type: "text",
+          text: "b",
+        }],
+      },
+    ]),
+    [
+      { role: "user", content: "hi" },
+      { role: "assistant", content: "hello\nthere" },
+      { role: "user", content: "a\nb" },
+    ],
+  );
+});
+
+Deno.test("lowerMessages() lowers tool results of every content shape", () => {
+  const message: MessageParam = {
+    role: "user",
+    content: [
+      { type: "tool_result", tool_use_id: "toolu_1", content: "plain" },
+      {
+        type: "tool_result",
+        tool_use_id: "toolu_2",
+        content: [{ type: "text", text: "line 1" }, { type: "text", text: "line 2" }],
+      },
+      { type: "tool_result", tool_use_id: "toolu_3", content: "exit 1", is_error: true },
+      { type: "tool_result", tool_use_id: "toolu_4" },
+      {
+        type: "tool_result",
+        tool_use_id: "toolu_5",
+        content: [{ type: "tool_reference", tool_name: "Grep" }],
+      },
+    ],
+  };
+  assert.deepEqual(lowerMessages([message]), [
+    { role: "tool", tool_call_id: "toolu_1", content: "plain" },
+    { role: "tool", tool_call_id: "toolu_2", content: "line 1\nline 2" },
+    { role: "tool", tool_call_id: "toolu_3", content: "Error: exit 1" },
+    { role: "tool", tool_call_id: "toolu_4", content: "" },
+    { role: "tool", tool_call_id: "toolu_5", content: "Grep" },
+  ]);
+});
+
+Deno.test("lowerMessages() puts tool results before the user text of the same message", () => {
+  assert.deepEqual(
+    lowerMessages([{
+      role: "user",
+      content: [
+        { type: "text", text: "Here you go." },
+        { type: "tool_result", tool_use_id: "toolu_1", content: "a.txt" },
+        { type: "text", text: "Continue." },
+        { type: "tool_result", tool_use_id: "toolu_2", content: "b.txt" },
+      ],
+    }]),
+    [
+      { role: "tool", tool_call_id: "toolu_1", content: "a.txt" },
+      { role: "tool", tool_call_id: "toolu_2", content: "b.txt" },
+      { role: "user", content: "Here you go.\nContinue." },
+    ],
+  );
+});
+
+Deno.test("lowerMessages() lowers thinking to reasoning_content and tool_use to tool_calls", () => {
+  assert.deepEqual(
+    lowerMessages([{
+      role: "assistant",
+      content: [
+        { type: "thinking", thinking: "List first.", signature: "sig" },
+        { type: "redacted_thinking", data: "opaque" },
+        { type: "text", text: "Listing." },
+        { type: "tool_use", id: "toolu_1", name: "Bash", input: { command: "ls", flags: ["-l"] } },
+        { type: "tool_use", id: "toolu_2", name: "Read", input: {} },
+      ],
+    }]),
+    [{
+      role: "assistant",
+      content: "Listing.",
+      reasoning_content: "List first.",
+      tool_calls: [
+        {
+          id: "toolu_1",
+          type: "function",
+          function: { name: "Bash", arguments: { command: "ls", flags: ["-l"] } },
+        },
+        { id: "toolu_2", type: "function", function: { name: "Read", arguments: {} } },
+      ],
+    }],
+  );
+});
+
+Deno.test("lowerMessages() leaves reasoning_content and tool_calls out of a plain assistant turn", () => {
+  const [message] = lowerMessages([{ role: "assistant", content: "Done." }]);
+  assert.deepEqual(message, { role: "assistant", content: "Done." });
+  assert.deepEqual(Object.keys(message), ["role", "content"]);
+});
+
+Deno.test("lowerMessages() folds a mid-conversation system message into the preceding user message", () => {
+  assert.deepEqual(
+    lowerMessages([
+      { role: "user", content: "hi" },
+      { role: "system", content: "The user changed a.txt." },
+      { role: "assistant", content: "ok" },
+      { role: "system", content: [{ type: "text", text: "one" }, { type: "text", text: "two" }] },
+    ]),
+    [
+      {
+        role: "user",
+        content: "hi\n<system-reminder>\nThe user changed a.txt.\n</system-reminder>",
+      },
+      { role: "assistant", content: "ok" },
+      { role: "user", content: "<system-reminder>\none\ntwo\n</system-reminder>" },
+    ],
+  );
+});
+
+Deno.test("lowerMessages() reads mid_conv_system blocks as reminder text", () => {
+  assert.deepEqual(
+    lowerMessages([
+      { role: "user", content: "hi" },
+      {
+        role: "system",
+        content: [{ type: "mid_conv_system", content: [{ type: "text", text: "note" }] }],
+      },
+    ]),
+    [{ role: "user", content: "hi\n<system-reminder>\nnote\n</system-reminder>" }],
+  );
+});
+
+Deno.test("lowerMessages() rejects a system message as the first message", () => {
+  assertInvalid(
+    () => lowerMessages([{ role: "system", content: "x" }, { role: "user", content: "hi" }]),
+    "messages.0: a system message cannot be the first message",
+  );
+});
+
+Deno.test("lowerMessages() rejects images and documents with their path", () => {
+  const image = {
+    type: "image" as const,
+    source: { type: "base64", media_type: "image/png", data: "AA==" },
+  };
+  const document = { type: "document" as const, source: { type: "text", data: "doc" } };
+  assertInvalid(
+    () => lowerMessages([{ role: "user", content: [{ type: "text", text: "see" }, image] }], 4),
+    "messages.4.content.1: image blocks are not supported: the served model reads text only",
+  );
+  assertInvalid(
+    () => lowerMessages([{ role: "user", content: [document] }]),
+    "messages.0.content.0: document blocks are not supported: the served model reads text only",
+  );
+  assertInvalid(
+    () =>
+      lowerMessages([
+        { role: "user", content: "hi" },
+        {
+          role: "user",
+          content: [{
+            type: "tool_result",
+            tool_use_id: "t",
+            content: [{ type: "text", text: "x" }, image],
+          }],
+        },
+      ]),
+    "messages.1.content.0.content.1: image blocks are not supported: the served model reads text only",
+  );
+});
+
+Deno.test("lowerMessages() rejects thinking and tool_use blocks in a user message", () => {
+  assertInvalid(
+    () =>
+      lowerMessages([{
+        role: "user",
+        content: [{ type: "thinking", thinking: "x", signature: "s" }],
+      }]),
+    "messages.0.content.0: a thinking block cannot appear in a user message",
+  );
+  assertInvalid(
+    () =>
+      lowerMessages([{
+        role: "user",
+        content: [{ type: "tool_use", id: "t", name: "Bash", input: {} }],
+      }], 2),
+    "messages.2.content.0: a tool_use block cannot appear in a user message",
+  );
+});
+
+const ASSISTANT_WITH_TOOL_RESULT: MessageParam[] = [
+  { role: "user", content: "hi" },
+  {
+    role: "assistant",
+    content: [{ type: "text", text: "a" }, { type: "tool_result", tool_use_id: "t" }],
+  },
+];
+
+Deno.test("lowerMessages() rejects a tool_result block in an assistant message", () => {
+  assert.throws(
+    () => lowerMessages(ASSISTANT_WITH_TOOL_RESULT),
+    (error: unknown) =>
+      error instanceof InvalidRequestError &&
+      error.message.startsWith("messages.1.content.1: a tool_result block cannot appear in "),
+  );
+});
+
+Deno.test({
+  name: 'lowerMessages() names the assistant message with the article "an"',
+  fn() {
+    assertInvalid(
+      () => lowerMessages(ASSISTANT_WITH_TOOL_RESULT),
+      "messages.1.content.1: a tool_result block cannot appear in an assistant message",
+    );
+  },
+});

@@ -1,0 +1,81 @@
+import assert from "node:assert/strict";
+import { closingTokens, survivesRoundTrip, turnEnd } from "../../lib/chain/turn.ts";
+import { qwen3 } from "../_gateway.ts";
+
+const EOS = 151_645;
+
+Deno.test("turnEnd() maps a length finish to length", () => {
+  assert.deepEqual(turnEnd({ type: "length" }), { reason: "length", stopSequence: null });
+});
+
+Deno.test("turnEnd() maps a stop on a token id to end_of_turn", () => {
+  assert.deepEqual(turnEnd({ type: "stop", matched: EOS }), {
+    reason: "end_of_turn",
+    stopSequence: null,
+  });
+  assert.deepEqual(turnEnd({ type: "stop", matched: 151_643 }), {
+    reason: "end_of_turn",
+    stopSequence: null,
+  });
+  assert.deepEqual(turnEnd({ type: "stop", matched: null }), {
+    reason: "end_of_turn",
+    stopSequence: null,
+  });
+});
+
+Deno.test("turnEnd() maps a stop string to stop_sequence with the string", () => {
+  assert.deepEqual(turnEnd({ type: "stop", matched: "</answer>" }), {
+    reason: "stop_sequence",
+    stopSequence: "</answer>",
+  });
+});
+
+Deno.test("closingTokens() adds nothing when the output ends with the end-of-turn token", () => {
+  assert.deepEqual(closingTokens([9707, 13, EOS], EOS), []);
+  assert.deepEqual(closingTokens([EOS], EOS), []);
+});
+
+Deno.test("closingTokens() adds the end-of-turn token to an output that lacks it", () => {
+  assert.deepEqual(closingTokens([9707, 13], EOS), [EOS]);
+  assert.deepEqual(closingTokens([EOS, 9707], EOS), [EOS]);
+  assert.deepEqual(closingTokens([], EOS), [EOS]);
+  assert.deepEqual(closingTokens([9707, 2], 2), []);
+});
+
+Deno.test("survivesRoundTrip() accepts the tokenizer's own encoding", async () => {
+  const tokenizer = await qwen3();
+  const texts = [
+    "Hello world",
+    "<think>\nLet me look at the failing test.\n</think>\n\nThe fix is in `parse()`.",
+    '<tool_call>\n{"name": "bash", "arguments": {"command": "ls -la"}}\n</tool_call>',
+    "naïve café — 日本語 🫠",
+  ];
+  for (const text of texts) {
+    assert.equal(survivesRoundTrip([...tokenizer.encode(text), EOS], tokenizer), true, text);
+  }
+  assert.equal(survivesRoundTrip([], tokenizer), true);
+});
+
+Deno.test("survivesRoundTrip() rejects a non-canonical split of the same text", async () => {
+  const tokenizer = await qwen3();
+  const split = [...tokenizer.encode("hel"), ...tokenizer.encode("lo")];
+  assert.deepEqual(split, [49_122, 385]);
+  assert.equal(tokenizer.decode(split), "hello");
+  assert.equal(survivesRoundTrip(split, tokenizer), false);
+  const worded = [...tokenizer.encode("Hello w"), ...tokenizer.encode("orld"), EOS];
+  assert.equal(survivesRoundTrip(worded, tokenizer), false);
+});
+
+Deno.test("survivesRoundTrip() rejects an output cut inside a character", async () => {
+  const tokenizer = await qwen3();
+  const emoji = tokenizer.encode("🫠");
+  assert.ok(emoji.length > 1, `🫠 is ${emoji.length} token(s)`);
+  assert.equal(survivesRoundTrip(emoji.slice(0, -1), tokenizer), false);
+});
+
+Deno.test("survivesRoundTrip() compares lengths as well as tokens", () => {
+  const codec = { decode: () => "x", encode: () => [1, 2, 3] };
+  assert.equal(survivesRoundTrip([1, 2], codec), false);
+  assert.equal(survivesRoundTrip([1, 2, 3, 4], codec), false);
+  assert.equal(survivesRoundTrip([1, 2, 3], codec), true);
+});

@@ -1,0 +1,187 @@
+import assert from "node:assert/strict";
+import {
+  CONFIG_VARIABLES,
+  ConfigError,
+  defaultTokenizerPath,
+  resolveConfig,
+} from "../../lib/config/resolve_config.ts";
+
+/** Asserts that `env` is refused with a ConfigError naming `variable` and quoting `value`. */
+function assertRefused(variable: string, value: string) {
+  assert.throws(
+    () => resolveConfig({ [variable]: value }),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError, `${variable}=${value}: ${error}`);
+      assert.equal(error.name, "ConfigError");
+      assert.equal(error.variable, variable);
+      assert.ok(error.message.includes(variable), error.message);
+      assert.ok(error.message.includes(`"${value}"`), error.message);
+      return true;
+    },
+  );
+}
+
+Deno.test("resolveConfig() fills every setting with its default on an empty environment", () => {
+  assert.deepEqual({ ...resolveConfig({}) }, {
+    port: 8080,
+    host: "0.0.0.0",
+    sglangUrl: null,
+    kvPath: "./data/gateway.kv",
+    adminToken: null,
+    tokenizerPath: defaultTokenizerPath(),
+    contextLength: null,
+    devOpenSessions: false,
+    maxBodyBytes: 32 * 1024 * 1024,
+    engineConnections: 64,
+    engineTimeoutMs: 30 * 60_000,
+    pingIntervalMs: 10_000,
+    roundtripPolicy: "mask",
+    signingSecret: null,
+    chainCacheTokens: 16 * 1024 * 1024,
+    scriptedLatencyMs: 0,
+  });
+});
+
+Deno.test("resolveConfig() reads every variable it documents", () => {
+  const config = resolveConfig({
+    PORT: "9000",
+    HOST: "127.0.0.1",
+    SGLANG_URL: "http://10.0.0.5:30000",
+    KV_PATH: ":memory:",
+    ADMIN_TOKEN: "admin-token-0123456789",
+    TOKENIZER_PATH: "/models/qwen3",
+    CONTEXT_LENGTH: "40960",
+    DEV_OPEN_SESSIONS: "true",
+    MAX_BODY_BYTES: "2048",
+    ENGINE_CONNECTIONS: "8",
+    ENGINE_TIMEOUT_MS: "60000",
+    PING_INTERVAL_MS: "50",
+    ROUNDTRIP_POLICY: "keep",
+    SIGNING_SECRET: "signing-secret-0123456789",
+    CHAIN_CACHE_TOKENS: "0",
+    SCRIPTED_LATENCY_MS: "5",
+  });
+  assert.deepEqual({ ...config }, {
+    port: 9000,
+    host: "127.0.0.1",
+    sglangUrl: "http://10.0.0.5:30000",
+    kvPath: ":memory:",
+    adminToken: "admin-token-0123456789",
+    tokenizerPath: "/models/qwen3",
+    contextLength: 40_960,
+    devOpenSessions: true,
+    maxBodyBytes: 2048,
+    engineConnections: 8,
+    engineTimeoutMs: 60_000,
+    pingIntervalMs: 50,
+    roundtripPolicy: "keep",
+    signingSecret: "signing-secret-0123456789",
+    chainCacheTokens: 0,
+    scriptedLatencyMs: 5,
+  });
+});
+
+Deno.test("resolveConfig() lists every variable it reads in CONFIG_VARIABLES", () => {
+  assert.deepEqual([...CONFIG_VARIABLES].sort(), [
+    "ADMIN_TOKEN",
+    "CHAIN_CACHE_TOKENS",
+    "CONTEXT_LENGTH",
+    "DEV_OPEN_SESSIONS",
+    "ENGINE_CONNECTIONS",
+    "ENGINE_TIMEOUT_MS",
+    "HOST",
+    "KV_PATH",
+    "MAX_BODY_BYTES",
+    "PING_INTERVAL_MS",
+    "PORT",
+    "ROUNDTRIP_POLICY",
+    "SCRIPTED_LATENCY_MS",
+    "SGLANG_URL",
+    "SIGNING_SECRET",
+    "TOKENIZER_PATH",
+  ]);
+});
+
+Deno.test("resolveConfig() throws a ConfigError naming the variable for each bad value", () => {
+  const bad: [string, string][] = [
+    ["PORT", "abc"],
+    ["PORT", "65536"],
+    ["PORT", "80.5"],
+    ["CONTEXT_LENGTH", "-1"],
+    ["CONTEXT_LENGTH", "255"],
+    ["DEV_OPEN_SESSIONS", "maybe"],
+    ["SGLANG_URL", "ftp://x"],
+    ["SGLANG_URL", "localhost:30000"],
+    ["ROUNDTRIP_POLICY", "drop"],
+    ["ADMIN_TOKEN", "short"],
+    ["SIGNING_SECRET", "fifteen-chars!!"],
+    ["MAX_BODY_BYTES", "1023"],
+    ["ENGINE_CONNECTIONS", "0"],
+    ["ENGINE_TIMEOUT_MS", "999"],
+    ["PING_INTERVAL_MS", "9"],
+    ["CHAIN_CACHE_TOKENS", "-5"],
+    ["SCRIPTED_LATENCY_MS", "60001"],
+  ];
+  for (const [variable, value] of bad) assertRefused(variable, value);
+});
+
+Deno.test("resolveConfig() says what a good value looks like", () => {
+  assert.throws(() => resolveConfig({ PORT: "abc" }), {
+    message: 'Invalid PORT: expected an integer from 0 to 65535, got "abc"',
+  });
+  assert.throws(() => resolveConfig({ ADMIN_TOKEN: "short" }), {
+    message: 'Invalid ADMIN_TOKEN: expected at least 16 characters, got "short"',
+  });
+});
+
+Deno.test("resolveConfig() accepts the bounds of each integer range", () => {
+  assert.equal(resolveConfig({ PORT: "0" }).port, 0);
+  assert.equal(resolveConfig({ PORT: "65535" }).port, 65_535);
+  assert.equal(resolveConfig({ CONTEXT_LENGTH: "256" }).contextLength, 256);
+  assert.equal(resolveConfig({ ADMIN_TOKEN: "a".repeat(16) }).adminToken, "a".repeat(16));
+});
+
+Deno.test("resolveConfig() reads each spelling of a boolean", () => {
+  for (const yes of ["1", "true", "yes", "on"]) {
+    assert.equal(resolveConfig({ DEV_OPEN_SESSIONS: yes }).devOpenSessions, true, yes);
+  }
+  for (const no of ["0", "false", "no", "off"]) {
+    assert.equal(resolveConfig({ DEV_OPEN_SESSIONS: no }).devOpenSessions, false, no);
+  }
+});
+
+Deno.test("resolveConfig() trims values and treats blank ones as unset", () => {
+  const config = resolveConfig({ PORT: " 9000 ", HOST: "", KV_PATH: "   ", ADMIN_TOKEN: " " });
+  assert.equal(config.port, 9000);
+  assert.equal(config.host, "0.0.0.0");
+  assert.equal(config.kvPath, "./data/gateway.kv");
+  assert.equal(config.adminToken, null);
+});
+
+Deno.test("resolveConfig() removes trailing slashes from SGLANG_URL", () => {
+  assert.equal(
+    resolveConfig({ SGLANG_URL: "http://127.0.0.1:30000/" }).sglangUrl,
+    "http://127.0.0.1:30000",
+  );
+  assert.equal(
+    resolveConfig({ SGLANG_URL: "https://engine.example/v1//" }).sglangUrl,
+    "https://engine.example/v1",
+  );
+});
+
+Deno.test("resolveConfig() returns a frozen configuration", () => {
+  const config = resolveConfig({ PORT: "9000" });
+  assert.ok(Object.isFrozen(config));
+  assert.throws(() => {
+    (config as { port: number }).port = 1;
+  }, TypeError);
+  assert.equal(config.port, 9000);
+});
+
+Deno.test("defaultTokenizerPath() points at a folder holding tokenizer.json and its config", async () => {
+  const path = defaultTokenizerPath();
+  assert.ok(!path.endsWith("/"), path);
+  assert.ok((await Deno.stat(path)).isDirectory);
+  assert.ok((await Deno.stat(`${path}/tokenizer.json`)).isFile);
+  assert.ok((await Deno.stat(`${path}/tokenizer_config.json`)).isFile);
+});

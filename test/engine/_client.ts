@@ -1,0 +1,62 @@
+/**
+ * A scripted engine and an SGLang client wired together for the engine tests.
+ *
+ * @module
+ */
+import { samplingParams } from "../../lib/engine/sampling.ts";
+import { SglangClient } from "../../lib/engine/sglang_client.ts";
+import { type Script, startScriptedEngine } from "../../fixtures/scripted_engine.ts";
+import { qwen3 } from "../_gateway.ts";
+
+export const PROMPT = [151_644, 872, 198, 9707, 151_645, 198, 151_644, 77_091, 198];
+export const RID = /^[0-9a-f]{32}$/;
+
+export function sampling(maxTokens = 256, stop?: string[]) {
+  return samplingParams({ maxTokens, stop }, {
+    promptLength: PROMPT.length,
+    contextLength: 40_960,
+    eosId: 151_645,
+  });
+}
+
+/** A client and a scripted engine for one test, closed by `run`'s end. */
+export async function withEngine(
+  options: {
+    script?: Script | string[];
+    latencyMs?: number;
+    timeoutMs?: number;
+    maxResumes?: number;
+  },
+  run: (ctx: {
+    engine: Awaited<ReturnType<typeof startScriptedEngine>>;
+    client: SglangClient;
+    tokenizer: Awaited<ReturnType<typeof qwen3>>;
+  }) => Promise<void>,
+) {
+  const tokenizer = await qwen3();
+  const engine = await startScriptedEngine({
+    tokenizer,
+    script: options.script,
+    latencyMs: options.latencyMs,
+  });
+  const client = new SglangClient(engine.url, {
+    connections: 4,
+    timeoutMs: options.timeoutMs ?? 30_000,
+    maxResumes: options.maxResumes,
+  });
+  try {
+    await run({ engine, client, tokenizer });
+  } finally {
+    await client.close();
+    await engine.close();
+  }
+}
+
+/** Resolves once `condition` holds, checking on each timer turn; rejects after `ms`. */
+export async function until(condition: () => boolean, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("Condition not met in time");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}

@@ -1,0 +1,57 @@
+import assert from "node:assert/strict";
+import { PromptIds } from "../../lib/engine/mod.ts";
+
+const ascii = (ids: PromptIds) => new TextDecoder().decode(ids.ascii());
+
+Deno.test("PromptIds.from() serializes ids as the comma-separated digits of a JSON array", () => {
+  const ids = PromptIds.from([0, 7, 151_645, 4_294_967_295]);
+  assert.equal(ascii(ids), "0,7,151645,4294967295");
+  assert.deepEqual(JSON.parse(`[${ascii(ids)}]`), [0, 7, 151_645, 4_294_967_295]);
+  assert.equal(ids.length, 4);
+  assert.deepEqual(ids.toArray(), [0, 7, 151_645, 4_294_967_295]);
+});
+
+Deno.test("PromptIds.from() of nothing is empty", () => {
+  const ids = PromptIds.from([]);
+  assert.equal(ids.length, 0);
+  assert.equal(ascii(ids), "");
+  assert.deepEqual(ids.toArray(), []);
+  assert.equal(ascii(ids.concat([3])), "3");
+});
+
+Deno.test("PromptIds.concat() leaves the original sequence unchanged", () => {
+  const history = PromptIds.from([1, 2]);
+  const prompt = history.concat([3, 4]);
+  assert.deepEqual(history.toArray(), [1, 2]);
+  assert.deepEqual(prompt.toArray(), [1, 2, 3, 4]);
+});
+
+Deno.test("PromptIds.concat() from the same history twice keeps both extensions apart", () => {
+  const history = PromptIds.from([1, 2]);
+  const a = history.concat([10, 11]);
+  const b = history.concat([20]);
+  const a2 = a.concat([12]);
+  assert.deepEqual(a.toArray(), [1, 2, 10, 11]);
+  assert.deepEqual(b.toArray(), [1, 2, 20]);
+  assert.deepEqual(a2.toArray(), [1, 2, 10, 11, 12]);
+  assert.deepEqual(history.concat([30]).toArray(), [1, 2, 30]);
+  assert.deepEqual(a.toArray(), [1, 2, 10, 11]);
+});
+
+Deno.test("PromptIds.concat() grows past its first buffer and matches a join of all ids", () => {
+  const all: number[] = [];
+  let ids = PromptIds.from([]);
+  for (let turn = 0; turn < 50; turn++) {
+    const added = Array.from({ length: 997 }, (_, i) => (turn * 7919 + i * 104_729) % 151_936);
+    all.push(...added);
+    ids = ids.concat(added);
+  }
+  assert.equal(ids.length, all.length);
+  assert.equal(ascii(ids), all.join(","));
+});
+
+Deno.test("PromptIds.concat() rejects ids that are not token ids", () => {
+  assert.throws(() => PromptIds.from([1.5]), RangeError);
+  assert.throws(() => PromptIds.from([-1]), RangeError);
+  assert.throws(() => PromptIds.from([2 ** 32]), RangeError);
+});

@@ -1,0 +1,187 @@
+/**
+ * The SSE path: Anthropic's event grammar on the wire, the same message as the JSON path, pings
+ * while the engine works, and a client that leaves aborts the engine and records nothing.
+ */
+import Anthropic from "@anthropic-ai/sdk";
+import assert from "node:assert/strict";
+import { kvSnapshot, startGateway } from "../_gateway.ts";
+
+const TOOL_REPLY =
+  '<think>\nList first.\n</think>\n\nLet me look.\n<tool_call>\n{"name": "Bash", "arguments": {"command": "ls -la", "timeout": 30}}\n</tool_call>';
+const BASH = {
+  name: "Bash",
+  input_schema: { type: "object" as const, properties: { command: { type: "string" } } },
+};
+const REQUEST = {
+  model: "m",
+  max_tokens: 256,
+  tools: [BASH],
+  messages: [{ role: "user" as const, content: "What is here?" }],
+};
+
+interface RawEvent {
+  event: string;
+  data: Record<string, unknown> & { type: string };
+}
+
+/** Reads a whole SSE body into events, checking the framing of each. */
+function parseSse(text: string): RawEvent[] {
+  return text.split("\n\n").filter((frame) => frame.length > 0).map((frame) => {
+    const lines = frame.split("\n");
+    assert.equal(lines.length, 2, `frame ${JSON.stringify(frame)}`);
+    assert.match(lines[0], /^event: [a-z_]+$/);
+    assert.match(lines[1], /^data: /);
+    const event = { event: lines[0].slice(7), data: JSON.parse(lines[1].slice(6)) };
+    assert.equal(event.data.type, event.event);
+    return event;
+  });
+}
+
+/** Replaces the ids that differ between two generations; drops the SDK's own `parsed_output`. */
+function normalize(message: Anthropic.Message) {
+  const { parsed_output: _, ...rest } = message as Anthropic.Message & { parsed_output?: unknown };
+  return JSON.parse(
+    JSON.stringify(rest)
+      .replace(/msg_[0-9a-f]+/g, "msg_X")
+      .replace(/toolu_[0-9a-f]+/g, "toolu_X"),
+  );
+}
+
+Deno.test("a streamed turn follows Anthropic's event grammar, tool input only in input_json_delta", async () => {
+  const gw = await startGateway({ script: [TOOL_REPLY], latencyMs: 8 });
+  try {
+    const { token } = await gw.openSession();
+    const response = await fetch(`${gw.url}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": token, "content-type": "application/json" },
+      body: JSON.stringify({ ...REQUEST, stream: true }),
+    });
+    assert.equal(response.status, 200);
+    assert.match(response.headers.get("content-type")!, /^text\/event-stream/);
+    const events = parseSse(await response.text());
+    const names = events.map((e) => e.event).filter((name) => name !== "ping");
+    assert.ok(events.some((e) => e.event === "ping"), "pings while the engine works");
+    assert.deepEqual(names, [
+      "message_start",
+      "content_block_start",
+      "content_block_delta",
+      "content_block_delta",
+      "content_block_stop",
+      "content_block_start",
+      "content_block_delta",
+      "content_block_stop",
+      "content_block_start",
+      "content_block_delta",
+      "content_block_stop",
+      "message_delta",
+      "message_stop",
+    ]);
+    const start = events[0].data.message as Anthropic.Message;
+    assert.deepEqual(start.content, []);
+    assert.equal(start.stop_reason, null);
+    assert.ok(start.usage.input_tokens > 0);
+    const blocks = events.filter((e) => e.event === "content_block_start").map((e) => e.data);
+    assert.deepEqual(blocks.map((b) => b.index), [0, 1, 2]);
+    assert.deepEqual((blocks[2].content_block as { input: unknown }).input, {});
+    const toolDeltas = events.filter((e) => e.event === "content_block_delta" && e.data.index === 2)
+      .map((e) => e.data.delta as { type: string; partial_json: string });
+    assert.ok(toolDeltas.every((d) => d.type === "input_json_delta"));
+    assert.deepEqual(JSON.parse(toolDeltas.map((d) => d.partial_json).join("")), {
+      command: "ls -la",
+      timeout: 30,
+    });
+    const thinkingDeltas = events.filter((e) =>
+      e.event === "content_block_delta" && e.data.index === 0
+    )
+      .map((e) => (e.data.delta as { type: string }).type);
+    assert.deepEqual(thinkingDeltas, ["thinking_delta", "signature_delta"]);
+    const delta = events.find((e) => e.event === "message_delta")!.data;
+    assert.deepEqual(delta.delta, { stop_reason: "tool_use", stop_sequence: null });
+    assert.equal(
+      (delta.usage as { output_tokens: number }).output_tokens,
+      gw.engine.calls[0].output!.length,
+    );
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("the SDK's stream helper yields the same message as the JSON path", async () => {
+  const gw = await startGateway({ script: [TOOL_REPLY, TOOL_REPLY] });
+  try {
+    const a = await gw.openSession();
+    const b = await gw.openSession();
+    const json = await new Anthropic({ apiKey: a.token, baseURL: gw.url, maxRetries: 0 }).messages
+      .create(REQUEST);
+    const stream = new Anthropic({ apiKey: b.token, baseURL: gw.url, maxRetries: 0 }).messages
+      .stream(REQUEST);
+    const inputDeltas: string[] = [];
+    stream.on("streamEvent", (event) => {
+      if (event.type === "content_block_delta" && event.delta.type === "input_json_delta") {
+        inputDeltas.push(event.delta.partial_json);
+      }
+    });
+    const streamed = await stream.finalMessage();
+    const strip = (m: Anthropic.Message) => ({
+      ...normalize(m),
+      content: normalize(m).content.map((block: { signature?: string }) => ({
+        ...block,
+        signature: undefined,
+      })),
+    });
+    assert.deepEqual(strip(streamed), strip(json));
+    assert.deepEqual(json.content[2], {
+      ...json.content[2],
+      type: "tool_use",
+      name: "Bash",
+      input: { command: "ls -la", timeout: 30 },
+    });
+    assert.ok(inputDeltas.length > 0);
+  } finally {
+    await gw.close();
+  }
+});
+
+/** Resolves once `check` holds, polling the event loop; fails after `ms`. */
+async function eventually(check: () => boolean, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error("condition not reached");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+for (const stream of [true, false]) {
+  Deno.test(`a client that disconnects mid-turn aborts the engine request and records nothing (${stream ? "SSE" : "JSON"})`, async () => {
+    const gw = await startGateway({ script: ["word ".repeat(200)], latencyMs: 20 });
+    try {
+      const { id, token } = await gw.openSession();
+      const before = await kvSnapshot(gw.kv);
+      const controller = new AbortController();
+      const response = fetch(`${gw.url}/v1/messages`, {
+        method: "POST",
+        headers: { "x-api-key": token, "content-type": "application/json" },
+        body: JSON.stringify({ ...REQUEST, stream }),
+        signal: controller.signal,
+      });
+      if (stream) {
+        const reader = (await response).body!.getReader();
+        await reader.read(); // message_start
+        await eventually(() => gw.engine.calls.length === 1);
+        await reader.cancel();
+      } else {
+        await eventually(() => gw.engine.calls.length === 1);
+        controller.abort();
+        await assert.rejects(response);
+      }
+      const rid = gw.engine.calls[0].rid;
+      await eventually(() => gw.engine.abortRequests.includes(rid));
+      await eventually(() => gw.engine.calls[0].output !== undefined);
+      assert.ok(gw.engine.calls[0].output!.length < 200, "the generation stopped early");
+      assert.deepEqual(await kvSnapshot(gw.kv), before);
+      assert.deepEqual(await gw.samples(id), []);
+    } finally {
+      await gw.close();
+    }
+  });
+}

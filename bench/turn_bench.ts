@@ -49,8 +49,7 @@ const app = createGatewayApp(deps);
 
 console.log(`Rollout Gateway turn bench — ${MEASURED_TURNS} measured turns per history size`);
 console.log(`engine: scripted, zero latency, own process (${engine.url}); KV: file\n`);
-const rows: { target: number; history: number; turn: number; gateway: number; naive: number }[] =
-  [];
+const rows: Awaited<ReturnType<typeof measure>>[] = [];
 for (const target of TARGETS) rows.push(await measure(target));
 
 const pad = (v: string | number, n: number) => String(v).padStart(n);

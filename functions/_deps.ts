@@ -87,6 +87,33 @@ async function openKv(path: string): Promise<Deno.Kv> {
   return await Deno.openKv(path);
 }
 
+/** What the gateway tells its operator at start-up, loudly so when the engine is scripted. */
+export function banner(deps: Deps, listening: string): string {
+  const lines = [
+    `Rollout Gateway listening on ${listening}`,
+    `  KV:         ${deps.config.kvPath}`,
+    `  tokenizer:  ${deps.tokenizer.path}`,
+    `  context:    ${deps.contextLength} tokens`,
+    `  engine:     ${deps.engine.url}`,
+  ];
+  if (!deps.config.adminToken) {
+    lines.push(`  admin token (generated, kept in KV): ${deps.adminToken}`);
+  }
+  if (deps.config.devOpenSessions) {
+    lines.push("  DEV_OPEN_SESSIONS is on: any unknown token opens a session");
+  }
+  if (deps.scripted) {
+    const bar = "!".repeat(78);
+    lines.unshift(
+      bar,
+      "!! SGLANG_URL is not set: answering with the BUILT-IN SCRIPTED ENGINE.",
+      "!! Its replies are canned text, not a model. Set SGLANG_URL to serve SGLang.",
+      bar,
+    );
+  }
+  return lines.join("\n");
+}
+
 /** Deps built once from the process environment, for a function served on its own. */
 let fromEnv: Promise<Deps> | null = null;
 
@@ -98,7 +125,10 @@ export function lazyApp(create: (deps: Deps) => Hono): Hono {
   let real: Promise<Hono> | null = null;
   const app = new Hono();
   app.all("*", async (c) => {
-    fromEnv ??= buildDeps(resolveConfig(Deno.env.toObject()));
+    fromEnv ??= buildDeps(resolveConfig(Deno.env.toObject())).then((deps) => {
+      console.log(banner(deps, new URL(c.req.url).origin));
+      return deps;
+    });
     real ??= fromEnv.then(create);
     return (await real).fetch(c.req.raw);
   });

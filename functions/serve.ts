@@ -6,7 +6,7 @@
  */
 import { Hono } from "hono";
 import { ConfigError, resolveConfig } from "../lib/config/mod.ts";
-import { buildDeps, type Deps } from "./_deps.ts";
+import { banner, buildDeps, type Deps } from "./_deps.ts";
 import { errorResponse, newRequestId } from "./_http.ts";
 import { createMessagesApp } from "./messages.ts";
 import { createSessionsApp } from "./sessions.ts";
@@ -32,32 +32,6 @@ export function createGatewayApp(deps: Deps): Hono {
   return app;
 }
 
-function banner(deps: Deps, port: number): string {
-  const lines = [
-    `Rollout Gateway listening on http://${deps.config.host}:${port}`,
-    `  KV:         ${deps.config.kvPath}`,
-    `  tokenizer:  ${deps.tokenizer.path}`,
-    `  context:    ${deps.contextLength} tokens`,
-    `  engine:     ${deps.engine.url}`,
-  ];
-  if (!deps.config.adminToken) {
-    lines.push(`  admin token (generated, kept in KV): ${deps.adminToken}`);
-  }
-  if (deps.config.devOpenSessions) {
-    lines.push("  DEV_OPEN_SESSIONS is on: any unknown token opens a session");
-  }
-  if (deps.scripted) {
-    const bar = "!".repeat(78);
-    lines.unshift(
-      bar,
-      "!! SGLANG_URL is not set: answering with the BUILT-IN SCRIPTED ENGINE.",
-      "!! Its replies are canned text, not a model. Set SGLANG_URL to serve SGLang.",
-      bar,
-    );
-  }
-  return lines.join("\n");
-}
-
 async function main(): Promise<void> {
   let config;
   try {
@@ -74,7 +48,7 @@ async function main(): Promise<void> {
   const server = Deno.serve({
     hostname: config.host,
     port: config.port,
-    onListen: ({ port }) => console.log(banner(deps, port)),
+    onListen: ({ hostname, port }) => console.log(banner(deps, `http://${hostname}:${port}`)),
   }, app.fetch);
   const stop = async () => {
     console.log("Shutting down: waiting for in-flight requests");

@@ -249,6 +249,12 @@ export async function completeTurn<Reply>(
   const messageCount = input.messageIdentities.length + 1;
   const digest = extendDigest(state.digests[messageCount - 1], identity);
   const now = Date.now();
+  const chunks = encodeTurnTokens({
+    delta: state.delta,
+    output,
+    logprobs: generation.logprobs,
+    closing,
+  });
   const turn: TurnRecord = {
     index: previous?.turnCount ?? 0,
     rid: generation.rid,
@@ -267,7 +273,7 @@ export async function completeTurn<Reply>(
     model: input.model,
     messageCount,
     digest,
-    chunks: 0,
+    chunks: chunks.length,
     createdAt: now,
     timings: {
       renderMs: state.renderMs,
@@ -276,12 +282,6 @@ export async function completeTurn<Reply>(
       totalMs: performance.now() - state.started,
     },
   };
-  const chunks = encodeTurnTokens({
-    delta: state.delta,
-    output,
-    logprobs: generation.logprobs,
-    closing,
-  });
   const header: ChainHeader = {
     sessionId: input.sessionId,
     id: chainId,
@@ -299,7 +299,7 @@ export async function completeTurn<Reply>(
   const versionstamp = await commitTurn(deps.kv, {
     chain: state.chain,
     header,
-    turn: { ...turn, chunks: chunks.length },
+    turn,
     chunks,
     session: newChain
       ? {

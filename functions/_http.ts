@@ -38,9 +38,6 @@ export class PermissionError extends Error {
   }
 }
 
-/** Seconds a client is told to wait before retrying an overloaded engine. */
-export const RETRY_AFTER_SECONDS = 2;
-
 /** A fresh request id, sent as the `request-id` header and in error bodies. */
 export function newRequestId(): string {
   return `req_${crypto.randomUUID().replaceAll("-", "")}`;
@@ -141,9 +138,17 @@ function describeIssue(issue: Issue, base: PropertyKey[]): string {
   return where ? `${where}: ${message}` : message;
 }
 
+/** How errors are answered: the wait suggested to clients of an overloaded engine. */
+export interface ErrorOptions {
+  readonly retryAfterMs: number;
+}
+
+const DEFAULT_ERROR_OPTIONS: ErrorOptions = { retryAfterMs: 2000 };
+
 /** The status, Anthropic error type and extra headers for an error. */
 export function classifyError(
   error: unknown,
+  options: ErrorOptions = DEFAULT_ERROR_OPTIONS,
 ): { type: ErrorType; message: string; headers?: Record<string, string> } {
   if (error instanceof InvalidRequestError || error instanceof ContextOverflowError) {
     return { type: "invalid_request_error", message: error.message };
@@ -174,7 +179,11 @@ export function classifyError(
     return {
       type: "overloaded_error",
       message: error.message,
-      headers: { "x-should-retry": "true", "retry-after": String(RETRY_AFTER_SECONDS) },
+      headers: {
+        "x-should-retry": "true",
+        "retry-after": String(Math.ceil(options.retryAfterMs / 1000)),
+        "retry-after-ms": String(options.retryAfterMs),
+      },
     };
   }
   if (error instanceof TemplateError) return { type: "api_error", message: error.message };
@@ -186,8 +195,12 @@ export function classifyError(
 }
 
 /** The HTTP response for an error, in Anthropic's envelope. */
-export function errorResponse(error: unknown, requestId: string): Response {
-  const { type, message, headers } = classifyError(error);
+export function errorResponse(
+  error: unknown,
+  requestId: string,
+  options: ErrorOptions = DEFAULT_ERROR_OPTIONS,
+): Response {
+  const { type, message, headers } = classifyError(error, options);
   return Response.json(errorBody(type, message, requestId), {
     status: ERROR_STATUS[type],
     headers: { "request-id": requestId, ...headers },

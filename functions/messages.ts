@@ -1,14 +1,29 @@
 /**
- * The agent's surface: `POST /v1/messages` (Anthropic Messages API, JSON or SSE), authenticated
- * by the session token as `x-api-key` or `Authorization: Bearer`.
+ * The agent's surface, the Anthropic API as Claude Code and the SDKs use it:
+ * `POST /v1/messages` (JSON or SSE), `POST /v1/messages/count_tokens`, `GET /v1/models` and
+ * `HEAD /api/hello`. Authenticated by the session token as `x-api-key` or
+ * `Authorization: Bearer`; the query string (`?beta=true`) and `anthropic-beta` headers are
+ * ignored.
  *
  * Served alone with `deno serve -A functions/messages.ts`, or with the others by `serve.ts`.
  *
  * @module
  */
 import { Hono } from "hono";
-import { anthropicTurnInput, MessageCreateParams, messageHead } from "../lib/anthropic/mod.ts";
-import { completeTurn, prepareTurn, resolveToken, storeOpenedSession } from "../lib/session/mod.ts";
+import {
+  anthropicTurnInput,
+  type LowerOptions,
+  MessageCountTokensParams,
+  MessageCreateParams,
+  messageHead,
+} from "../lib/anthropic/mod.ts";
+import {
+  completeTurn,
+  countPromptTokens,
+  prepareTurn,
+  resolveToken,
+  storeOpenedSession,
+} from "../lib/session/mod.ts";
 import { type Deps, lazyApp } from "./_deps.ts";
 import { credential, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
 import { settleWithin, sseResponse } from "./_sse.ts";
@@ -16,6 +31,12 @@ import { settleWithin, sseResponse } from "./_sse.ts";
 /** The messages app over `deps`. */
 export function createMessagesApp(deps: Deps): Hono {
   const app = new Hono();
+  const lowering: LowerOptions = {
+    images: deps.config.imagePolicy,
+    keepAttribution: deps.config.keepAttribution,
+  };
+  const errors = { retryAfterMs: deps.config.retryAfterMs };
+
   app.post("/v1/messages", async (c) => {
     const requestId = newRequestId();
     try {
@@ -27,6 +48,7 @@ export function createMessagesApp(deps: Deps): Hono {
       const input = anthropicTurnInput(request, {
         sessionId: resolved.session.id,
         signingSecret: deps.signingSecret,
+        lowering,
       });
       if (resolved.kind === "open") await storeOpenedSession(deps.kv, resolved.session);
       const prepared = await prepareTurn(deps, input);
@@ -42,7 +64,7 @@ export function createMessagesApp(deps: Deps): Hono {
       }
       // Until the first ping is due, a failure can still be answered with an HTTP status.
       const early = await settleWithin(done, deps.config.pingIntervalMs);
-      if (early && "error" in early) return errorResponse(early.error, requestId);
+      if (early && "error" in early) return errorResponse(early.error, requestId, errors);
       return sseResponse({
         requestId,
         head,
@@ -51,9 +73,64 @@ export function createMessagesApp(deps: Deps): Hono {
         pingIntervalMs: deps.config.pingIntervalMs,
       });
     } catch (error) {
-      return errorResponse(error, requestId);
+      return errorResponse(error, requestId, errors);
     }
   });
+
+  // Counted as the next turn would count them, so a client's context estimate (and Claude
+  // Code's compaction point) matches the `usage.input_tokens` it will see.
+  app.post("/v1/messages/count_tokens", async (c) => {
+    const requestId = newRequestId();
+    try {
+      const raw = c.req.raw;
+      const resolved = await resolveToken(deps.kv, credential(raw), {
+        devOpenSessions: deps.config.devOpenSessions,
+      });
+      const request = validate(
+        MessageCountTokensParams,
+        await readJson(raw, deps.config.maxBodyBytes),
+      );
+      const input = anthropicTurnInput({ ...request, max_tokens: request.max_tokens ?? 0 }, {
+        sessionId: resolved.session.id,
+        signingSecret: deps.signingSecret,
+        lowering,
+      });
+      const inputTokens = await countPromptTokens(deps, input, {
+        sessionExists: resolved.kind === "session",
+      });
+      return c.json({ input_tokens: inputTokens }, 200, { "request-id": requestId });
+    } catch (error) {
+      return errorResponse(error, requestId, errors);
+    }
+  });
+
+  // Claude Code's connection-warming probe; any 2xx will do.
+  app.on(["GET", "HEAD"], "/api/hello", (c) => c.body(null, 200));
+
+  // The served model, in the shape of Anthropic's model list. Requests may name any model.
+  app.get("/v1/models", async (c) => {
+    const requestId = newRequestId();
+    const token = credential(c.req.raw);
+    if (token !== deps.adminToken) {
+      try {
+        await resolveToken(deps.kv, token, { devOpenSessions: deps.config.devOpenSessions });
+      } catch (error) {
+        return errorResponse(error, requestId, errors);
+      }
+    }
+    const model = {
+      type: "model",
+      id: deps.config.modelId,
+      display_name: deps.config.modelId,
+      created_at: new Date(0).toISOString(),
+      max_input_tokens: deps.contextLength,
+      max_tokens: deps.contextLength,
+    };
+    return c.json({ data: [model], has_more: false, first_id: model.id, last_id: model.id }, 200, {
+      "request-id": requestId,
+    });
+  });
+
   return app;
 }
 

@@ -35,11 +35,24 @@ export interface TestGateway {
   readonly engine: ScriptedEngine;
   readonly kv: Deno.Kv;
   readonly tokenizer: ChatTokenizer;
+  /** Every request the gateway received and what it answered, in arrival order. */
+  readonly exchanges: Exchange[];
   /** Opens a session through the trainer API; returns its id and token. */
   openSession(metadata?: Record<string, unknown>): Promise<{ id: string; token: string }>;
   /** The session's samples through the trainer API. */
   samples(id: string): Promise<SampleJson[]>;
   close(): Promise<void>;
+}
+
+/** One request to the gateway and its response (the body read in full, streams included). */
+export interface Exchange {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+  readonly status: number;
+  /** The response body, once the response has been read to its end. */
+  readonly response: Promise<string>;
 }
 
 /** A sample as the trainer API returns it. */
@@ -79,7 +92,36 @@ export async function startGateway(
   });
   const deps = await buildDeps(config, { kv, tokenizer: tok });
   const app = createGatewayApp(deps);
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, app.fetch);
+  const exchanges: Exchange[] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
+    const requestBody = await request.clone().text();
+    const response = await app.fetch(request);
+    // Copies the body as it passes; a client that cancels still cancels the gateway's stream.
+    const chunks: Uint8Array[] = [];
+    let ended: () => void = () => {};
+    const done = new Promise<void>((resolve) => ended = resolve);
+    const body = response.body?.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          chunks.push(chunk);
+          controller.enqueue(chunk);
+        },
+        flush: () => ended(),
+        cancel: () => ended(),
+      }),
+    ) ?? null;
+    if (!body) ended();
+    const url = new URL(request.url);
+    exchanges.push({
+      method: request.method,
+      path: url.pathname + url.search,
+      headers: Object.fromEntries(request.headers),
+      body: requestBody,
+      status: response.status,
+      response: done.then(() => new TextDecoder().decode(concatBytes(chunks))),
+    });
+    return new Response(body, { status: response.status, headers: response.headers });
+  });
   const url = `http://127.0.0.1:${server.addr.port}`;
   const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" };
   return {
@@ -88,6 +130,7 @@ export async function startGateway(
     deps,
     engine,
     kv,
+    exchanges,
     tokenizer: tok,
     openSession: async (metadata) => {
       const response = await fetch(`${url}/sessions`, {
@@ -114,6 +157,16 @@ export async function startGateway(
       kv.close();
     },
   };
+}
+
+function concatBytes(chunks: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.length;
+  }
+  return out;
 }
 
 /** Every key and versionstamp in KV, to prove a request wrote nothing. */

@@ -15,15 +15,40 @@ export class InvalidRequestError extends Error {
   }
 }
 
-/** Claude Code's attribution line, kept out of the prompt so the prefix stays stable. */
+/** Choices in lowering that are deployment settings. */
+export interface LowerOptions {
+  /** Image and document blocks: refused, or replaced by a text placeholder. */
+  readonly images: "reject" | "placeholder";
+  /** Keep Claude Code's attribution line in the system prompt. */
+  readonly keepAttribution: boolean;
+}
+
+/** Refuse images; keep the attribution line out of the prompt. */
+export const DEFAULT_LOWER_OPTIONS: LowerOptions = { images: "reject", keepAttribution: false };
+
+/**
+ * Claude Code's attribution line (`x-anthropic-billing-header: cc_version=…`), kept out of the
+ * prompt by default: it carries the client's version, which has nothing to teach the model and
+ * would make prompts differ between client builds.
+ */
 const BILLING_HEADER = /^\s*x-anthropic-billing-header:[^\n]*\n?/;
 
-/** The system prompt as one string (blocks joined by newlines), attribution lines removed. */
-export function lowerSystem(system: MessageCreateParams["system"]): string {
+/** The system prompt as one string (blocks joined by newlines). */
+export function lowerSystem(
+  system: MessageCreateParams["system"],
+  options: LowerOptions = DEFAULT_LOWER_OPTIONS,
+): string {
   if (system === undefined) return "";
   const blocks = typeof system === "string" ? [system] : system.map((block) => block.text);
-  return blocks.map((text) => text.replace(BILLING_HEADER, "")).filter((text) => text.length > 0)
-    .join("\n");
+  const kept = options.keepAttribution
+    ? blocks
+    : blocks.map((text) => text.replace(BILLING_HEADER, ""));
+  return kept.filter((text) => text.length > 0).join("\n");
+}
+
+/** What the model reads in place of an image or document under the placeholder policy. */
+export function placeholder(type: string): string {
+  return `[${type} omitted: the served model reads text only]`;
 }
 
 /** Client tools in function-calling shape; server tools (no `input_schema`) are dropped. */
@@ -56,7 +81,11 @@ export function lowerThinking(thinking: MessageCreateParams["thinking"]): boolea
  * lowerMessages([{ role: "user", content: "hi" }]); // [{ role: "user", content: "hi" }]
  * ```
  */
-export function lowerMessages(messages: readonly MessageParam[], offset = 0): ChatMessage[] {
+export function lowerMessages(
+  messages: readonly MessageParam[],
+  offset = 0,
+  options: LowerOptions = DEFAULT_LOWER_OPTIONS,
+): ChatMessage[] {
   const out: ChatMessage[] = [];
   messages.forEach((message, i) => {
     const where = `messages.${offset + i}`;
@@ -64,20 +93,24 @@ export function lowerMessages(messages: readonly MessageParam[], offset = 0): Ch
       ? [{ type: "text", text: message.content }]
       : message.content;
     if (message.role === "assistant") out.push(lowerAssistant(blocks, where));
-    else if (message.role === "user") out.push(...lowerUser(blocks, where));
+    else if (message.role === "user") out.push(...lowerUser(blocks, where, options));
     else foldSystem(out, blocks, where, offset + i);
   });
   return out;
 }
 
-function lowerUser(blocks: readonly ContentBlockParam[], where: string): ChatMessage[] {
+function lowerUser(
+  blocks: readonly ContentBlockParam[],
+  where: string,
+  options: LowerOptions,
+): ChatMessage[] {
   const tools: ChatMessage[] = [];
   const texts: string[] = [];
   blocks.forEach((block, j) => {
     const at = `${where}.content.${j}`;
     switch (block.type) {
       case "tool_result": {
-        const content = toolResultText(block.content, at);
+        const content = toolResultText(block.content, at, options);
         tools.push({
           role: "tool",
           tool_call_id: block.tool_use_id,
@@ -91,6 +124,11 @@ function lowerUser(blocks: readonly ContentBlockParam[], where: string): ChatMes
       case "search_result":
       case "mid_conv_system":
         texts.push(nestedText(block));
+        break;
+      case "image":
+      case "document":
+        if (options.images === "reject") throw unsupported(block.type, at, "user");
+        texts.push(placeholder(block.type));
         break;
       default:
         throw unsupported(block.type, at, "user");
@@ -154,12 +192,15 @@ function foldSystem(
   } else out.push({ role: "user", content: reminder });
 }
 
-function toolResultText(content: unknown, at: string): string {
+function toolResultText(content: unknown, at: string, options: LowerOptions): string {
   if (content === undefined) return "";
   if (typeof content === "string") return content;
   return (content as ContentBlockParam[]).map((block, k) => {
     if (block.type === "image" || block.type === "document") {
-      throw unsupported(block.type, `${at}.content.${k}`, "tool_result");
+      if (options.images === "reject") {
+        throw unsupported(block.type, `${at}.content.${k}`, "tool_result");
+      }
+      return placeholder(block.type);
     }
     return nestedText(block as { type: string });
   }).join("\n");

@@ -11,6 +11,7 @@ import { messageIdentity, startIdentity } from "./identity.ts";
 import {
   InvalidRequestError,
   lowerMessages,
+  type LowerOptions,
   lowerSystem,
   lowerThinking,
   lowerTools,
@@ -18,10 +19,11 @@ import {
 import { signThinking, verifyThinking } from "./signature.ts";
 import type { Message, MessageCreateParams } from "./types.ts";
 
-/** Who the turn belongs to and how its thinking blocks are signed. */
+/** Who the turn belongs to, how its thinking blocks are signed, and how it is lowered. */
 export interface AnthropicTurnContext {
   readonly sessionId: string;
   readonly signingSecret: string;
+  readonly lowering?: LowerOptions;
 }
 
 /**
@@ -46,7 +48,7 @@ export function anthropicTurnInput(
       }: the last message must not be an assistant message (prefill is not supported)`,
     );
   }
-  const system = lowerSystem(request.system);
+  const system = lowerSystem(request.system, context.lowering);
   const tools = lowerTools(request.tools);
   const sign = (thinking: string) =>
     signThinking(context.signingSecret, context.sessionId, thinking);
@@ -57,12 +59,12 @@ export function anthropicTurnInput(
     prompt: () => ({
       messages: [
         ...(system.length > 0 ? [{ role: "system" as const, content: system }] : []),
-        ...lowerMessages(request.messages),
+        ...lowerMessages(request.messages, 0, context.lowering),
       ] satisfies ChatMessage[],
       tools,
       enableThinking: lowerThinking(request.thinking),
     }),
-    lower: (from) => lowerMessages(request.messages.slice(from), from),
+    lower: (from) => lowerMessages(request.messages.slice(from), from, context.lowering),
     verifyHistory: () => verifySignatures(request, context),
     enableThinking: lowerThinking(request.thinking),
     toolNames: tools.map((tool) => tool.function.name),

@@ -111,6 +111,11 @@ export const MessageCreateParams = z.looseObject({
 });
 export type MessageCreateParams = z.infer<typeof MessageCreateParams>;
 
+/** `POST /v1/messages/count_tokens` body: a message request without output settings. */
+export const MessageCountTokensParams = MessageCreateParams.extend({
+  max_tokens: z.number().int().min(0).optional(),
+});
+
 /** Why the model stopped, in Anthropic's words. */
 export type StopReason = "end_turn" | "max_tokens" | "stop_sequence" | "tool_use";
 

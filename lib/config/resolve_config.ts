@@ -45,7 +45,18 @@ export interface Config {
   readonly chainCacheTokens: number;
   /** Per-token latency of the built-in scripted engine, in milliseconds. */
   readonly scriptedLatencyMs: number;
+  /** The model id `GET /v1/models` lists; requests may name any model. */
+  readonly modelId: string;
+  /** Image and document blocks: refused with 400, or replaced by a text placeholder. */
+  readonly imagePolicy: ImagePolicy;
+  /** Keep Claude Code's `x-anthropic-billing-header` line in the system prompt. */
+  readonly keepAttribution: boolean;
+  /** How long a client is told to wait before retrying an overloaded engine, in milliseconds. */
+  readonly retryAfterMs: number;
 }
+
+/** What to do with image and document blocks, which text models cannot read. */
+export type ImagePolicy = "reject" | "placeholder";
 
 const bool = z.enum(["1", "0", "true", "false", "yes", "no", "on", "off"]).transform((v) =>
   ["1", "true", "yes", "on"].includes(v)
@@ -111,6 +122,22 @@ const VARIABLES = {
     expected: "an integer from 0 to 60000",
     fallback: "0",
   },
+  MODEL_ID: {
+    schema: z.string().regex(/^\S+$/),
+    expected: "a model id without spaces",
+    fallback: "rollout-gateway",
+  },
+  IMAGE_POLICY: {
+    schema: z.enum(["reject", "placeholder"]),
+    expected: "reject or placeholder",
+    fallback: "reject",
+  },
+  KEEP_ATTRIBUTION: { schema: bool, expected: "true or false", fallback: "false" },
+  RETRY_AFTER_MS: {
+    schema: int(0, 600_000),
+    expected: "an integer from 0 to 600000",
+    fallback: "2000",
+  },
 } satisfies Record<string, Variable>;
 
 type Name = keyof typeof VARIABLES;
@@ -172,5 +199,9 @@ export function resolveConfig(env: Record<string, string | undefined>): Readonly
     signingSecret: read("SIGNING_SECRET") ?? null,
     chainCacheTokens: read("CHAIN_CACHE_TOKENS")!,
     scriptedLatencyMs: read("SCRIPTED_LATENCY_MS")!,
+    modelId: read("MODEL_ID")!,
+    imagePolicy: read("IMAGE_POLICY")!,
+    keepAttribution: read("KEEP_ATTRIBUTION")!,
+    retryAfterMs: read("RETRY_AFTER_MS")!,
   });
 }

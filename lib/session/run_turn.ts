@@ -123,30 +123,28 @@ export interface PreparedTurn<Reply> {
   readonly state: PreparedState;
 }
 
-interface PreparedState {
-  readonly session: Deno.KvEntry<SessionRecord>;
-  readonly chain: Deno.KvEntryMaybe<ChainHeader>;
-  readonly retire: Deno.KvEntry<ChainHeader> | null;
-  readonly digests: readonly string[];
-  /** The whole prompt: the chain's tokens followed by the delta. */
-  readonly prompt: PromptIds;
-  readonly delta: number[];
-  readonly startsInReasoning: boolean;
+interface PreparedState extends RoutedPrompt {
   readonly started: number;
   readonly renderMs: number;
 }
 
-/**
- * Routes the request and builds its prompt. Throws before anything is generated or written.
- *
- * @throws {SessionNotFoundError}, {SessionClosedError}, {ContextOverflowError}, and the
- * adapter's own errors from `lower` and `verifyHistory`.
- */
-export async function prepareTurn<Reply>(
-  deps: TurnDeps,
-  input: TurnInput<Reply>,
-): Promise<PreparedTurn<Reply>> {
-  const started = performance.now();
+/** A request routed to its chain, with its prompt built. */
+interface RoutedPrompt {
+  readonly session: Deno.KvEntry<SessionRecord>;
+  readonly chainId: string;
+  readonly chain: Deno.KvEntryMaybe<ChainHeader>;
+  readonly retire: Deno.KvEntry<ChainHeader> | null;
+  readonly classification: Classification;
+  readonly digests: readonly string[];
+  /** The whole prompt: the chain's tokens followed by the delta. */
+  readonly prompt: PromptIds;
+  /** Tokens this turn adds before its output (the whole prompt on a chain's first turn). */
+  readonly delta: number[];
+  readonly startsInReasoning: boolean;
+}
+
+/** Routes a request to its chain and builds the prompt: the chain's tokens plus the delta. */
+async function routePrompt<Reply>(deps: TurnDeps, input: TurnInput<Reply>): Promise<RoutedPrompt> {
   const session = await getSession(deps.kv, input.sessionId);
   if (!session.value) throw new SessionNotFoundError(input.sessionId);
   if (session.value.status !== "open") throw new SessionClosedError(input.sessionId);
@@ -169,15 +167,39 @@ export async function prepareTurn<Reply>(
     }
     rendered = renderPrompt(deps.tokenizer, input.prompt());
   }
-  const prompt = history ? history.concat(rendered.tokens) : PromptIds.from(rendered.tokens);
-  const promptTokens = prompt.length;
+  return {
+    session: session as Deno.KvEntry<SessionRecord>,
+    chainId,
+    chain,
+    retire,
+    classification,
+    digests,
+    prompt: history ? history.concat(rendered.tokens) : PromptIds.from(rendered.tokens),
+    delta: rendered.tokens,
+    startsInReasoning: opensReasoning(rendered.text),
+  };
+}
+
+/**
+ * Routes the request and builds its prompt. Throws before anything is generated or written.
+ *
+ * @throws {SessionNotFoundError}, {SessionClosedError}, {ContextOverflowError}, and the
+ * adapter's own errors from `lower` and `verifyHistory`.
+ */
+export async function prepareTurn<Reply>(
+  deps: TurnDeps,
+  input: TurnInput<Reply>,
+): Promise<PreparedTurn<Reply>> {
+  const started = performance.now();
+  const routed = await routePrompt(deps, input);
+  const promptTokens = routed.prompt.length;
   if (promptTokens >= deps.contextLength) {
     throw new ContextOverflowError(promptTokens, deps.contextLength);
   }
   return {
     input,
-    chainId,
-    classification,
+    chainId: routed.chainId,
+    classification: routed.classification,
     rid: newRid(),
     promptTokens,
     sampling: samplingParams(input.sampling, {
@@ -185,18 +207,28 @@ export async function prepareTurn<Reply>(
       contextLength: deps.contextLength,
       eosId: deps.tokenizer.eosId,
     }),
-    state: {
-      session: session as Deno.KvEntry<SessionRecord>,
-      chain,
-      retire,
-      digests,
-      prompt,
-      delta: rendered.tokens,
-      startsInReasoning: opensReasoning(rendered.text),
-      started,
-      renderMs: performance.now() - started,
-    },
+    state: { ...routed, started, renderMs: performance.now() - started },
   };
+}
+
+/**
+ * Tokens of the prompt this request would send the engine, as `usage.input_tokens` would report
+ * them: the chain's tokens plus the delta when the request extends the session's chain, else
+ * the template's rendering of the whole conversation. Writes nothing.
+ *
+ * @example
+ * ```ts
+ * const inputTokens = await countPromptTokens(deps, input, { sessionExists: true });
+ * ```
+ */
+export async function countPromptTokens<Reply>(
+  deps: TurnDeps,
+  input: TurnInput<Reply>,
+  options: { sessionExists: boolean },
+): Promise<number> {
+  if (options.sessionExists) return (await routePrompt(deps, input)).prompt.length;
+  input.verifyHistory();
+  return renderPrompt(deps.tokenizer, input.prompt()).tokens.length;
 }
 
 /**

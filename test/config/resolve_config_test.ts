@@ -39,6 +39,10 @@ Deno.test("resolveConfig() fills every setting with its default on an empty envi
     signingSecret: null,
     chainCacheTokens: 16 * 1024 * 1024,
     scriptedLatencyMs: 0,
+    modelId: "rollout-gateway",
+    imagePolicy: "reject",
+    keepAttribution: false,
+    retryAfterMs: 2000,
   });
 });
 
@@ -60,6 +64,10 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     SIGNING_SECRET: "signing-secret-0123456789",
     CHAIN_CACHE_TOKENS: "0",
     SCRIPTED_LATENCY_MS: "5",
+    MODEL_ID: "qwen3-8b",
+    IMAGE_POLICY: "placeholder",
+    KEEP_ATTRIBUTION: "yes",
+    RETRY_AFTER_MS: "250",
   });
   assert.deepEqual({ ...config }, {
     port: 9000,
@@ -78,6 +86,10 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     signingSecret: "signing-secret-0123456789",
     chainCacheTokens: 0,
     scriptedLatencyMs: 5,
+    modelId: "qwen3-8b",
+    imagePolicy: "placeholder",
+    keepAttribution: true,
+    retryAfterMs: 250,
   });
 });
 
@@ -90,10 +102,14 @@ Deno.test("resolveConfig() lists every variable it reads in CONFIG_VARIABLES", (
     "ENGINE_CONNECTIONS",
     "ENGINE_TIMEOUT_MS",
     "HOST",
+    "IMAGE_POLICY",
+    "KEEP_ATTRIBUTION",
     "KV_PATH",
     "MAX_BODY_BYTES",
+    "MODEL_ID",
     "PING_INTERVAL_MS",
     "PORT",
+    "RETRY_AFTER_MS",
     "ROUNDTRIP_POLICY",
     "SCRIPTED_LATENCY_MS",
     "SGLANG_URL",
@@ -121,6 +137,10 @@ Deno.test("resolveConfig() throws a ConfigError naming the variable for each bad
     ["PING_INTERVAL_MS", "9"],
     ["CHAIN_CACHE_TOKENS", "-5"],
     ["SCRIPTED_LATENCY_MS", "60001"],
+    ["MODEL_ID", "two words"],
+    ["IMAGE_POLICY", "drop"],
+    ["KEEP_ATTRIBUTION", "perhaps"],
+    ["RETRY_AFTER_MS", "600001"],
   ];
   for (const [variable, value] of bad) assertRefused(variable, value);
 });

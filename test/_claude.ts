@@ -1,0 +1,120 @@
+/**
+ * Runs the real Claude Code CLI (pinned in tools/claude-code, installed by
+ * `npm ci --prefix tools/claude-code`) headless against a gateway.
+ *
+ * @module
+ */
+
+const TOOLS = new URL("../tools/claude-code/node_modules/", import.meta.url).pathname;
+
+/** The CLI binary: `CLAUDE_BIN`, else the platform package's binary, else the npm bin link. */
+export async function claudeBinary(): Promise<string> {
+  const arch = Deno.build.arch === "aarch64" ? "arm64" : "x64";
+  const candidates = [
+    Deno.env.get("CLAUDE_BIN"),
+    `${TOOLS}@anthropic-ai/claude-code-linux-${arch}/claude`,
+    `${TOOLS}@anthropic-ai/claude-code-linux-${arch}-musl/claude`,
+    `${TOOLS}.bin/claude`,
+  ].filter((path): path is string => Boolean(path));
+  for (const path of candidates) {
+    try {
+      if ((await Deno.stat(path)).isFile) return path;
+    } catch {
+      // try the next one
+    }
+  }
+  throw new Error(
+    "Claude Code CLI not found: run `npm ci --prefix tools/claude-code` (or set CLAUDE_BIN)",
+  );
+}
+
+/** One line of `--output-format stream-json`. */
+export type StreamJsonEvent = Record<string, unknown> & { type: string; subtype?: string };
+
+/** What a CLI run left behind. */
+export interface ClaudeRun {
+  readonly code: number;
+  readonly events: StreamJsonEvent[];
+  readonly stderr: string;
+  /** The final `result` event. */
+  readonly result: StreamJsonEvent | undefined;
+}
+
+/**
+ * Runs `claude -p <prompt>` in `cwd` with a scratch HOME, pointed at `baseUrl` with `token`.
+ *
+ * @example
+ * ```ts
+ * const run = await runClaude({ baseUrl: gw.url, token, cwd: repo, prompt: "Fix the bug." });
+ * run.code; // 0
+ * ```
+ */
+export async function runClaude(options: {
+  baseUrl: string;
+  token: string;
+  cwd: string;
+  prompt: string;
+  env?: Record<string, string>;
+  args?: string[];
+}): Promise<ClaudeRun> {
+  const home = await Deno.makeTempDir({ prefix: "claude-home-" });
+  try {
+    const output = await new Deno.Command(await claudeBinary(), {
+      args: [
+        "-p",
+        options.prompt,
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--dangerously-skip-permissions",
+        ...(options.args ?? []),
+      ],
+      cwd: options.cwd,
+      clearEnv: true,
+      env: {
+        PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+        HOME: home,
+        IS_SANDBOX: "1", // --dangerously-skip-permissions refuses to start as root without it
+        ANTHROPIC_BASE_URL: options.baseUrl,
+        ANTHROPIC_AUTH_TOKEN: options.token,
+        ANTHROPIC_MODEL: "qwen3-test",
+        DISABLE_TELEMETRY: "1",
+        DISABLE_AUTOUPDATER: "1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+        ...options.env,
+      },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const events = new TextDecoder().decode(output.stdout).split("\n").flatMap((line) => {
+      try {
+        return line.startsWith("{") ? [JSON.parse(line) as StreamJsonEvent] : [];
+      } catch {
+        return [];
+      }
+    });
+    return {
+      code: output.code,
+      events,
+      stderr: new TextDecoder().decode(output.stderr),
+      result: events.findLast((event) => event.type === "result"),
+    };
+  } finally {
+    await Deno.remove(home, { recursive: true });
+  }
+}
+
+/** A fresh git repository in a temporary folder, with one empty commit. */
+export async function tempRepo(): Promise<string> {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "claude-repo-" }));
+  const git = (...args: string[]) =>
+    new Deno.Command("git", {
+      args: ["-c", "user.email=test@example.com", "-c", "user.name=test", ...args],
+      cwd: dir,
+      stdout: "null",
+      stderr: "null",
+    }).output();
+  await git("init", "-q", "-b", "main");
+  await git("commit", "-q", "--allow-empty", "-m", "init");
+  return dir;
+}

@@ -1,0 +1,132 @@
+/**
+ * The real Claude Code CLI (headless) against the gateway and the scripted engine, in a
+ * temporary git repository: it runs Bash, writes a file, runs it, and answers; the recorded
+ * chain is token-exact.
+ */
+import assert from "node:assert/strict";
+import { scriptedLogprob } from "../../fixtures/scripted_engine.ts";
+import { episodeReplies as episode, PROMPT } from "../../fixtures/claude_code/record.ts";
+import { runClaude, tempRepo } from "../_claude.ts";
+import { startGateway, type TestGateway } from "../_gateway.ts";
+
+const FINAL = 'Done: hello.sh prints "hello from the script".';
+
+/** The token-exactness checks of the core slice, on a session driven by the CLI. */
+async function assertTokenExact(gw: TestGateway, sessionId: string, failedCalls = 0) {
+  const calls = gw.engine.calls.filter((call) =>
+    call.output !== undefined && call.output.length > 0
+  );
+  const [sample, ...others] = await gw.samples(sessionId);
+  assert.equal(others.length, 0, "one chain");
+  assert.equal(sample.kind, "final");
+  assert.equal(sample.turns.length, calls.length, "one engine call per recorded turn");
+  assert.equal(gw.engine.calls.length, calls.length + failedCalls);
+  const outputs = calls.map((call) => call.output!);
+  for (let k = 0; k + 1 < calls.length; k++) {
+    const previous = [...calls[k].inputIds, ...outputs[k]];
+    assert.deepEqual(calls[k + 1].inputIds.slice(0, previous.length), previous, `turn ${k + 1}`);
+  }
+  assert.deepEqual(sample.prompt_ids, calls[0].inputIds);
+  assert.deepEqual(
+    [...sample.prompt_ids, ...sample.response_ids],
+    [...calls.at(-1)!.inputIds, ...outputs.at(-1)!],
+  );
+  const sampled = sample.response_ids.filter((_, i) => sample.loss_mask[i] === 1);
+  assert.deepEqual(sampled, outputs.flat());
+  assert.deepEqual(
+    sample.logprobs.filter((_, i) => sample.loss_mask[i] === 1),
+    outputs.flatMap((output) => output.map((token, i) => scriptedLogprob(token, i))),
+  );
+  assert.ok(sample.turns.every((turn) => turn.flags.length === 0), JSON.stringify(sample.turns));
+  return { calls, sample };
+}
+
+Deno.test("Claude Code runs Bash, writes and runs a file, and answers; the chain is token-exact", async () => {
+  const repo = await tempRepo();
+  const gw = await startGateway({ script: episode(repo) });
+  try {
+    const { id, token } = await gw.openSession({ agent: "claude-code" });
+    const run = await runClaude({
+      baseUrl: gw.url,
+      token,
+      cwd: repo,
+      prompt: PROMPT,
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.result?.subtype, "success");
+    assert.equal(run.result?.result, FINAL);
+    assert.equal(
+      await Deno.readTextFile(`${repo}/hello.sh`),
+      "#!/bin/sh\necho hello from the script\n",
+    );
+    const { calls } = await assertTokenExact(gw, id);
+    assert.equal(calls.length, 4);
+    // The script's output went back to the model as a tool result in the last delta.
+    const lastDelta = calls[3].inputIds.slice(calls[2].inputIds.length + calls[2].output!.length);
+    assert.match(
+      gw.tokenizer.decode(lastDelta),
+      /<tool_response>\nhello from the script\n<\/tool_response>/,
+    );
+    // Every request was a streaming /v1/messages call that the gateway answered with 200.
+    const turns = gw.exchanges.filter((e) => e.path.startsWith("/v1/messages"));
+    assert.deepEqual(
+      turns.map((e) => [e.path, e.status]),
+      turns.map(() => ["/v1/messages?beta=true", 200]),
+    );
+  } finally {
+    await gw.close();
+    await Deno.remove(repo, { recursive: true });
+  }
+});
+
+Deno.test("Claude Code retries a 529 from an unavailable engine and finishes", async () => {
+  const repo = await tempRepo();
+  const gw = await startGateway({ script: episode(repo), env: { RETRY_AFTER_MS: "200" } });
+  try {
+    const { id, token } = await gw.openSession();
+    gw.engine.fault({ kind: "unavailable" });
+    const run = await runClaude({ baseUrl: gw.url, token, cwd: repo, prompt: "Greet." });
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.result?.result, FINAL);
+    const retries = run.events.filter((e) => e.type === "system" && e.subtype === "api_retry");
+    assert.equal(retries.length, 1);
+    assert.equal(retries[0].error_status, 529);
+    const statuses = gw.exchanges.filter((e) => e.path.startsWith("/v1/messages")).map((e) =>
+      e.status
+    );
+    assert.deepEqual(statuses, [529, 200, 200, 200, 200]);
+    const overloaded = gw.exchanges.find((e) => e.status === 529)!;
+    assert.match(await overloaded.response, /"overloaded_error"/);
+    await assertTokenExact(gw, id, 1);
+  } finally {
+    await gw.close();
+    await Deno.remove(repo, { recursive: true });
+  }
+});
+
+Deno.test("Claude Code waits through a generation slower than the ping interval", async () => {
+  const repo = await tempRepo();
+  // About 30 tokens at 25 ms each: each turn takes several 100 ms ping intervals.
+  const gw = await startGateway({
+    script: episode(repo),
+    latencyMs: 25,
+    env: { PING_INTERVAL_MS: "100" },
+  });
+  try {
+    const { id, token } = await gw.openSession();
+    const run = await runClaude({ baseUrl: gw.url, token, cwd: repo, prompt: "Greet." });
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.result?.result, FINAL);
+    const streams = await Promise.all(
+      gw.exchanges.filter((e) => e.path.startsWith("/v1/messages")).map((e) => e.response),
+    );
+    assert.ok(
+      streams.every((text) => text.includes("event: ping\n")),
+      "every turn was kept alive by pings",
+    );
+    await assertTokenExact(gw, id);
+  } finally {
+    await gw.close();
+    await Deno.remove(repo, { recursive: true });
+  }
+});

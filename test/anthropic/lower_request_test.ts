@@ -6,6 +6,7 @@ import {
   lowerThinking,
   lowerTools,
   type MessageParam,
+  placeholder,
 } from "../../lib/anthropic/mod.ts";
 
 /** Asserts that `run` throws an InvalidRequestError with exactly `message`. */
@@ -284,4 +285,43 @@ Deno.test({
       "messages.1.content.1: a tool_result block cannot appear in an assistant message",
     );
   },
+});
+
+Deno.test("lowerMessages() keeps a system message that follows tool results after them", () => {
+  assert.deepEqual(
+    lowerMessages([
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "done" }] },
+      { role: "system", content: "Reminder." },
+    ], 4),
+    [
+      { role: "tool", tool_call_id: "t1", content: "done" },
+      { role: "user", content: "<system-reminder>\nReminder.\n</system-reminder>" },
+    ],
+  );
+});
+
+Deno.test("lowerMessages() puts a placeholder where an image was under the placeholder policy", () => {
+  const image = { type: "image" as const, source: { type: "base64" } };
+  const options = { images: "placeholder" as const, keepAttribution: false };
+  assert.deepEqual(
+    lowerMessages(
+      [
+        { role: "user", content: [{ type: "text", text: "look" }, image] },
+        {
+          role: "user",
+          content: [{
+            type: "tool_result",
+            tool_use_id: "t1",
+            content: [image, { type: "text", text: "x" }],
+          }],
+        },
+      ],
+      0,
+      options,
+    ),
+    [
+      { role: "user", content: `look\n${placeholder("image")}` },
+      { role: "tool", tool_call_id: "t1", content: `${placeholder("image")}\nx` },
+    ],
+  );
 });

@@ -5,6 +5,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import assert from "node:assert/strict";
 import { kvSnapshot, startGateway } from "../_gateway.ts";
+import { sseEvents } from "../_sse.ts";
 
 const TOOL_REPLY =
   '<think>\nList first.\n</think>\n\nLet me look.\n<tool_call>\n{"name": "Bash", "arguments": {"command": "ls -la", "timeout": 30}}\n</tool_call>';
@@ -18,24 +19,6 @@ const REQUEST = {
   tools: [BASH],
   messages: [{ role: "user" as const, content: "What is here?" }],
 };
-
-interface RawEvent {
-  event: string;
-  data: Record<string, unknown> & { type: string };
-}
-
-/** Reads a whole SSE body into events, checking the framing of each. */
-function parseSse(text: string): RawEvent[] {
-  return text.split("\n\n").filter((frame) => frame.length > 0).map((frame) => {
-    const lines = frame.split("\n");
-    assert.equal(lines.length, 2, `frame ${JSON.stringify(frame)}`);
-    assert.match(lines[0], /^event: [a-z_]+$/);
-    assert.match(lines[1], /^data: /);
-    const event = { event: lines[0].slice(7), data: JSON.parse(lines[1].slice(6)) };
-    assert.equal(event.data.type, event.event);
-    return event;
-  });
-}
 
 /** Replaces the ids that differ between two generations; drops the SDK's own `parsed_output`. */
 function normalize(message: Anthropic.Message) {
@@ -58,7 +41,7 @@ Deno.test("a streamed turn follows Anthropic's event grammar, tool input only in
     });
     assert.equal(response.status, 200);
     assert.match(response.headers.get("content-type")!, /^text\/event-stream/);
-    const events = parseSse(await response.text());
+    const events = sseEvents(await response.text());
     const names = events.map((e) => e.event).filter((name) => name !== "ping");
     assert.ok(events.some((e) => e.event === "ping"), "pings while the engine works");
     assert.deepEqual(names, [
@@ -185,3 +168,31 @@ for (const stream of [true, false]) {
     }
   });
 }
+
+Deno.test("an engine lost after the stream started ends it with an error event and records nothing", async () => {
+  const gw = await startGateway({ script: ["word ".repeat(200)], latencyMs: 20 });
+  try {
+    const { id, token } = await gw.openSession();
+    const response = await fetch(`${gw.url}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": token, "content-type": "application/json" },
+      body: JSON.stringify({ ...REQUEST, stream: true }),
+    });
+    assert.equal(response.status, 200);
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = (await reader.read()).value ?? "";
+    assert.match(text, /^event: message_start\n/);
+    await eventually(() => gw.engine.calls.length === 1);
+    await gw.engine.close(); // the engine goes away mid-generation and does not come back
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      text += chunk.value;
+    }
+    const events = sseEvents(text).map((e) => e.event).filter((name) => name !== "ping");
+    assert.deepEqual(events, ["message_start", "error"]);
+    const error = sseEvents(text).at(-1)!.data.error as { type: string; message: string };
+    assert.equal(error.type, "overloaded_error");
+    assert.deepEqual(await gw.samples(id), []);
+  } finally {
+    await gw.close();
+  }
+});

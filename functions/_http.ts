@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { Buffer } from "node:buffer";
 import { ZodError } from "zod";
 import {
   ERROR_STATUS,
@@ -91,13 +92,7 @@ async function readCapped(
       chunks.push(chunk);
     }
   }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.length;
-  }
-  return bytes;
+  return Buffer.concat(chunks);
 }
 
 /** Parses `value` with a zod schema, reporting the first problems with their paths. */

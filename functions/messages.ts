@@ -10,6 +10,7 @@
  * @module
  */
 import { Hono } from "hono";
+import type { z } from "zod";
 import {
   anthropicTurnInput,
   type LowerOptions,
@@ -37,19 +38,29 @@ export function createMessagesApp(deps: Deps): Hono {
   };
   const errors = { retryAfterMs: deps.config.retryAfterMs };
 
+  /** The token's session (checked first, writing nothing), the validated body, and its turn. */
+  const readTurn = async (
+    raw: Request,
+    schema: z.ZodType<z.infer<typeof MessageCountTokensParams>>,
+  ) => {
+    const resolved = await resolveToken(deps.kv, credential(raw), {
+      devOpenSessions: deps.config.devOpenSessions,
+    });
+    const body = validate(schema, await readJson(raw, deps.config.maxBodyBytes));
+    const request = { ...body, max_tokens: body.max_tokens ?? 0 };
+    const input = anthropicTurnInput(request, {
+      sessionId: resolved.session.id,
+      signingSecret: deps.signingSecret,
+      lowering,
+    });
+    return { resolved, request, input };
+  };
+
   app.post("/v1/messages", async (c) => {
     const requestId = newRequestId();
     try {
       const raw = c.req.raw;
-      const resolved = await resolveToken(deps.kv, credential(raw), {
-        devOpenSessions: deps.config.devOpenSessions,
-      });
-      const request = validate(MessageCreateParams, await readJson(raw, deps.config.maxBodyBytes));
-      const input = anthropicTurnInput(request, {
-        sessionId: resolved.session.id,
-        signingSecret: deps.signingSecret,
-        lowering,
-      });
+      const { resolved, request, input } = await readTurn(raw, MessageCreateParams);
       if (resolved.kind === "open") await storeOpenedSession(deps.kv, resolved.session);
       const prepared = await prepareTurn(deps, input);
       const head = messageHead(prepared.rid, request.model, prepared.promptTokens);
@@ -82,19 +93,7 @@ export function createMessagesApp(deps: Deps): Hono {
   app.post("/v1/messages/count_tokens", async (c) => {
     const requestId = newRequestId();
     try {
-      const raw = c.req.raw;
-      const resolved = await resolveToken(deps.kv, credential(raw), {
-        devOpenSessions: deps.config.devOpenSessions,
-      });
-      const request = validate(
-        MessageCountTokensParams,
-        await readJson(raw, deps.config.maxBodyBytes),
-      );
-      const input = anthropicTurnInput({ ...request, max_tokens: request.max_tokens ?? 0 }, {
-        sessionId: resolved.session.id,
-        signingSecret: deps.signingSecret,
-        lowering,
-      });
+      const { resolved, input } = await readTurn(c.req.raw, MessageCountTokensParams);
       const inputTokens = await countPromptTokens(deps, input, {
         sessionExists: resolved.kind === "session",
       });

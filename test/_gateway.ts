@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { Buffer } from "node:buffer";
 import { resolveConfig } from "../lib/config/mod.ts";
 import { type ChatTokenizer, loadTokenizer } from "../lib/template/mod.ts";
 import { defaultTokenizerPath } from "../lib/config/mod.ts";
@@ -118,7 +119,7 @@ export async function startGateway(
       headers: Object.fromEntries(request.headers),
       body: requestBody,
       status: response.status,
-      response: done.then(() => new TextDecoder().decode(concatBytes(chunks))),
+      response: done.then(() => Buffer.concat(chunks).toString("utf8")),
     });
     return new Response(body, { status: response.status, headers: response.headers });
   });
@@ -157,16 +158,6 @@ export async function startGateway(
       kv.close();
     },
   };
-}
-
-function concatBytes(chunks: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.length;
-  }
-  return out;
 }
 
 /** Every key and versionstamp in KV, to prove a request wrote nothing. */

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { Buffer } from "node:buffer";
 import { Agent, request } from "undici";
 import { PromptIds } from "./prompt_ids.ts";
 import type { SamplingParams } from "./sampling.ts";
@@ -177,7 +178,7 @@ export class SglangClient implements Engine {
   ): Promise<RawOutput> {
     req.signal?.throwIfAborted();
     const sampling = JSON.stringify({ ...req.sampling, max_new_tokens: maxNew });
-    const body = joinBytes([
+    const body = Buffer.concat([
       encoder.encode(`{"rid":"${rid}","input_ids":[`),
       inputIds.ascii(),
       encoder.encode(`],"sampling_params":${sampling},"return_logprob":true,"stream":false}`),
@@ -243,16 +244,6 @@ export class SglangClient implements Engine {
 }
 
 const encoder = new TextEncoder();
-
-function joinBytes(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
-}
 
 function errorMessage(text: string): string {
   try {

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { Buffer } from "node:buffer";
 import { KV_MAX_VALUE_BYTES } from "./keys.ts";
 
 /** Bytes per chunk, leaving room for the value's serialization header. */
@@ -69,13 +70,9 @@ export interface DecodedTurnTokens {
 
 /** Joins and decodes the chunks of {@linkcode encodeTurnTokens}. */
 export function decodeTurnTokens(chunks: readonly Uint8Array[]): DecodedTurnTokens {
-  const total = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
-  const bytes = new Uint8Array(total);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.length;
-  }
+  // A fresh, aligned copy: typed-array views below need offsets from 0.
+  const bytes = new Uint8Array(Buffer.concat(chunks));
+  const total = bytes.length;
   if (total < 12) {
     throw new RangeError("Cannot decode turn tokens: blob is shorter than its header");
   }

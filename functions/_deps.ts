@@ -6,9 +6,9 @@
  */
 import { Hono } from "hono";
 import { type Config, resolveConfig } from "../lib/config/mod.ts";
-import { type Engine, type PromptIds, SglangClient } from "../lib/engine/mod.ts";
+import { type Engine, SglangClient } from "../lib/engine/mod.ts";
 import { ChainCache, sharedSecret } from "../lib/kv/mod.ts";
-import type { TurnDeps } from "../lib/session/mod.ts";
+import { type CachedChain, cachedChainTokens, type TurnDeps } from "../lib/session/mod.ts";
 import { type ChatTokenizer, loadTokenizer, renderDelta } from "../lib/template/mod.ts";
 import { type ScriptedEngine, startScriptedEngine } from "../fixtures/scripted_engine.ts";
 
@@ -65,7 +65,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     kv,
     tokenizer,
     engine,
-    cache: new ChainCache<PromptIds>(config.chainCacheTokens, (ids) => ids.length),
+    cache: new ChainCache<CachedChain>(config.chainCacheTokens, cachedChainTokens),
     contextLength,
     roundtripPolicy: config.roundtripPolicy,
     signingSecret: config.signingSecret ?? await sharedSecret(kv, "thinking_signature"),

@@ -75,7 +75,13 @@ export interface SampleJson {
 
 /** Starts a gateway; `env` overrides configuration variables. */
 export async function startGateway(
-  options: { script?: Script | Reply[]; env?: Record<string, string>; latencyMs?: number } = {},
+  options: {
+    script?: Script | Reply[];
+    env?: Record<string, string>;
+    latencyMs?: number;
+    /** Share this KV (another gateway's), as processes share one KV file; left open on close. */
+    kv?: Deno.Kv;
+  } = {},
 ): Promise<TestGateway> {
   const tok = await qwen3();
   const engine = await startScriptedEngine({
@@ -83,7 +89,7 @@ export async function startGateway(
     script: options.script,
     latencyMs: options.latencyMs,
   });
-  const kv = await Deno.openKv(":memory:");
+  const kv = options.kv ?? await Deno.openKv(":memory:");
   const config = resolveConfig({
     KV_PATH: ":memory:",
     ADMIN_TOKEN,
@@ -155,7 +161,7 @@ export async function startGateway(
       await server.shutdown();
       await deps.close();
       await engine.close();
-      kv.close();
+      if (!options.kv) kv.close();
     },
   };
 }

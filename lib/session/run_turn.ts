@@ -55,10 +55,26 @@ export interface TurnDeps {
   readonly kv: Deno.Kv;
   readonly tokenizer: ChatTokenizer;
   readonly engine: Engine;
-  /** Chains' token ids as the engine receives them, by chain header version. */
-  readonly cache: ChainCache<PromptIds>;
+  /** Recent chains, by chain header version. */
+  readonly cache: ChainCache<CachedChain>;
   readonly contextLength: number;
   readonly roundtripPolicy: RoundtripPolicy;
+}
+
+/**
+ * What a process remembers of a chain at one version: its tokens as the engine receives them,
+ * and the identities of the conversation they render, so the next request's history is compared
+ * with them instead of hashed again.
+ */
+export interface CachedChain {
+  readonly prompt: PromptIds;
+  /** Identities of the start and of every message, the last reply included; `null` after a KV read. */
+  readonly conversation: { readonly start: string; readonly messages: readonly string[] } | null;
+}
+
+/** The weight of a cached chain: its tokens. */
+export function cachedChainTokens(chain: CachedChain): number {
+  return chain.prompt.length;
 }
 
 /** A request as the protocol adapter presents it to the session. */
@@ -135,7 +151,8 @@ interface RoutedPrompt {
   readonly chain: Deno.KvEntryMaybe<ChainHeader>;
   readonly retire: Deno.KvEntry<ChainHeader> | null;
   readonly classification: Classification;
-  readonly digests: readonly string[];
+  /** Prefix digest of the request's whole conversation. */
+  readonly requestDigest: string;
   /** The whole prompt: the chain's tokens followed by the delta. */
   readonly prompt: PromptIds;
   /** Tokens this turn adds before its output (the whole prompt on a chain's first turn). */
@@ -150,14 +167,25 @@ async function routePrompt<Reply>(deps: TurnDeps, input: TurnInput<Reply>): Prom
   if (session.value.status !== "open") throw new SessionClosedError(input.sessionId);
   let chainId = session.value.mainChain;
   let chain = await getChain(deps.kv, input.sessionId, chainId);
-  const digests = prefixDigests(input.startIdentity, input.messageIdentities);
-  const classification = classify(chain.value, digests);
+  const cached = chain.value ? deps.cache.get(cacheKey(chain.value), chain.versionstamp!) : null;
+  let classification: Classification;
+  let requestDigest: string;
+  if (chain.value && cached?.conversation && extendsConversation(input, cached.conversation)) {
+    // The history is the one this process recorded: only the new messages need hashing.
+    const from = chain.value.messageCount;
+    classification = { kind: "append", from };
+    requestDigest = input.messageIdentities.slice(from).reduce(extendDigest, chain.value.digest);
+  } else {
+    const digests = prefixDigests(input.startIdentity, input.messageIdentities);
+    classification = classify(chain.value, digests);
+    requestDigest = digests.at(-1)!;
+  }
   let retire: Deno.KvEntry<ChainHeader> | null = null;
   let history: PromptIds | null = null;
   let rendered;
   if (classification.kind === "append") {
     rendered = renderDelta(deps.tokenizer, input.lower(classification.from), input.enableThinking);
-    history = await chainPrompt(deps, chain as Deno.KvEntry<ChainHeader>);
+    history = cached?.prompt ?? await readChainPrompt(deps, chain as Deno.KvEntry<ChainHeader>);
   } else {
     input.verifyHistory();
     if (classification.kind === "diverge") {
@@ -173,7 +201,7 @@ async function routePrompt<Reply>(deps: TurnDeps, input: TurnInput<Reply>): Prom
     chain,
     retire,
     classification,
-    digests,
+    requestDigest,
     prompt: history ? history.concat(rendered.tokens) : PromptIds.from(rendered.tokens),
     delta: rendered.tokens,
     startsInReasoning: opensReasoning(rendered.text),
@@ -279,7 +307,7 @@ export async function completeTurn<Reply>(
 
   const previous = state.chain.value;
   const messageCount = input.messageIdentities.length + 1;
-  const digest = extendDigest(state.digests[messageCount - 1], identity);
+  const digest = extendDigest(state.requestDigest, identity);
   const now = Date.now();
   const chunks = encodeTurnTokens({
     delta: state.delta,
@@ -344,11 +372,10 @@ export async function completeTurn<Reply>(
       : undefined,
   });
   if (versionstamp === null) throw new ChainConflictError(input.sessionId, chainId);
-  deps.cache.put(
-    `${input.sessionId}/${chainId}`,
-    versionstamp,
-    state.prompt.concat([...output, ...closing]),
-  );
+  deps.cache.put(cacheKey(header), versionstamp, {
+    prompt: state.prompt.concat([...output, ...closing]),
+    conversation: { start: input.startIdentity, messages: [...input.messageIdentities, identity] },
+  });
   return reply;
 }
 
@@ -361,17 +388,33 @@ function answerText(tokenizer: ChatTokenizer, output: readonly number[], end: Tu
   return at >= 0 ? text.slice(0, at) : text;
 }
 
-/** The chain's tokens: from the cache when it holds this version, else read from KV once. */
-async function chainPrompt(deps: TurnDeps, chain: Deno.KvEntry<ChainHeader>): Promise<PromptIds> {
+/** The cache key of a chain. */
+function cacheKey(chain: { sessionId: string; id: string }): string {
+  return `${chain.sessionId}/${chain.id}`;
+}
+
+/** True when the request repeats `known` exactly (same strings) and adds messages to it. */
+function extendsConversation<Reply>(
+  input: TurnInput<Reply>,
+  known: NonNullable<CachedChain["conversation"]>,
+): boolean {
+  const ids = input.messageIdentities;
+  if (input.startIdentity !== known.start || ids.length <= known.messages.length) return false;
+  for (let i = 0; i < known.messages.length; i++) if (ids[i] !== known.messages[i]) return false;
+  return true;
+}
+
+/** The chain's tokens, read from KV once (when this process has not cached this version). */
+async function readChainPrompt(
+  deps: TurnDeps,
+  chain: Deno.KvEntry<ChainHeader>,
+): Promise<PromptIds> {
   const { sessionId, id, turnCount } = chain.value;
-  const cacheKey = `${sessionId}/${id}`;
-  const cached = deps.cache.get(cacheKey, chain.versionstamp);
-  if (cached) return cached;
   let prompt = PromptIds.from([]);
   for (const record of await readTurns(deps.kv, sessionId, id, turnCount)) {
     const turn = await readTurnTokens(deps.kv, sessionId, id, record);
     prompt = prompt.concat(turn.delta).concat(turn.output).concat(turn.closing);
   }
-  deps.cache.put(cacheKey, chain.versionstamp, prompt);
+  deps.cache.put(cacheKey(chain.value), chain.versionstamp, { prompt, conversation: null });
   return prompt;
 }

@@ -68,6 +68,8 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     cache: new ChainCache<CachedChain>(config.chainCacheTokens, cachedChainTokens),
     contextLength,
     roundtripPolicy: config.roundtripPolicy,
+    lease: { ttlMs: config.leaseTtlMs, waitMs: config.lockWaitMs },
+    holder: `${Deno.hostname()}:${Deno.pid}`,
     signingSecret: config.signingSecret ?? await sharedSecret(kv, "thinking_signature"),
     adminToken: config.adminToken ?? await sharedSecret(kv, "admin_token"),
     scripted,

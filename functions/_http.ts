@@ -13,6 +13,7 @@ import {
   InvalidRequestError,
 } from "../lib/anthropic/mod.ts";
 import { EngineRejectedError, EngineUnavailableError } from "../lib/engine/mod.ts";
+import { LeaseTimeoutError } from "../lib/kv/mod.ts";
 import {
   AuthenticationError,
   ChainConflictError,
@@ -170,7 +171,7 @@ export function classifyError(
   if (error instanceof BodyTooLargeError) {
     return { type: "request_too_large", message: error.message };
   }
-  if (error instanceof EngineUnavailableError) {
+  if (error instanceof EngineUnavailableError || error instanceof LeaseTimeoutError) {
     return {
       type: "overloaded_error",
       message: error.message,

@@ -22,6 +22,7 @@ import {
   completeTurn,
   countPromptTokens,
   prepareTurn,
+  releaseTurn,
   resolveToken,
   storeOpenedSession,
 } from "../lib/session/mod.ts";
@@ -65,6 +66,7 @@ export function createMessagesApp(deps: Deps): Hono {
       const prepared = await prepareTurn(deps, input);
       const head = messageHead(prepared.rid, request.model, prepared.promptTokens);
       if (request.max_tokens === 0) {
+        await releaseTurn(prepared);
         return c.json({ ...head, stop_reason: "max_tokens" }, 200, { "request-id": requestId });
       }
       const abort = new AbortController();

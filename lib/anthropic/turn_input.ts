@@ -7,7 +7,7 @@
 import type { ChatMessage } from "../chat/mod.ts";
 import type { TurnInput, TurnOutput } from "../session/mod.ts";
 import { buildMessage, type Finish } from "./build_response.ts";
-import { messageIdentity, startIdentity } from "./identity.ts";
+import { messageIdentity, stableJson, startIdentity } from "./identity.ts";
 import {
   InvalidRequestError,
   lowerMessages,
@@ -56,6 +56,7 @@ export function anthropicTurnInput(
     sessionId: context.sessionId,
     startIdentity: startIdentity(system, tools),
     messageIdentities: request.messages.map(messageIdentity),
+    settingsIdentity: settingsIdentity(request),
     prompt: () => ({
       messages: [
         ...(system.length > 0 ? [{ role: "system" as const, content: system }] : []),
@@ -112,6 +113,23 @@ export function messageHead(rid: string, model: string, inputTokens: number): Me
     stop_sequence: null,
     usage: usage(inputTokens, 0),
   };
+}
+
+/**
+ * Everything in a request but its conversation: model, sampling, thinking, tool choice and the
+ * rest. `stream` is left out, since a client falling back from streaming to JSON asks the same
+ * question; `cache_control` too, as everywhere.
+ */
+function settingsIdentity(request: MessageCreateParams): string {
+  const {
+    messages: _messages,
+    system: _system,
+    tools: _tools,
+    stream: _stream,
+    cache_control: _cache,
+    ...settings
+  } = request;
+  return stableJson(settings);
 }
 
 function usage(inputTokens: number, outputTokens: number): Message["usage"] {

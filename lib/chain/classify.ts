@@ -35,3 +35,47 @@ export function classify(tip: ChainTip | null, digests: readonly string[]): Clas
   }
   return { kind: "diverge" };
 }
+
+/** A turn boundary: the conversation after a turn's reply, and the request before it. */
+export interface TurnBoundary {
+  /** Messages after the turn, its reply included. */
+  readonly messageCount: number;
+  /** Prefix digest of those messages. */
+  readonly digest: string;
+  /** Prefix digest of the turn's request (the messages before its reply). */
+  readonly requestDigest: string;
+}
+
+/** How far a rewind goes: the live turns kept, and the first message to render after them. */
+export interface Rewind {
+  readonly keep: number;
+  readonly from: number;
+}
+
+/**
+ * The rewind a request asks for, or `null`: its history ends at an earlier turn boundary of the
+ * chain — it continues from the reply of turn `keep - 1` with other messages, or it repeats the
+ * request of turn `keep` (a client regenerating that turn). The latest such boundary wins.
+ *
+ * @example
+ * ```ts
+ * findRewind(turns, digests); // { keep: 2, from: 4 }: keep turns 0 and 1, render messages 4..
+ * ```
+ */
+export function findRewind(
+  turns: readonly TurnBoundary[],
+  digests: readonly string[],
+): Rewind | null {
+  const messages = digests.length - 1;
+  for (let j = turns.length - 1; j >= 0; j--) {
+    const turn = turns[j];
+    if (turn.messageCount < messages && digests[turn.messageCount] === turn.digest) {
+      return { keep: j + 1, from: turn.messageCount };
+    }
+    const request = turn.messageCount - 1;
+    if (request === messages && digests[request] === turn.requestDigest) {
+      return { keep: j, from: j === 0 ? 0 : turns[j - 1].messageCount };
+    }
+  }
+  return null;
+}

@@ -53,6 +53,12 @@ export interface Config {
   readonly keepAttribution: boolean;
   /** How long a client is told to wait before retrying an overloaded engine, in milliseconds. */
   readonly retryAfterMs: number;
+  /** How long a session lease lasts unrenewed, in milliseconds: a crashed holder's runs out. */
+  readonly leaseTtlMs: number;
+  /** How long a request waits for a busy session before a 529, in milliseconds. */
+  readonly lockWaitMs: number;
+  /** How long a closed session is kept before it is deleted, in milliseconds. */
+  readonly sessionRetentionMs: number;
 }
 
 /** What to do with image and document blocks, which text models cannot read. */
@@ -138,6 +144,21 @@ const VARIABLES = {
     expected: "an integer from 0 to 600000",
     fallback: "2000",
   },
+  LEASE_TTL_MS: {
+    schema: int(100, 3_600_000),
+    expected: "an integer from 100 to 3600000",
+    fallback: "15000",
+  },
+  LOCK_WAIT_MS: {
+    schema: int(0, 3_600_000),
+    expected: "an integer from 0 to 3600000",
+    fallback: "30000",
+  },
+  SESSION_RETENTION_MS: {
+    schema: int(1000, 365 * 86_400_000),
+    expected: "an integer from 1000 to 31536000000",
+    fallback: String(7 * 86_400_000),
+  },
 } satisfies Record<string, Variable>;
 
 type Name = keyof typeof VARIABLES;
@@ -203,5 +224,8 @@ export function resolveConfig(env: Record<string, string | undefined>): Readonly
     imagePolicy: read("IMAGE_POLICY")!,
     keepAttribution: read("KEEP_ATTRIBUTION")!,
     retryAfterMs: read("RETRY_AFTER_MS")!,
+    leaseTtlMs: read("LEASE_TTL_MS")!,
+    lockWaitMs: read("LOCK_WAIT_MS")!,
+    sessionRetentionMs: read("SESSION_RETENTION_MS")!,
   });
 }

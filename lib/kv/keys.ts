@@ -19,14 +19,18 @@ export const keys = {
   chain: (sessionId: string, chainId: string): Deno.KvKey => ["chain", sessionId, chainId],
   /** Prefix of all chain headers of a session. */
   chains: (sessionId: string): Deno.KvKey => ["chain", sessionId],
-  /** A turn's record (metadata, no tokens). */
-  turn: (sessionId: string, chainId: string, index: number): Deno.KvKey => [
+  /**
+   * A turn's record (metadata, no tokens). The engine request id keeps a turn that a rewind
+   * discarded next to the one that replaced it at the same index.
+   */
+  turn: (sessionId: string, chainId: string, index: number, rid: string): Deno.KvKey => [
     "turn",
     sessionId,
     chainId,
     index,
+    rid,
   ],
-  /** Prefix of all turn records of a chain. */
+  /** Prefix of all turn records of a chain, discarded ones included. */
   turns: (sessionId: string, chainId: string): Deno.KvKey => ["turn", sessionId, chainId],
   /**
    * One chunk of a turn's token blob. The engine request id keeps two attempts at the same turn
@@ -39,6 +43,22 @@ export const keys = {
     rid: string,
     chunk: number,
   ): Deno.KvKey => ["turn_chunk", sessionId, chainId, index, rid, chunk],
+  /** Prefix of all turn chunks of a session. */
+  sessionChunks: (sessionId: string): Deno.KvKey => ["turn_chunk", sessionId],
+  /** Prefix of all turn records of a session. */
+  sessionTurns: (sessionId: string): Deno.KvKey => ["turn", sessionId],
+  /** The session's lock. */
+  lease: (sessionId: string): Deno.KvKey => ["lease", sessionId],
+  /** Which turn answered a request body, so a retry of it is answered again. */
+  replay: (sessionId: string, bodyDigest: string): Deno.KvKey => ["replay", sessionId, bodyDigest],
+  /** Prefix of a session's replay entries. */
+  replays: (sessionId: string): Deno.KvKey => ["replay", sessionId],
+  /** Prefix of all session records, for listing. */
+  sessions: (): Deno.KvKey => ["session"],
+  /** When a closed session is due for deletion. */
+  expiry: (expiresAt: number, sessionId: string): Deno.KvKey => ["expiry", expiresAt, sessionId],
+  /** Prefix of all expiry entries, in time order. */
+  expiries: (): Deno.KvKey => ["expiry"],
   /** A gateway-wide secret shared by every process on this KV. */
   secret: (name: string): Deno.KvKey => ["secret", name],
 } as const;

@@ -6,3 +6,4 @@ export * from "./chunked.ts";
 export * from "./session_store.ts";
 export * from "./chain_cache.ts";
 export * from "./secrets.ts";
+export * from "./lease.ts";

@@ -4,14 +4,27 @@
  * @module
  */
 
+/** The trainer's verdict on an episode: a numeric `score` and whatever evidence comes with it. */
+export interface RewardPayload {
+  readonly score: number;
+  readonly [key: string]: unknown;
+}
+
 /** An agent episode: its secret's digest and the chains recorded in it. */
 export interface SessionRecord {
   readonly id: string;
   /** SHA-256 (hex) of the session's bearer token; the token itself is never stored. */
   readonly tokenDigest: string;
+  /** `open` takes turns; `closed` is frozen and deleted after the retention. */
   readonly status: "open" | "closed";
   readonly createdAt: number;
+  /** When the session was closed; `null` while open. */
+  readonly closedAt: number | null;
+  /** When a closed session is deleted; `null` while open. */
+  readonly expiresAt: number | null;
   readonly metadata: Record<string, unknown>;
+  /** The reward set by the trainer; `null` until then. */
+  readonly reward: RewardPayload | null;
   /** Chain ids in the order they were started. */
   readonly chains: readonly string[];
   /** The chain an ordinary request extends. */
@@ -20,8 +33,15 @@ export interface SessionRecord {
   readonly dev: boolean;
 }
 
-/** Why a chain ended, or `open` while it can still grow. */
+/** `final` while the chain is the session's main conversation; `wipe` once a new one replaced it. */
 export type ChainKind = "final" | "wipe";
+
+/** Which turn answered a request body. */
+export interface ReplayEntry {
+  readonly chainId: string;
+  readonly index: number;
+  readonly rid: string;
+}
 
 /** A chain's header: enough to extend it without reading its tokens. */
 export interface ChainHeader {
@@ -36,6 +56,8 @@ export interface ChainHeader {
   readonly messageCount: number;
   /** Prefix digest of those messages (see `prefixDigests`). */
   readonly digest: string;
+  /** The engine request id of the chain's last live turn; turns link back to their parents. */
+  readonly lastRid: string | null;
   readonly createdAt: number;
   readonly updatedAt: number;
 }
@@ -43,11 +65,17 @@ export interface ChainHeader {
 /** How a turn's generation ended. */
 export type FinishReason = "end_of_turn" | "length" | "stop_sequence";
 
-/** One request → response of a chain, without its tokens (those are in the turn's chunks). */
+/**
+ * One request → response of a chain, without its tokens (those are in the turn's chunks). The
+ * live turns of a chain are the ones reached from the header's `lastRid` through `parent`; a
+ * rewind leaves the turns it discards in KV, off that path.
+ */
 export interface TurnRecord {
   readonly index: number;
   /** Engine request id; response and tool-use ids derive from it. */
   readonly rid: string;
+  /** The previous live turn's rid when this turn was recorded; `null` for the chain's first. */
+  readonly parent: string | null;
   /** Tokens before this turn's output: the whole prompt the engine read. */
   readonly inputLen: number;
   /** Tokens this turn added before its output (the whole prompt on a chain's first turn). */
@@ -74,6 +102,10 @@ export interface TurnRecord {
   readonly messageCount: number;
   /** Prefix digest of those messages. */
   readonly digest: string;
+  /** Prefix digest of the request's messages (the conversation before the reply). */
+  readonly requestDigest: string;
+  /** Digest of the whole normalized request body: a retry repeats it. */
+  readonly bodyDigest: string;
   /** Chunks holding the turn's token blob. */
   readonly chunks: number;
   readonly createdAt: number;

@@ -1,18 +1,21 @@
 /**
- * Sessions, chains and turns in Deno KV. A turn is written as its token chunks, its record
- * and the new chain header in one atomic commit guarded by the header's versionstamp; chunks
- * that do not fit that commit are written first under keys nothing references yet, so a
- * half-written turn is never visible.
+ * Sessions, chains and turns in Deno KV. A turn is written as its token chunks, its record,
+ * its replay entry and the new chain header in one atomic commit guarded by the header's
+ * versionstamp and the session's lease; chunks that do not fit that commit are written first
+ * under keys nothing references yet, so a half-written turn is never visible.
  *
  * @module
  */
 import { commit } from "./atomic.ts";
 import { type DecodedTurnTokens, decodeTurnTokens } from "./chunked.ts";
 import { keys, KV_MAX_COMMIT_BYTES, KV_MAX_GET_MANY } from "./keys.ts";
-import type { ChainHeader, SessionRecord, TurnRecord } from "./records.ts";
+import type { Lease } from "./lease.ts";
+import type { ChainHeader, ReplayEntry, SessionRecord, TurnRecord } from "./records.ts";
 
 /** Room left in a commit for the records and keys besides the chunks. */
 const COMMIT_SLACK_BYTES = 32_768;
+/** Deletions per commit when a session is removed (KV allows 1 000 mutations). */
+const DELETE_BATCH = 500;
 
 /** Stores a new session; false when the id is taken. */
 export async function createSession(kv: Deno.Kv, session: SessionRecord): Promise<boolean> {
@@ -29,6 +32,89 @@ export function getSession(
   sessionId: string,
 ): Promise<Deno.KvEntryMaybe<SessionRecord>> {
   return kv.get<SessionRecord>(keys.session(sessionId));
+}
+
+/**
+ * Rewrites a session record if it has not changed since `entry` was read, keeping the expiry
+ * index in step. Resolves to false when it had changed.
+ */
+export async function updateSession(
+  kv: Deno.Kv,
+  entry: Deno.KvEntry<SessionRecord>,
+  next: SessionRecord,
+): Promise<boolean> {
+  const result = await commit(() => {
+    const op = kv.atomic().check(entry).set(keys.session(next.id), next);
+    if (entry.value.expiresAt !== null && entry.value.expiresAt !== next.expiresAt) {
+      op.delete(keys.expiry(entry.value.expiresAt, next.id));
+    }
+    if (next.expiresAt !== null) op.set(keys.expiry(next.expiresAt, next.id), next.id);
+    return op;
+  });
+  return result.ok;
+}
+
+/** A page of session records in id order, and the cursor of the next page (`null` at the end). */
+export async function listSessions(
+  kv: Deno.Kv,
+  options: { limit: number; cursor?: string },
+): Promise<{ sessions: SessionRecord[]; cursor: string | null }> {
+  const iter = kv.list<SessionRecord>({ prefix: keys.sessions() }, {
+    limit: options.limit,
+    cursor: options.cursor,
+  });
+  const sessions: SessionRecord[] = [];
+  for await (const entry of iter) sessions.push(entry.value);
+  return { sessions, cursor: sessions.length === options.limit ? iter.cursor : null };
+}
+
+/** Ids of closed sessions whose retention ended at or before `now`. */
+export async function expiredSessions(kv: Deno.Kv, now: number, limit = 100): Promise<string[]> {
+  const ids: string[] = [];
+  const iter = kv.list<string>({ prefix: keys.expiries(), end: keys.expiry(now + 1, "") }, {
+    limit,
+  });
+  for await (const entry of iter) ids.push(entry.value);
+  return ids;
+}
+
+/**
+ * Deletes a session and everything recorded in it. The session record goes first, so the
+ * session is gone for every reader at once; the rest follows in batches.
+ */
+export async function deleteSession(kv: Deno.Kv, sessionId: string): Promise<boolean> {
+  const entry = await getSession(kv, sessionId);
+  if (!entry.value) return false;
+  const removed = await commit(() => {
+    const op = kv.atomic().check(entry).delete(keys.session(sessionId));
+    if (entry.value.expiresAt !== null) op.delete(keys.expiry(entry.value.expiresAt, sessionId));
+    return op.delete(keys.lease(sessionId));
+  });
+  if (!removed.ok) return false;
+  const prefixes = [
+    keys.chains(sessionId),
+    keys.sessionTurns(sessionId),
+    keys.sessionChunks(sessionId),
+    keys.replays(sessionId),
+  ];
+  for (const prefix of prefixes) {
+    let batch: Deno.KvKey[] = [];
+    const flush = async () => {
+      const doomed = batch;
+      batch = [];
+      await commit(() => {
+        const op = kv.atomic();
+        for (const key of doomed) op.delete(key);
+        return op;
+      });
+    };
+    for await (const item of kv.list({ prefix }, { batchSize: DELETE_BATCH })) {
+      batch.push(item.key);
+      if (batch.length >= DELETE_BATCH) await flush();
+    }
+    if (batch.length > 0) await flush();
+  }
+  return true;
 }
 
 /** A chain's header and versionstamp. */
@@ -49,6 +135,15 @@ export async function listChains(kv: Deno.Kv, sessionId: string): Promise<ChainH
   return out;
 }
 
+/** The turn that answered a request body, if one did. */
+export async function getReplay(
+  kv: Deno.Kv,
+  sessionId: string,
+  bodyDigest: string,
+): Promise<ReplayEntry | null> {
+  return (await kv.get<ReplayEntry>(keys.replay(sessionId, bodyDigest))).value;
+}
+
 /** A turn to commit, with the entries it was computed from. */
 export interface TurnCommit {
   /** The chain header the turn extends, as read (`value: null` for a new chain). */
@@ -56,6 +151,8 @@ export interface TurnCommit {
   readonly header: ChainHeader;
   readonly turn: TurnRecord;
   readonly chunks: readonly Uint8Array[];
+  /** The session's lease as last renewed: the commit fails if it was lost. */
+  readonly lease?: Deno.KvEntry<Lease>;
   /** Session changes committed with the turn (a new main chain), guarded by the entry read. */
   readonly session?: { readonly entry: Deno.KvEntry<SessionRecord>; readonly next: SessionRecord };
   /** Another chain's header rewritten with the turn (the main chain it replaced). */
@@ -64,7 +161,7 @@ export interface TurnCommit {
 
 /**
  * Commits a turn. Resolves to the new versionstamp of the chain header, or `null` when the
- * chain (or the session) changed since it was read, in which case nothing visible was written.
+ * chain, the session or the lease changed since they were read; nothing visible is written then.
  */
 export async function commitTurn(kv: Deno.Kv, turn: TurnCommit): Promise<string | null> {
   const { sessionId, id: chainId } = turn.header;
@@ -90,8 +187,10 @@ export async function commitTurn(kv: Deno.Kv, turn: TurnCommit): Promise<string 
     });
     first = end;
   }
+  const replay: ReplayEntry = { chainId, index, rid };
   const result = await commit(() => {
     const op = kv.atomic().check(turn.chain);
+    if (turn.lease) op.check(turn.lease);
     if (turn.session) op.check(turn.session.entry).set(keys.session(sessionId), turn.session.next);
     if (turn.retire) {
       op.check(turn.retire.entry).set(keys.chain(sessionId, turn.retire.next.id), turn.retire.next);
@@ -99,30 +198,53 @@ export async function commitTurn(kv: Deno.Kv, turn: TurnCommit): Promise<string 
     for (let j = first; j < turn.chunks.length; j++) {
       op.set(keys.turnChunk(sessionId, chainId, index, rid, j), turn.chunks[j]);
     }
-    return op.set(keys.turn(sessionId, chainId, index), turn.turn).set(
-      keys.chain(sessionId, chainId),
-      turn.header,
-    );
+    return op.set(keys.turn(sessionId, chainId, index, rid), turn.turn)
+      .set(keys.replay(sessionId, turn.turn.bodyDigest), replay)
+      .set(keys.chain(sessionId, chainId), turn.header);
   });
   return result.ok ? result.versionstamp : null;
 }
 
-/** The records of a chain's first `count` turns, in order. */
-export async function readTurns(
+/** Every turn record of a chain, discarded ones included, by index then rid. */
+export async function readAllTurns(
   kv: Deno.Kv,
   sessionId: string,
   chainId: string,
-  count: number,
 ): Promise<TurnRecord[]> {
   const out: TurnRecord[] = [];
   const iter = kv.list<TurnRecord>({ prefix: keys.turns(sessionId, chainId) }, { batchSize: 500 });
-  for await (const entry of iter) {
-    if (entry.value.index >= count) break;
-    out.push(entry.value);
+  for await (const entry of iter) out.push(entry.value);
+  return out;
+}
+
+/**
+ * The live turns of a chain, first to last: from the header's last turn back through the
+ * parent links.
+ *
+ * @throws {Error} when a linked turn is missing (a broken chain).
+ */
+export async function readLiveTurns(kv: Deno.Kv, header: ChainHeader): Promise<TurnRecord[]> {
+  return liveTurns(await readAllTurns(kv, header.sessionId, header.id), header);
+}
+
+/** The live turns among `all`, first to last. */
+export function liveTurns(all: readonly TurnRecord[], header: ChainHeader): TurnRecord[] {
+  const byRid = new Map(all.map((record) => [record.rid, record]));
+  const out: TurnRecord[] = [];
+  for (let rid = header.lastRid; rid !== null;) {
+    const record = byRid.get(rid);
+    if (!record) {
+      throw new Error(
+        `Cannot read chain "${header.id}" of session "${header.sessionId}": turn ${rid} is missing`,
+      );
+    }
+    out.push(record);
+    rid = record.parent;
   }
-  if (out.length !== count) {
+  out.reverse();
+  if (out.length !== header.turnCount) {
     throw new Error(
-      `Cannot read chain "${chainId}" of session "${sessionId}": ${out.length} of ${count} turns found`,
+      `Cannot read chain "${header.id}" of session "${header.sessionId}": ${out.length} of ${header.turnCount} turns linked`,
     );
   }
   return out;

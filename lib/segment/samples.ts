@@ -4,7 +4,13 @@
  * @module
  */
 import { type ChainArrays, flattenChain } from "../chain/mod.ts";
-import { type ChainKind, getSession, listChains, readTurns, readTurnTokens } from "../kv/mod.ts";
+import {
+  type ChainKind,
+  getSession,
+  listChains,
+  readLiveTurns,
+  readTurnTokens,
+} from "../kv/mod.ts";
 import { SessionNotFoundError } from "../session/mod.ts";
 
 /** What a sample says about each of its turns. */
@@ -43,7 +49,7 @@ export async function sessionSamples(kv: Deno.Kv, sessionId: string): Promise<Sa
   for (const chainId of session.value.chains) {
     const header = headers.get(chainId);
     if (!header || header.turnCount === 0) continue;
-    const records = await readTurns(kv, sessionId, chainId, header.turnCount);
+    const records = await readLiveTurns(kv, header);
     const turns = [];
     for (const record of records) {
       turns.push({ record, tokens: await readTurnTokens(kv, sessionId, chainId, record) });

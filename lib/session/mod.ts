@@ -1,3 +1,5 @@
-/** Sessions: tokens, opening, and running one turn. @module */
+/** Sessions: tokens, routing requests to chains, and running one turn. @module */
 export * from "./session.ts";
+export * from "./turn_input.ts";
+export * from "./route.ts";
 export * from "./run_turn.ts";

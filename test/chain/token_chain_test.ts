@@ -12,6 +12,7 @@ function turn(
   const record: TurnRecord = {
     index,
     rid: "0".repeat(32),
+    parent: null,
     inputLen: 0,
     deltaLen: parts.delta.length,
     outputLen: parts.output.length,
@@ -27,6 +28,8 @@ function turn(
     model: "qwen3",
     messageCount: 2 * (index + 1),
     digest: "d",
+    requestDigest: "r",
+    bodyDigest: "b",
     chunks: 1,
     createdAt: 0,
     timings: { renderMs: 0, engineMs: 0, engineReportedMs: 0, totalMs: 0 },

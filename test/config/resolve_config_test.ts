@@ -43,6 +43,9 @@ Deno.test("resolveConfig() fills every setting with its default on an empty envi
     imagePolicy: "reject",
     keepAttribution: false,
     retryAfterMs: 2000,
+    leaseTtlMs: 15_000,
+    lockWaitMs: 30_000,
+    sessionRetentionMs: 7 * 86_400_000,
   });
 });
 
@@ -68,6 +71,9 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     IMAGE_POLICY: "placeholder",
     KEEP_ATTRIBUTION: "yes",
     RETRY_AFTER_MS: "250",
+    LEASE_TTL_MS: "1000",
+    LOCK_WAIT_MS: "0",
+    SESSION_RETENTION_MS: "60000",
   });
   assert.deepEqual({ ...config }, {
     port: 9000,
@@ -90,6 +96,9 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     imagePolicy: "placeholder",
     keepAttribution: true,
     retryAfterMs: 250,
+    leaseTtlMs: 1000,
+    lockWaitMs: 0,
+    sessionRetentionMs: 60_000,
   });
 });
 
@@ -105,6 +114,8 @@ Deno.test("resolveConfig() lists every variable it reads in CONFIG_VARIABLES", (
     "IMAGE_POLICY",
     "KEEP_ATTRIBUTION",
     "KV_PATH",
+    "LEASE_TTL_MS",
+    "LOCK_WAIT_MS",
     "MAX_BODY_BYTES",
     "MODEL_ID",
     "PING_INTERVAL_MS",
@@ -112,6 +123,7 @@ Deno.test("resolveConfig() lists every variable it reads in CONFIG_VARIABLES", (
     "RETRY_AFTER_MS",
     "ROUNDTRIP_POLICY",
     "SCRIPTED_LATENCY_MS",
+    "SESSION_RETENTION_MS",
     "SGLANG_URL",
     "SIGNING_SECRET",
     "TOKENIZER_PATH",
@@ -141,6 +153,9 @@ Deno.test("resolveConfig() throws a ConfigError naming the variable for each bad
     ["IMAGE_POLICY", "drop"],
     ["KEEP_ATTRIBUTION", "perhaps"],
     ["RETRY_AFTER_MS", "600001"],
+    ["LEASE_TTL_MS", "99"],
+    ["LOCK_WAIT_MS", "-1"],
+    ["SESSION_RETENTION_MS", "999"],
   ];
   for (const [variable, value] of bad) assertRefused(variable, value);
 });

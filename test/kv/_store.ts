@@ -15,7 +15,10 @@ export function session(overrides: Partial<SessionRecord> = {}): SessionRecord {
     tokenDigest: "ab".repeat(32),
     status: "open",
     createdAt: 1,
+    closedAt: null,
+    expiresAt: null,
     metadata: {},
+    reward: null,
     chains: ["c0"],
     mainChain: "c0",
     dev: false,
@@ -23,7 +26,12 @@ export function session(overrides: Partial<SessionRecord> = {}): SessionRecord {
   };
 }
 
-export function header(chainId: string, turnCount: number, tokenCount: number): ChainHeader {
+export function header(
+  chainId: string,
+  turnCount: number,
+  tokenCount: number,
+  lastRid: string | null = null,
+): ChainHeader {
   return {
     sessionId: SID,
     id: chainId,
@@ -32,15 +40,22 @@ export function header(chainId: string, turnCount: number, tokenCount: number): 
     tokenCount,
     messageCount: turnCount * 2,
     digest: `d${turnCount}`,
+    lastRid,
     createdAt: 1,
     updatedAt: 1 + turnCount,
   };
 }
 
-export function turnRecord(index: number, tokens: TurnTokens, chunks: number): TurnRecord {
+export function turnRecord(
+  index: number,
+  tokens: TurnTokens,
+  chunks: number,
+  parent: string | null = null,
+): TurnRecord {
   return {
     index,
     rid: crypto.randomUUID().replaceAll("-", ""), // each generation has its own
+    parent,
     inputLen: 0,
     deltaLen: tokens.delta.length,
     outputLen: tokens.output.length,
@@ -56,6 +71,8 @@ export function turnRecord(index: number, tokens: TurnTokens, chunks: number): T
     model: "qwen3",
     messageCount: (index + 1) * 2,
     digest: `d${index + 1}`,
+    requestDigest: `r${index}`,
+    bodyDigest: crypto.randomUUID(),
     chunks,
     createdAt: 1,
     timings: { renderMs: 0, engineMs: 0, engineReportedMs: 0, totalMs: 0 },
@@ -81,10 +98,11 @@ export function turnCommit(
   const chunks = encodeTurnTokens(tokens);
   const before = chain.value?.tokenCount ?? 0;
   const added = tokens.delta.length + tokens.output.length + tokens.closing.length;
+  const turn = turnRecord(index, tokens, chunks.length, chain.value?.lastRid ?? null);
   return {
     chain,
-    header: header(chainId, index + 1, before + added),
-    turn: turnRecord(index, tokens, chunks.length),
+    header: header(chainId, index + 1, before + added, turn.rid),
+    turn,
     chunks,
   };
 }

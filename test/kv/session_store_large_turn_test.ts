@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { TurnTokens } from "../../lib/kv/chunked.ts";
 import { KV_MAX_COMMIT_BYTES } from "../../lib/kv/keys.ts";
-import { commitTurn, getChain, readTurns } from "../../lib/kv/session_store.ts";
+import { commitTurn, getChain, readLiveTurns } from "../../lib/kv/session_store.ts";
 import { chunkStamps, readBack, SID, tokensOf, turnCommit } from "./_store.ts";
 
 Deno.test("commitTurn() writes a turn larger than one commit in several commits", async () => {
@@ -20,7 +20,7 @@ Deno.test("commitTurn() writes a turn larger than one commit in several commits"
     const perCommit = new Map<string, number>();
     stamps.forEach((s, j) => perCommit.set(s, (perCommit.get(s) ?? 0) + turn.chunks[j].length));
     for (const bytes of perCommit.values()) assert.ok(bytes < KV_MAX_COMMIT_BYTES);
-    const [record] = await readTurns(kv, SID, "c0", 1);
+    const [record] = await readLiveTurns(kv, turn.header);
     assert.deepEqual(record, turn.turn);
     assert.deepEqual(await readBack(kv, "c0", record), tokens);
   } finally {
@@ -60,7 +60,7 @@ Deno.test("commitTurn() of a large turn on a stale chain leaves turn and header 
     const chain = await getChain(kv, SID, "c0");
     assert.equal(chain.versionstamp, winnerStamp);
     assert.deepEqual(chain.value, winner.header);
-    const records = await readTurns(kv, SID, "c0", 2);
+    const records = await readLiveTurns(kv, winner.header);
     assert.deepEqual(records[1], winner.turn);
   } finally {
     kv.close();

@@ -7,7 +7,8 @@ import {
   getChain,
   getSession,
   listChains,
-  readTurns,
+  readAllTurns,
+  readLiveTurns,
   readTurnTokens,
   type TurnCommit,
 } from "../../lib/kv/session_store.ts";
@@ -39,7 +40,7 @@ Deno.test("commitTurn() writes a new chain's turn, chunks and header in one comm
     const chain = await getChain(kv, SID, "c0");
     assert.equal(chain.versionstamp, stamp);
     assert.deepEqual(chain.value, turn.header);
-    const record = await kv.get<TurnRecord>(keys.turn(SID, "c0", 0));
+    const record = await kv.get<TurnRecord>(keys.turn(SID, "c0", 0, turn.turn.rid));
     assert.equal(record.versionstamp, stamp);
     assert.deepEqual(record.value, turn.turn);
     assert.deepEqual(await chunkStamps(kv, "c0", 0), [stamp]);
@@ -60,8 +61,11 @@ Deno.test("commitTurn() extends a chain guarded by the header it read", async ()
     const stamp = await commitTurn(kv, turn);
     assert.notEqual(stamp, null);
     assert.ok(stamp! > read.versionstamp!);
-    assert.deepEqual((await getChain(kv, SID, "c0")).value, header("c0", 2, 15 + 10));
-    const records = await readTurns(kv, SID, "c0", 2);
+    assert.deepEqual(
+      (await getChain(kv, SID, "c0")).value,
+      header("c0", 2, 15 + 10, turn.turn.rid),
+    );
+    const records = await readLiveTurns(kv, turn.header);
     assert.deepEqual(records.map((r) => r.index), [0, 1]);
     assert.deepEqual(await readBack(kv, "c0", records[0]), first);
     assert.deepEqual(await readBack(kv, "c0", records[1]), second);
@@ -83,8 +87,9 @@ Deno.test("commitTurn() returns null on a stale chain entry and leaves turn and 
     const chain = await getChain(kv, SID, "c0");
     assert.equal(chain.versionstamp, winnerStamp);
     assert.deepEqual(chain.value, winner.header);
-    const record = await kv.get<TurnRecord>(keys.turn(SID, "c0", 1));
+    const record = await kv.get<TurnRecord>(keys.turn(SID, "c0", 1, winner.turn.rid));
     assert.deepEqual(record.value, winner.turn);
+    assert.equal((await kv.get(keys.turn(SID, "c0", 1, loser.turn.rid))).value, null);
     assert.deepEqual(await readBack(kv, "c0", record.value!), tokensOf(3, 2, 5));
   } finally {
     kv.close();
@@ -95,11 +100,11 @@ Deno.test("commitTurn() returns null for a new chain whose header already exists
   const kv = await Deno.openKv(":memory:");
   try {
     const absent = await getChain(kv, SID, "c0");
-    const first = await commitTurn(kv, turnCommit(absent, "c0", 0, tokensOf(4, 1)));
+    const winner = turnCommit(absent, "c0", 0, tokensOf(4, 1));
+    const first = await commitTurn(kv, winner);
     assert.equal(await commitTurn(kv, turnCommit(absent, "c0", 0, tokensOf(9, 9, 3))), null);
     assert.equal((await getChain(kv, SID, "c0")).versionstamp, first);
-    const record = await kv.get<TurnRecord>(keys.turn(SID, "c0", 0));
-    assert.equal(record.versionstamp, first);
+    assert.deepEqual((await readAllTurns(kv, SID, "c0")).map((r) => r.rid), [winner.turn.rid]);
   } finally {
     kv.close();
   }
@@ -149,7 +154,7 @@ Deno.test("commitTurn() returns null and writes nothing visible when the session
     };
     assert.equal(await commitTurn(kv, turn), null);
     assert.equal((await getChain(kv, SID, "c1")).value, null);
-    assert.equal((await kv.get(keys.turn(SID, "c1", 0))).value, null);
+    assert.deepEqual(await readAllTurns(kv, SID, "c1"), []);
     assert.equal((await getSession(kv, SID)).value?.status, "closed");
   } finally {
     kv.close();
@@ -174,46 +179,46 @@ Deno.test("commitTurn() returns null when the chain to retire changed", async ()
   }
 });
 
-Deno.test("readTurns() returns only the first count turns, in index order", async () => {
+Deno.test("readLiveTurns() follows the parent links from the header past a discarded turn", async () => {
   const kv = await Deno.openKv(":memory:");
   try {
-    for (let index = 0; index < 12; index++) {
-      const chain = await getChain(kv, SID, "c0");
-      assert.notEqual(
-        await commitTurn(kv, turnCommit(chain, "c0", index, tokensOf(2, 1, index))),
-        null,
-      );
+    const commits: TurnCommit[] = [];
+    for (let index = 0; index < 3; index++) {
+      const turn = turnCommit(await getChain(kv, SID, "c0"), "c0", index, tokensOf(2, 1, index));
+      assert.notEqual(await commitTurn(kv, turn), null);
+      commits.push(turn);
     }
-    assert.deepEqual((await readTurns(kv, SID, "c0", 11)).map((r) => r.index), [
-      0,
-      1,
-      2,
-      3,
-      4,
-      5,
-      6,
-      7,
-      8,
-      9,
-      10,
-    ]);
-    assert.deepEqual(await readTurns(kv, SID, "c0", 0), []);
-    assert.deepEqual(await readTurns(kv, SID, "other", 0), []);
+    // A rewind keeps turn 0 and records another turn 1 in place of turns 1 and 2.
+    const tip = await getChain(kv, SID, "c0");
+    const again = turnCommit(tip, "c0", 1, tokensOf(5, 2, 9));
+    const rewound: TurnCommit = {
+      ...again,
+      turn: { ...again.turn, parent: commits[0].turn.rid },
+      header: { ...again.header, turnCount: 2 },
+    };
+    assert.notEqual(await commitTurn(kv, rewound), null);
+    const live = await readLiveTurns(kv, rewound.header);
+    assert.deepEqual(live.map((r) => r.rid), [commits[0].turn.rid, rewound.turn.rid]);
+    assert.equal((await readAllTurns(kv, SID, "c0")).length, 4);
+    assert.deepEqual(await readLiveTurns(kv, header("other", 0, 0)), []);
   } finally {
     kv.close();
   }
 });
 
-Deno.test("readTurns() throws when turns are missing", async () => {
+Deno.test("readLiveTurns() throws when a linked turn is missing", async () => {
   const kv = await Deno.openKv(":memory:");
   try {
+    const commits: TurnCommit[] = [];
     for (let index = 0; index < 3; index++) {
-      await commitTurn(kv, turnCommit(await getChain(kv, SID, "c0"), "c0", index, tokensOf(2, 1)));
+      const turn = turnCommit(await getChain(kv, SID, "c0"), "c0", index, tokensOf(2, 1));
+      await commitTurn(kv, turn);
+      commits.push(turn);
     }
-    await assert.rejects(() => readTurns(kv, SID, "c0", 4), /3 of 4 turns found/);
-    await kv.delete(keys.turn(SID, "c0", 1));
-    await assert.rejects(() => readTurns(kv, SID, "c0", 3), /2 of 3 turns found/);
-    await assert.rejects(() => readTurns(kv, SID, "c0", 2), /1 of 2 turns found/);
+    const tip = commits[2].header;
+    await assert.rejects(() => readLiveTurns(kv, { ...tip, turnCount: 4 }), /3 of 4 turns linked/);
+    await kv.delete(keys.turn(SID, "c0", 1, commits[1].turn.rid));
+    await assert.rejects(() => readLiveTurns(kv, tip), /is missing/);
   } finally {
     kv.close();
   }

@@ -1,0 +1,136 @@
+/**
+ * Leases: a lock in Deno KV that any process sharing the KV respects. The value holds its
+ * holder and its own `expiresAt` (KV's `expireIn` is lazy), it is taken with an atomic check,
+ * renewed while its holder works, and simply runs out when its holder dies.
+ *
+ * @module
+ */
+import { commit } from "./atomic.ts";
+
+/** A lease as stored. */
+export interface Lease {
+  /** Who holds it: a process id and the request it serves. */
+  readonly holder: string;
+  readonly acquiredAt: number;
+  /** Milliseconds since the epoch after which anyone may take the lease. */
+  readonly expiresAt: number;
+}
+
+/** A waiter gave up: someone else held the lease longer than the wait allowed. */
+export class LeaseTimeoutError extends Error {
+  constructor(readonly holder: string, waitedMs: number) {
+    super(`Session is busy: another request has held it for ${Math.round(waitedMs)} ms`);
+    this.name = "LeaseTimeoutError";
+  }
+}
+
+/** How leases behave. */
+export interface LeaseOptions {
+  /** How long a lease lasts without renewal. It is renewed every third of this. */
+  readonly ttlMs: number;
+  /** How long a waiter tries before {@linkcode LeaseTimeoutError}. */
+  readonly waitMs: number;
+  /** The clock (tests pass a fake one). */
+  readonly now?: () => number;
+  /** Sleeps between attempts (tests pass a fake one). */
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+/** A lease this process holds. */
+export interface HeldLease {
+  /** The lease entry as last written: a commit that must still hold the lease checks it. */
+  readonly entry: Deno.KvEntry<Lease>;
+  /** False once a renewal found the lease taken over (it had run out). */
+  readonly held: boolean;
+  /** Stops renewing, waiting for a renewal in flight, so {@linkcode entry} stays current. */
+  pause(): Promise<void>;
+  /** Stops renewing and deletes the lease if it is still this holder's. */
+  release(): Promise<void>;
+}
+
+const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Takes the lease at `key`, waiting with bounded exponential back-off while someone else holds
+ * an unexpired one, and keeps renewing it until released.
+ *
+ * @example
+ * ```ts
+ * const lease = await acquireLease(kv, keys.lease(sessionId), "pid-1/req-1", { ttlMs: 15_000, waitMs: 30_000 });
+ * try { ... } finally { await lease.release(); }
+ * ```
+ * @throws {LeaseTimeoutError} when the wait runs out.
+ */
+export async function acquireLease(
+  kv: Deno.Kv,
+  key: Deno.KvKey,
+  holder: string,
+  options: LeaseOptions,
+): Promise<HeldLease> {
+  const now = options.now ?? Date.now;
+  const sleep = options.sleep ?? defaultSleep;
+  const started = now();
+  let delay = 5;
+  let other = "";
+  for (;;) {
+    const current = await kv.get<Lease>(key);
+    if (current.value === null || current.value.expiresAt <= now()) {
+      const taken = now();
+      const lease: Lease = { holder, acquiredAt: taken, expiresAt: taken + options.ttlMs };
+      const result = await commit(() => kv.atomic().check(current).set(key, lease));
+      if (result.ok) {
+        return holdLease(
+          kv,
+          key,
+          { key, value: lease, versionstamp: result.versionstamp },
+          options,
+        );
+      }
+    } else {
+      other = current.value.holder;
+    }
+    const waited = now() - started;
+    if (waited >= options.waitMs) throw new LeaseTimeoutError(other, waited);
+    await sleep(Math.min(delay * (0.5 + Math.random()), options.waitMs - waited));
+    delay = Math.min(delay * 2, 250);
+  }
+}
+
+function holdLease(
+  kv: Deno.Kv,
+  key: Deno.KvKey,
+  first: Deno.KvEntry<Lease>,
+  options: LeaseOptions,
+): HeldLease {
+  const now = options.now ?? Date.now;
+  let entry = first;
+  let held = true;
+  let renewing: Promise<void> = Promise.resolve();
+  const renew = async () => {
+    const next: Lease = { ...entry.value, expiresAt: now() + options.ttlMs };
+    const result = await commit(() => kv.atomic().check(entry).set(key, next));
+    if (result.ok) entry = { key, value: next, versionstamp: result.versionstamp };
+    else held = false;
+  };
+  const timer = setInterval(() => {
+    renewing = renewing.then(renew);
+  }, Math.max(1, Math.floor(options.ttlMs / 3)));
+  const pause = async () => {
+    clearInterval(timer);
+    await renewing;
+  };
+  return {
+    get entry() {
+      return entry;
+    },
+    get held() {
+      return held;
+    },
+    pause,
+    release: async () => {
+      await pause();
+      if (held) await commit(() => kv.atomic().check(entry).delete(key));
+      held = false;
+    },
+  };
+}

@@ -10,6 +10,10 @@ import { banner, buildDeps, type Deps } from "./_deps.ts";
 import { errorResponse, newRequestId } from "./_http.ts";
 import { createMessagesApp } from "./messages.ts";
 import { createSessionsApp } from "./sessions.ts";
+import { sweepExpiredSessions } from "../lib/session/mod.ts";
+
+/** How often expired sessions are looked for. */
+const SWEEP_INTERVAL_MS = 60_000;
 
 /** All functions mounted on one app. */
 export function createGatewayApp(deps: Deps): Hono {
@@ -50,7 +54,12 @@ async function main(): Promise<void> {
     port: config.port,
     onListen: ({ hostname, port }) => console.log(banner(deps, `http://${hostname}:${port}`)),
   }, app.fetch);
+  // Deletes closed sessions past their retention; every process may run it, it is idempotent.
+  const sweeper = setInterval(() => {
+    sweepExpiredSessions(deps.kv).catch((error) => console.error("Sweep failed:", error));
+  }, SWEEP_INTERVAL_MS);
   const stop = async () => {
+    clearInterval(sweeper);
     console.log("Shutting down: waiting for in-flight requests");
     await server.shutdown();
     await deps.close();

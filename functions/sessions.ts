@@ -1,6 +1,7 @@
 /**
- * The trainer's surface: open sessions and read their samples. Every route needs the admin
- * token as `Authorization: Bearer`; a session token is refused with 403.
+ * The trainer's surface: open, list, read, reward, close and delete sessions, and export their
+ * samples. Every route needs the admin token as `Authorization: Bearer`; a session token is
+ * refused with 403.
  *
  * Served alone with `deno serve -A functions/sessions.ts`, or with the others by `serve.ts`.
  *
@@ -9,8 +10,26 @@
 import { Hono, type MiddlewareHandler } from "hono";
 import { timingSafeEqual } from "node:crypto";
 import { z } from "zod";
-import { sessionSamples } from "../lib/segment/mod.ts";
-import { AuthenticationError, openSession, resolveToken, SESSION_ID } from "../lib/session/mod.ts";
+import {
+  rawRecord,
+  readSessionSamples,
+  toJsonl,
+  toSample,
+  toSlime,
+  toVerl,
+} from "../lib/segment/mod.ts";
+import {
+  AuthenticationError,
+  closeSession,
+  describeSession,
+  type LifecycleDeps,
+  listSessionViews,
+  openSession,
+  removeSession,
+  resolveToken,
+  SESSION_ID,
+  setReward,
+} from "../lib/session/mod.ts";
 import { type Deps, lazyApp } from "./_deps.ts";
 import {
   credential,
@@ -26,11 +45,30 @@ const OpenSessionBody = z.object({
   metadata: z.record(z.string(), z.unknown()).optional(),
 });
 
+/** A reward: a finite numeric `score`, and any evidence beside it. */
+const RewardBody = z.looseObject({ score: z.number().finite() });
+
+const ListQuery = z.object({
+  status: z.enum(["open", "closed"]).optional(),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  cursor: z.string().min(1).optional(),
+});
+
+const SamplesQuery = z.object({
+  format: z.enum(["samples", "raw", "slime", "verl", "jsonl"]).default("samples"),
+});
+
 /** The sessions app over `deps`. */
 export function createSessionsApp(deps: Deps): Hono {
   const app = new Hono();
-  app.use("/sessions/*", admin(deps));
+  const lifecycle: LifecycleDeps = {
+    kv: deps.kv,
+    lease: deps.lease,
+    holder: deps.holder,
+    retentionMs: deps.config.sessionRetentionMs,
+  };
   app.use("/sessions", admin(deps));
+  app.use("/sessions/*", admin(deps));
 
   app.post("/sessions", async (c) => {
     const body = validate(OpenSessionBody, await readJson(c.req.raw, deps.config.maxBodyBytes));
@@ -41,8 +79,52 @@ export function createSessionsApp(deps: Deps): Hono {
     );
   });
 
+  app.get("/sessions", async (c) => {
+    const query = validate(ListQuery, c.req.query());
+    const metadata: Record<string, string> = {};
+    for (const [name, value] of Object.entries(c.req.query())) {
+      if (name.startsWith("metadata.")) metadata[name.slice("metadata.".length)] = value;
+    }
+    return c.json(await listSessionViews(deps.kv, { status: query.status, metadata }, query));
+  });
+
+  app.get("/sessions/:id", async (c) => c.json(await describeSession(deps.kv, c.req.param("id"))));
+
+  app.post("/sessions/:id/reward", async (c) => {
+    const reward = validate(RewardBody, await readJson(c.req.raw, deps.config.maxBodyBytes));
+    return c.json(await setReward(lifecycle, c.req.param("id"), reward));
+  });
+
+  app.post(
+    "/sessions/:id/close",
+    async (c) => c.json(await closeSession(lifecycle, c.req.param("id"))),
+  );
+
+  app.delete("/sessions/:id", async (c) => {
+    await removeSession(lifecycle, c.req.param("id"));
+    return c.body(null, 204);
+  });
+
   app.get("/sessions/:id/samples", async (c) => {
-    return c.json({ samples: await sessionSamples(deps.kv, c.req.param("id")) });
+    const id = c.req.param("id");
+    const { format } = validate(SamplesQuery, c.req.query());
+    if (format === "raw") return c.json(await rawRecord(deps.kv, id));
+    const { session, chains } = await readSessionSamples(deps.kv, id);
+    switch (format) {
+      case "samples":
+        return c.json({ samples: chains.map(toSample) });
+      case "slime":
+        return c.json({ samples: chains.map((chain) => toSlime(session, chain)) });
+      case "verl":
+        return c.json({ samples: chains.map((chain) => toVerl(session, chain)) });
+      case "jsonl":
+        return c.body(
+          chains.map((chain) => JSON.stringify(toJsonl(session, chain, deps.tokenizer)) + "\n")
+            .join(""),
+          200,
+          { "content-type": "application/x-ndjson" },
+        );
+    }
   });
 
   app.onError((error) => errorResponse(error, newRequestId()));
@@ -64,6 +146,7 @@ function admin(deps: Deps): MiddlewareHandler {
       throw new AuthenticationError("Invalid admin token");
     }
     await next();
+    c.res.headers.set("request-id", c.res.headers.get("request-id") ?? newRequestId());
   };
 }
 

@@ -88,6 +88,8 @@ export interface TurnRecord {
   readonly stopSequence: string | null;
   /** `ill_formed`, `roundtrip_mismatch`, `masked`, `engine_aborted`. */
   readonly flags: readonly string[];
+  /** Tool calls the reply carried. */
+  readonly toolCalls: number;
   /** The sampled tokens of this turn carry mask 0 (masking policy). */
   readonly masked: boolean;
   readonly weightVersions: readonly string[];

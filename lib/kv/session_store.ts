@@ -68,14 +68,18 @@ export async function listSessions(
   return { sessions, cursor: sessions.length === options.limit ? iter.cursor : null };
 }
 
-/** Ids of closed sessions whose retention ended at or before `now`. */
-export async function expiredSessions(kv: Deno.Kv, now: number, limit = 100): Promise<string[]> {
-  const ids: string[] = [];
+/** Closed sessions whose retention ended at or before `now`, by their expiry entries. */
+export async function expiredSessions(
+  kv: Deno.Kv,
+  now: number,
+  limit = 100,
+): Promise<{ sessionId: string; key: Deno.KvKey }[]> {
+  const out: { sessionId: string; key: Deno.KvKey }[] = [];
   const iter = kv.list<string>({ prefix: keys.expiries(), end: keys.expiry(now + 1, "") }, {
     limit,
   });
-  for await (const entry of iter) ids.push(entry.value);
-  return ids;
+  for await (const entry of iter) out.push({ sessionId: entry.value, key: entry.key });
+  return out;
 }
 
 /**

@@ -1,2 +1,6 @@
-/** Training samples exported from recorded sessions. @module */
+/** Training samples and records exported from recorded sessions. @module */
 export * from "./samples.ts";
+export * from "./export_slime.ts";
+export * from "./export_verl.ts";
+export * from "./export_jsonl.ts";
+export * from "./export_raw.ts";

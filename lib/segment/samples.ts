@@ -1,17 +1,55 @@
 /**
- * A session's training samples: one per chain, flattened to token arrays with per-turn facts.
+ * A session's recorded chains, read for export: each chain's live turns flattened to training
+ * arrays. Discarded turns (rewound away) never reach a sample.
  *
  * @module
  */
 import { type ChainArrays, flattenChain } from "../chain/mod.ts";
 import {
+  type ChainHeader,
   type ChainKind,
-  getSession,
   listChains,
   readLiveTurns,
   readTurnTokens,
+  type SessionRecord,
+  type TurnRecord,
 } from "../kv/mod.ts";
-import { SessionNotFoundError } from "../session/mod.ts";
+import { liveSession } from "../session/mod.ts";
+
+/** One chain with its live turns and their tokens flattened. */
+export interface ChainSample {
+  readonly header: ChainHeader;
+  readonly turns: readonly TurnRecord[];
+  readonly arrays: ChainArrays;
+}
+
+/** A session and its chains, in the order they started; chains without turns are left out. */
+export interface SessionSamples {
+  readonly session: SessionRecord;
+  readonly chains: readonly ChainSample[];
+}
+
+/**
+ * Reads every chain of a session for export.
+ *
+ * @throws {SessionNotFoundError}
+ */
+export async function readSessionSamples(kv: Deno.Kv, sessionId: string): Promise<SessionSamples> {
+  const session = (await liveSession(kv, sessionId)).value;
+  const headers = new Map((await listChains(kv, sessionId)).map((header) => [header.id, header]));
+  const chains: ChainSample[] = [];
+  for (const chainId of session.chains) {
+    const header = headers.get(chainId);
+    if (!header || header.turnCount === 0) continue;
+    const turns = await readLiveTurns(kv, header);
+    const withTokens = [];
+    for (const record of turns) {
+      withTokens.push({ record, tokens: await readTurnTokens(kv, sessionId, chainId, record) });
+    }
+    chains.push({ header, turns, arrays: flattenChain(withTokens) });
+  }
+  return { session, chains };
+}
 
 /** What a sample says about each of its turns. */
 export interface SampleTurn {
@@ -24,7 +62,7 @@ export interface SampleTurn {
   readonly weight_versions: readonly string[];
 }
 
-/** One chain as a training sample. */
+/** One chain as a training sample: the default export format. */
 export interface Sample extends ChainArrays {
   readonly kind: ChainKind;
   readonly chain_id: string;
@@ -32,40 +70,26 @@ export interface Sample extends ChainArrays {
 }
 
 /**
- * Every chain of a session as a sample, in the order the chains started.
+ * The default export of a chain.
  *
  * @example
  * ```ts
- * const samples = await sessionSamples(kv, "sess_1");
- * samples[0].loss_mask.length === samples[0].response_ids.length; // true
+ * const { chains } = await readSessionSamples(kv, "sess_1");
+ * const sample = toSample(chains[0]);
+ * sample.loss_mask.length === sample.response_ids.length; // true
  * ```
- * @throws {SessionNotFoundError}
  */
-export async function sessionSamples(kv: Deno.Kv, sessionId: string): Promise<Sample[]> {
-  const session = await getSession(kv, sessionId);
-  if (!session.value) throw new SessionNotFoundError(sessionId);
-  const headers = new Map((await listChains(kv, sessionId)).map((header) => [header.id, header]));
-  const samples: Sample[] = [];
-  for (const chainId of session.value.chains) {
-    const header = headers.get(chainId);
-    if (!header || header.turnCount === 0) continue;
-    const records = await readLiveTurns(kv, header);
-    const turns = [];
-    for (const record of records) {
-      turns.push({ record, tokens: await readTurnTokens(kv, sessionId, chainId, record) });
-    }
-    samples.push({
-      kind: header.kind,
-      chain_id: chainId,
-      ...flattenChain(turns),
-      turns: records.map((record) => ({
-        input_len: record.inputLen,
-        output_len: record.outputLen,
-        finish_reason: record.finishReason,
-        flags: record.flags,
-        weight_versions: record.weightVersions,
-      })),
-    });
-  }
-  return samples;
+export function toSample(chain: ChainSample): Sample {
+  return {
+    kind: chain.header.kind,
+    chain_id: chain.header.id,
+    ...chain.arrays,
+    turns: chain.turns.map((record) => ({
+      input_len: record.inputLen,
+      output_len: record.outputLen,
+      finish_reason: record.finishReason,
+      flags: record.flags,
+      weight_versions: record.weightVersions,
+    })),
+  };
 }

@@ -3,3 +3,4 @@ export * from "./session.ts";
 export * from "./turn_input.ts";
 export * from "./route.ts";
 export * from "./run_turn.ts";
+export * from "./lifecycle.ts";

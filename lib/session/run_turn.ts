@@ -209,6 +209,7 @@ async function generateAndRecord<Reply>(
     finishReason: end.reason,
     stopSequence: end.stopSequence,
     flags,
+    toolCalls: parsed.blocks.filter((block) => block.type === "tool_call").length,
     masked,
     weightVersions: generation.weightVersions,
     aborts: generation.aborts,

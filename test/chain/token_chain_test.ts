@@ -19,6 +19,7 @@ function turn(
     closingLen: parts.closing.length,
     finishReason: "end_of_turn",
     stopSequence: null,
+    toolCalls: 0,
     flags: masked ? ["masked"] : [],
     masked,
     weightVersions: ["default"],

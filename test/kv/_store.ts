@@ -62,6 +62,7 @@ export function turnRecord(
     closingLen: tokens.closing.length,
     finishReason: "end_of_turn",
     stopSequence: null,
+    toolCalls: 0,
     flags: [],
     masked: false,
     weightVersions: ["default"],

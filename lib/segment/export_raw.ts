@@ -1,0 +1,63 @@
+/**
+ * The raw record of a session: every chain and every turn it ever recorded, discarded ones
+ * included and marked, with each turn's own tokens. For audits and debugging, not training.
+ *
+ * @module
+ */
+import {
+  type ChainHeader,
+  listChains,
+  liveTurns,
+  readAllTurns,
+  readTurnTokens,
+  type TurnRecord,
+} from "../kv/mod.ts";
+import { describeSession, type SessionView } from "../session/mod.ts";
+
+/** One turn as recorded, with its tokens. */
+export interface RawTurn extends TurnRecord {
+  /** True when a rewind took it off the chain: it never reaches a training sample. */
+  readonly discarded: boolean;
+  readonly tokens: {
+    readonly delta: number[];
+    readonly output: number[];
+    readonly logprobs: number[];
+    readonly closing: number[];
+  };
+}
+
+/** A session's raw record. */
+export interface RawRecord {
+  readonly session: SessionView;
+  readonly chains: (ChainHeader & { readonly turns: RawTurn[] })[];
+}
+
+/**
+ * Reads the raw record of a session.
+ *
+ * @throws {SessionNotFoundError}
+ */
+export async function rawRecord(kv: Deno.Kv, sessionId: string): Promise<RawRecord> {
+  const session = await describeSession(kv, sessionId);
+  const chains = [];
+  for (const header of await listChains(kv, sessionId)) {
+    const all = await readAllTurns(kv, sessionId, header.id);
+    const live = new Set(liveTurns(all, header).map((turn) => turn.rid));
+    const turns: RawTurn[] = [];
+    for (const record of all) {
+      const tokens = await readTurnTokens(kv, sessionId, header.id, record);
+      turns.push({
+        ...record,
+        discarded: !live.has(record.rid),
+        tokens: {
+          delta: [...tokens.delta],
+          output: [...tokens.output],
+          logprobs: [...tokens.logprobs],
+          closing: [...tokens.closing],
+        },
+      });
+    }
+    chains.push({ ...header, turns });
+  }
+  return { session, chains };
+}

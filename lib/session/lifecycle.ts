@@ -1,0 +1,223 @@
+/**
+ * A session's life after it opens: the trainer reads it, rewards it, closes it (frozen; deleted
+ * after the retention), or deletes it. Closing and deleting take the session's lease, so a turn
+ * in flight finishes first and nothing is recorded after.
+ *
+ * @module
+ */
+import {
+  acquireLease,
+  deleteSession,
+  expiredSessions,
+  getSession,
+  keys,
+  type LeaseOptions,
+  listChains,
+  listSessions,
+  type RewardPayload,
+  type SessionRecord,
+  updateSession,
+} from "../kv/mod.ts";
+import { SessionNotFoundError } from "./session.ts";
+
+/** What the lifecycle operations need. */
+export interface LifecycleDeps {
+  readonly kv: Deno.Kv;
+  readonly lease: Pick<LeaseOptions, "ttlMs" | "waitMs">;
+  readonly holder: string;
+  /** How long a closed session is kept. */
+  readonly retentionMs: number;
+  readonly now?: () => number;
+}
+
+/** A session as the trainer API shows it. */
+export interface SessionView {
+  readonly id: string;
+  readonly status: "open" | "closed";
+  readonly created_at: string;
+  readonly closed_at: string | null;
+  readonly expires_at: string | null;
+  readonly metadata: Record<string, unknown>;
+  readonly reward: RewardPayload | null;
+  /** Chains in the order they started: `final` is the current conversation. */
+  readonly chains: { id: string; kind: string; turns: number; tokens: number }[];
+}
+
+/** A closed session past its retention is gone, even before the sweeper deletes it. */
+export function isExpired(session: SessionRecord, now: number): boolean {
+  return session.expiresAt !== null && session.expiresAt <= now;
+}
+
+/**
+ * The session's record, if it exists and has not expired.
+ *
+ * @throws {SessionNotFoundError}
+ */
+export async function liveSession(
+  kv: Deno.Kv,
+  sessionId: string,
+  now = Date.now(),
+): Promise<Deno.KvEntry<SessionRecord>> {
+  const entry = await getSession(kv, sessionId);
+  if (!entry.value || isExpired(entry.value, now)) throw new SessionNotFoundError(sessionId);
+  return entry as Deno.KvEntry<SessionRecord>;
+}
+
+/**
+ * The trainer's view of a session.
+ *
+ * @example
+ * ```ts
+ * const view = await describeSession(kv, "sess_1");
+ * view.chains; // [{ id: "c0", kind: "final", turns: 12, tokens: 30411 }]
+ * ```
+ */
+export async function describeSession(kv: Deno.Kv, sessionId: string): Promise<SessionView> {
+  return view((await liveSession(kv, sessionId)).value, await listChains(kv, sessionId));
+}
+
+function view(
+  session: SessionRecord,
+  chains: readonly { id: string; kind: string; turnCount: number; tokenCount: number }[],
+): SessionView {
+  const iso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString();
+  const byId = new Map(chains.map((chain) => [chain.id, chain]));
+  return {
+    id: session.id,
+    status: session.status,
+    created_at: new Date(session.createdAt).toISOString(),
+    closed_at: iso(session.closedAt),
+    expires_at: iso(session.expiresAt),
+    metadata: session.metadata,
+    reward: session.reward,
+    chains: session.chains.flatMap((id) => {
+      const chain = byId.get(id);
+      return chain
+        ? [{ id, kind: chain.kind, turns: chain.turnCount, tokens: chain.tokenCount }]
+        : [];
+    }),
+  };
+}
+
+/** Which sessions a listing shows. */
+export interface SessionFilter {
+  readonly status?: "open" | "closed";
+  /** Metadata values each listed session must have (compared as strings). */
+  readonly metadata?: Readonly<Record<string, string>>;
+}
+
+/**
+ * A page of sessions matching `filter`, in id order, and the cursor of the next page. A page
+ * may hold fewer than `limit` sessions when the filter skips some; `next_cursor` is `null` at
+ * the end.
+ */
+export async function listSessionViews(
+  kv: Deno.Kv,
+  filter: SessionFilter,
+  page: { limit: number; cursor?: string },
+  now = Date.now(),
+): Promise<{ sessions: SessionView[]; next_cursor: string | null }> {
+  const { sessions, cursor } = await listSessions(kv, page);
+  const matching = sessions.filter((session) =>
+    !isExpired(session, now) &&
+    (filter.status === undefined || session.status === filter.status) &&
+    Object.entries(filter.metadata ?? {}).every(([key, value]) =>
+      key in session.metadata && String(session.metadata[key]) === value
+    )
+  );
+  const views: SessionView[] = [];
+  for (const session of matching) views.push(view(session, await listChains(kv, session.id)));
+  return { sessions: views, next_cursor: cursor };
+}
+
+/** Rewrites the session with `change` applied, retrying while it changes under us. */
+async function modify(
+  kv: Deno.Kv,
+  sessionId: string,
+  change: (session: SessionRecord) => SessionRecord,
+  now: number,
+): Promise<SessionRecord> {
+  for (;;) {
+    const entry = await liveSession(kv, sessionId, now);
+    const next = change(entry.value);
+    if (await updateSession(kv, entry, next)) return next;
+  }
+}
+
+/**
+ * Records the trainer's reward. It may be set again; the last one counts.
+ *
+ * @throws {SessionNotFoundError}
+ */
+export async function setReward(
+  deps: LifecycleDeps,
+  sessionId: string,
+  reward: RewardPayload,
+): Promise<SessionView> {
+  await modify(deps.kv, sessionId, (session) => ({ ...session, reward }), now(deps));
+  return await describeSession(deps.kv, sessionId);
+}
+
+/**
+ * Freezes the session once any turn in flight has finished; it is deleted after the retention.
+ * Closing a closed session changes nothing.
+ *
+ * @throws {SessionNotFoundError}, {LeaseTimeoutError} when a turn holds the session too long.
+ */
+export async function closeSession(deps: LifecycleDeps, sessionId: string): Promise<SessionView> {
+  await liveSession(deps.kv, sessionId, now(deps));
+  const lease = await acquireLease(
+    deps.kv,
+    keys.lease(sessionId),
+    `${deps.holder}/close`,
+    deps.lease,
+  );
+  try {
+    const closedAt = now(deps);
+    await modify(deps.kv, sessionId, (session) =>
+      session.status === "closed" ? session : {
+        ...session,
+        status: "closed",
+        closedAt,
+        expiresAt: closedAt + deps.retentionMs,
+      }, closedAt);
+  } finally {
+    await lease.release();
+  }
+  return await describeSession(deps.kv, sessionId);
+}
+
+/**
+ * Deletes the session and everything recorded in it, once any turn in flight has finished.
+ *
+ * @throws {SessionNotFoundError}, {LeaseTimeoutError}
+ */
+export async function removeSession(deps: LifecycleDeps, sessionId: string): Promise<void> {
+  await liveSession(deps.kv, sessionId, now(deps));
+  const lease = await acquireLease(
+    deps.kv,
+    keys.lease(sessionId),
+    `${deps.holder}/delete`,
+    deps.lease,
+  );
+  try {
+    if (!(await deleteSession(deps.kv, sessionId))) throw new SessionNotFoundError(sessionId);
+  } finally {
+    await lease.release();
+  }
+}
+
+/** Deletes closed sessions past their retention; returns how many went. */
+export async function sweepExpiredSessions(kv: Deno.Kv, at = Date.now()): Promise<number> {
+  let removed = 0;
+  for (const { sessionId, key } of await expiredSessions(kv, at)) {
+    const entry = await getSession(kv, sessionId);
+    if (!entry.value) await kv.delete(key); // an entry its session outlived
+    else if (isExpired(entry.value, at) && await deleteSession(kv, sessionId)) removed++;
+  }
+  return removed;
+}
+
+function now(deps: LifecycleDeps): number {
+  return (deps.now ?? Date.now)();
+}

@@ -12,45 +12,30 @@
  *
  * @module
  */
-import { resolveConfig } from "../lib/config/mod.ts";
 import { lowerMessages, lowerSystem, lowerTools, type MessageParam } from "../lib/anthropic/mod.ts";
-import { loadTokenizer } from "../lib/template/mod.ts";
 import type { TurnRecord } from "../lib/kv/mod.ts";
-import { buildDeps } from "../functions/_deps.ts";
-import { createGatewayApp } from "../functions/serve.ts";
+import {
+  ADMIN,
+  answer,
+  filler,
+  median,
+  request,
+  startBenchGateway,
+  SYSTEM,
+  TOOLS,
+} from "./_harness.ts";
 
 /** History sizes measured, in tokens (`BENCH_TARGETS=1000,120000` to choose). */
 const TARGETS = (Deno.env.get("BENCH_TARGETS") ?? "1000,30000,120000").split(",").map(Number);
 const MEASURED_TURNS = Number(Deno.env.get("BENCH_TURNS") ?? 40);
 const WARMUP_TURNS = 5;
 const NAIVE_RUNS = 5;
-const ADMIN = "bench-admin-token-0123456789";
-const REPLY = '<tool_call>\n{"name": "Bash", "arguments": {"command": "make test"}}\n</tool_call>';
-const SYSTEM = "You are a coding agent. Use the Bash tool to inspect and change the repository.";
-const TOOLS = [{
-  name: "Bash",
-  description: "Run a shell command.",
-  input_schema: {
-    type: "object",
-    properties: { command: { type: "string" } },
-    required: ["command"],
-  },
-}];
 
-const engine = await startEngineProcess();
-const dir = await Deno.makeTempDir({ prefix: "bench-" });
-const config = resolveConfig({
-  KV_PATH: `${dir}/bench.kv`,
-  ADMIN_TOKEN: ADMIN,
-  SGLANG_URL: engine.url,
-  CONTEXT_LENGTH: "200000",
-});
-const tokenizer = await loadTokenizer(config.tokenizerPath);
-const deps = await buildDeps(config, { tokenizer });
-const app = createGatewayApp(deps);
+const gateway = await startBenchGateway();
+const { deps, tokenizer, call } = gateway;
 
 console.log(`Rollout Gateway turn bench — ${MEASURED_TURNS} measured turns per history size`);
-console.log(`engine: scripted, zero latency, own process (${engine.url}); KV: file\n`);
+console.log(`engine: scripted, zero latency, own process (${gateway.engineUrl}); KV: file\n`);
 const conversations: Conversation[] = [];
 for (const target of TARGETS) conversations.push(await grow(target));
 // Warm up, then measure the sizes in turn, so drift (JIT, GC, the machine) hits them alike.
@@ -84,10 +69,7 @@ if (rows.length > 1) {
   console.log(`${" ".repeat(sizes.length + 8)}turn ${ratio("turn")}×  naive ${ratio("naive")}×`);
 }
 
-await deps.close();
-engine.process.kill("SIGTERM");
-await engine.process.status;
-await Deno.remove(dir, { recursive: true });
+await gateway.close();
 
 /** One session and the client side of its conversation. */
 interface Conversation {
@@ -99,15 +81,6 @@ interface Conversation {
   reply: any;
   readonly times: number[];
   readonly sizes: number[];
-}
-
-/** Answers the last tool call with `content`, as the agent would. */
-function answer(c: Conversation, content: string): void {
-  c.messages.push({ role: "assistant", content: c.reply.content });
-  c.messages.push({
-    role: "user",
-    content: [{ type: "tool_result", tool_use_id: c.reply.content[0].id, content }],
-  });
 }
 
 /** A session grown to a little under `target` tokens, so the measured turns straddle it. */
@@ -126,7 +99,8 @@ async function grow(target: number): Promise<Conversation> {
   const start = target - 20 * (MEASURED_TURNS + WARMUP_TURNS); // a turn adds about 40 tokens
   while (c.reply.usage.input_tokens + 40 < start) {
     answer(
-      c,
+      messages,
+      c.reply,
       filler(Math.min(600, Math.ceil((start - c.reply.usage.input_tokens) / 14)), messages.length),
     );
     c.reply = await call("/v1/messages", c.token, request(messages));
@@ -136,7 +110,7 @@ async function grow(target: number): Promise<Conversation> {
 
 /** One small turn; timed when `measured`. */
 async function turn(c: Conversation, measured: boolean): Promise<void> {
-  answer(c, `ok ${c.messages.length}`);
+  answer(c.messages, c.reply, `ok ${c.messages.length}`);
   const body = JSON.stringify(request(c.messages)); // the agent's work, not the gateway's
   const started = performance.now();
   c.reply = await call("/v1/messages", c.token, body);
@@ -173,56 +147,4 @@ async function summarize(c: Conversation) {
     gateway: median(c.times.map((time, i) => time - engineTimes[i])),
     naive: median(naiveTimes),
   };
-}
-
-function request(messages: MessageParam[]) {
-  return { model: "bench", max_tokens: 256, system: SYSTEM, tools: TOOLS, messages };
-}
-
-/** Tool output of `lines` lines, about 14 tokens each, different per turn. */
-function filler(lines: number, salt: number): string {
-  return Array.from(
-    { length: lines },
-    (_, i) => `src/module_${salt}.ts:${i}: const value${i} = compute(${i * salt});`,
-  )
-    .join("\n");
-}
-
-// deno-lint-ignore no-explicit-any
-async function call(path: string, token: string, body: unknown): Promise<any> {
-  const response = await app.fetch(
-    new Request(`http://gateway${path}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: typeof body === "string" ? body : JSON.stringify(body),
-    }),
-  );
-  const json = await response.json();
-  if (!response.ok) throw new Error(`${path}: ${response.status} ${JSON.stringify(json)}`);
-  return json;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
-}
-
-async function startEngineProcess() {
-  const process = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL("../fixtures/serve_engine.ts", import.meta.url).pathname],
-    env: { SCRIPTED_REPLY: REPLY },
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const reader = process.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  while (!text.includes("\n")) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error("scripted engine exited before listening");
-    text += value;
-  }
-  reader.releaseLock();
-  const url = text.match(/listening (\S+)/)?.[1];
-  if (!url) throw new Error(`scripted engine said: ${text}`);
-  return { url, process };
 }

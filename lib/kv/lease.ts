@@ -46,6 +46,8 @@ export interface HeldLease {
   pause(): Promise<void>;
   /** Stops renewing and deletes the lease if it is still this holder's. */
   release(): Promise<void>;
+  /** Records that a commit of the holder's released the lease already (see `commitTurn`). */
+  released(): void;
 }
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -72,8 +74,10 @@ export async function acquireLease(
   const started = now();
   let delay = 5;
   let other = "";
-  for (;;) {
-    const current = await kv.get<Lease>(key);
+  // Most of the time nobody holds the lease: try to create it before reading it.
+  let current: Deno.KvEntryMaybe<Lease> = { key, value: null, versionstamp: null };
+  for (let first = true;; first = false) {
+    if (!first) current = await kv.get<Lease>(key);
     if (current.value === null || current.value.expiresAt <= now()) {
       const taken = now();
       const lease: Lease = { holder, acquiredAt: taken, expiresAt: taken + options.ttlMs };
@@ -86,6 +90,7 @@ export async function acquireLease(
           options,
         );
       }
+      if (first) continue; // someone holds it: read who, then wait
     } else {
       other = current.value.holder;
     }
@@ -130,6 +135,10 @@ function holdLease(
     release: async () => {
       await pause();
       if (held) await commit(() => kv.atomic().check(entry).delete(key));
+      held = false;
+    },
+    released: () => {
+      clearInterval(timer);
       held = false;
     },
   };

@@ -155,7 +155,7 @@ export interface TurnCommit {
   readonly header: ChainHeader;
   readonly turn: TurnRecord;
   readonly chunks: readonly Uint8Array[];
-  /** The session's lease as last renewed: the commit fails if it was lost. */
+  /** The session's lease as last renewed: the commit fails if it was lost, and releases it. */
   readonly lease?: Deno.KvEntry<Lease>;
   /** Session changes committed with the turn (a new main chain), guarded by the entry read. */
   readonly session?: { readonly entry: Deno.KvEntry<SessionRecord>; readonly next: SessionRecord };
@@ -194,7 +194,7 @@ export async function commitTurn(kv: Deno.Kv, turn: TurnCommit): Promise<string 
   const replay: ReplayEntry = { chainId, index, rid };
   const result = await commit(() => {
     const op = kv.atomic().check(turn.chain);
-    if (turn.lease) op.check(turn.lease);
+    if (turn.lease) op.check(turn.lease).delete(turn.lease.key);
     if (turn.session) op.check(turn.session.entry).set(keys.session(sessionId), turn.session.next);
     if (turn.retire) {
       op.check(turn.retire.entry).set(keys.chain(sessionId, turn.retire.next.id), turn.retire.next);

@@ -19,7 +19,6 @@ import {
   type ChainHeader,
   commitTurn,
   encodeTurnTokens,
-  getSession,
   type HeldLease,
   keys,
   type LeaseOptions,
@@ -28,7 +27,6 @@ import {
 } from "../kv/mod.ts";
 import { type ChatTokenizer, parseOutput, renderPrompt } from "../template/mod.ts";
 import { cacheKey, type RouteDeps, type RoutedTurn, routeTurn } from "./route.ts";
-import { SessionClosedError, SessionNotFoundError } from "./session.ts";
 import type { TurnInput } from "./turn_input.ts";
 
 /** What a turn needs from the outside world. */
@@ -90,10 +88,6 @@ export async function prepareTurn<Reply>(
   input: TurnInput<Reply>,
 ): Promise<PreparedTurn<Reply>> {
   const started = performance.now();
-  // Checked before waiting on the lease too, so a missing or closed session does not wait.
-  const session = await getSession(deps.kv, input.sessionId);
-  if (!session.value) throw new SessionNotFoundError(input.sessionId);
-  if (session.value.status !== "open") throw new SessionClosedError(input.sessionId);
   const lease = await acquireLease(
     deps.kv,
     keys.lease(input.sessionId),
@@ -262,6 +256,7 @@ async function generateAndRecord<Reply>(
       : undefined,
   });
   if (versionstamp === null) throw new ChainConflictError(input.sessionId, route.chainId);
+  prepared.lease.released(); // the commit deleted it
   deps.cache.put(cacheKey(header), versionstamp, {
     prompt: route.prompt.concat([...output, ...closing]),
     conversation: { start: input.startIdentity, messages: [...input.messageIdentities, identity] },

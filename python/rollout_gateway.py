@@ -1,0 +1,292 @@
+"""A client of the Rollout Gateway's trainer API, Python 3.9+ standard library only.
+
+The trainer opens one session per episode, hands the session token to the agent as its Anthropic
+API key, scores the episode, closes the session and reads the recorded tokens back::
+
+    from rollout_gateway import Gateway
+
+    gw = Gateway("http://127.0.0.1:8080", admin_token=os.environ["ADMIN_TOKEN"])
+    session = gw.open_session(metadata={"task": "astropy-1234"})
+    run_agent(base_url=gw.base_url, api_key=session.token)  # the agent talks to /v1/messages
+    gw.set_reward(session.id, 1.0, tests_passed=12)  # evidence is kept beside the score
+    gw.close_session(session.id)  # later turns with the token get 409
+    for sample in gw.samples(session.id, format="slime"):  # one sample per chain
+        # tokens = prompt + response; loss_mask and rollout_log_probs cover the response
+        buffer.append(sample)  # with reward (the score) and status (completed/truncated)
+"""
+
+import http.client
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
+
+__all__ = [
+    "Gateway", "Session", "GatewayError", "GatewayConnectionError", "InvalidRequestError",
+    "AuthenticationError", "PermissionDeniedError", "NotFoundError", "ConflictError",
+    "RequestTooLargeError", "OverloadedError",
+]
+
+
+class GatewayError(Exception):
+    """The gateway answered with an error status, or could not be reached.
+
+    ``status`` is the HTTP status (0 when no answer arrived); ``type`` is the error type of the
+    gateway's envelope (``"not_found_error"``, ...), or ``None`` when the body was not one;
+    ``message`` is the gateway's explanation; ``request_id`` is the ``req_...`` id to quote
+    when reading the gateway's logs, or ``None``.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        type: Optional[str],
+        message: str,
+        request_id: Optional[str] = None,
+    ) -> None:
+        super().__init__(f"{status} {type or 'error'}: {message}")
+        self.status = status
+        self.type = type
+        self.message = message
+        self.request_id = request_id
+
+
+class GatewayConnectionError(GatewayError):
+    """No HTTP answer: the connection was refused, dropped or timed out (``status`` is 0)."""
+
+
+class InvalidRequestError(GatewayError):
+    """400: the body, query or id was not valid; ``message`` names the path at fault."""
+
+
+class AuthenticationError(GatewayError):
+    """401: the admin token is missing or wrong."""
+
+
+class PermissionDeniedError(GatewayError):
+    """403: a session token was used on the trainer API, which needs the admin token."""
+
+
+class NotFoundError(GatewayError):
+    """404: no session has this id, or it was deleted or expired after closing."""
+
+
+class ConflictError(GatewayError):
+    """409: a session with this id already exists (or, for agents, the session is closed)."""
+
+
+class RequestTooLargeError(GatewayError):
+    """413: the body is larger than the gateway's ``MAX_BODY_BYTES``."""
+
+
+class OverloadedError(GatewayError):
+    """529: the gateway is busy (e.g. a turn holds the session); retry after ``retry_after``.
+
+    ``retry_after`` is the wait the gateway suggests, in seconds, or ``None`` if it gave none.
+    """
+
+    def __init__(self, *args: Any, retry_after: Optional[float] = None) -> None:
+        super().__init__(*args)
+        self.retry_after = retry_after
+
+
+_ERRORS = {
+    400: InvalidRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    413: RequestTooLargeError,
+    529: OverloadedError,
+}
+
+
+@dataclass(frozen=True)
+class Session:
+    """A freshly opened session.
+
+    ``id`` names it in every trainer call; ``token`` is the agent's API key (``<id>.<secret>``,
+    shown only once: the gateway keeps its digest); ``created_at`` is an ISO 8601 UTC time.
+    """
+
+    id: str
+    token: str = field(repr=False)
+    created_at: str
+
+
+class Gateway:
+    """The trainer API of one gateway, authenticated with its admin token.
+
+    Every method raises a :class:`GatewayError` subclass when the gateway answers with an error,
+    and :class:`GatewayConnectionError` when it cannot be reached within ``timeout`` seconds.
+    """
+
+    def __init__(self, base_url: str, admin_token: str, timeout: float = 60.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self._admin_token = admin_token
+
+    def __repr__(self) -> str:
+        return f"Gateway({self.base_url!r})"
+
+    def open_session(
+        self, id: Optional[str] = None, metadata: Optional[Mapping[str, Any]] = None
+    ) -> Session:
+        """Opens a session for one episode. Without ``id`` the gateway generates ``sess_<hex>``;
+        ``metadata`` is any JSON object, kept with the session and filterable in listings.
+
+        Raises :class:`ConflictError` when ``id`` is taken, :class:`InvalidRequestError` when it
+        is not letters, digits, ``_`` and ``-`` (up to 128 characters).
+        """
+        body: Dict[str, Any] = {}
+        if id is not None:
+            body["id"] = id
+        if metadata is not None:
+            body["metadata"] = dict(metadata)
+        opened = self._json("POST", "/sessions", body=body)
+        return Session(id=opened["id"], token=opened["token"], created_at=opened["created_at"])
+
+    def get_session(self, id: str) -> Dict[str, Any]:
+        """The session's view: ``status`` (``"open"``/``"closed"``), ``created_at``,
+        ``closed_at`` and ``expires_at`` (ISO 8601 or ``None``; a closed session is deleted at
+        ``expires_at``), ``metadata``, ``reward`` (the last payload set, or ``None``), and
+        ``chains``: ``{id, kind, turns, tokens}`` in the order they started, ``kind`` being
+        ``"final"`` for the current conversation and ``"wipe"`` for one a later request replaced.
+        """
+        return self._json("GET", f"/sessions/{_quote(id)}")
+
+    def list_sessions(
+        self,
+        status: Optional[str] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
+        page_size: int = 100,
+    ) -> Iterator[Dict[str, Any]]:
+        """Every session matching the filter, in id order, as views (see :meth:`get_session`).
+
+        ``status`` is ``"open"`` or ``"closed"``; ``metadata`` keeps sessions whose metadata has
+        each key with an equal value (compared as strings, ``True`` as ``"true"``). Pages of up
+        to ``page_size`` (1 to 1000) sessions are fetched as the iterator is consumed.
+        """
+        query: Dict[str, str] = {"limit": str(page_size)}
+        if status is not None:
+            query["status"] = status
+        for key, value in (metadata or {}).items():
+            query[f"metadata.{key}"] = _query_value(value)
+        while True:
+            page = self._json("GET", "/sessions?" + urllib.parse.urlencode(query))
+            yield from page["sessions"]
+            if page.get("next_cursor") is None:
+                return
+            query["cursor"] = page["next_cursor"]
+
+    def set_reward(self, id: str, score: float, **evidence: Any) -> Dict[str, Any]:
+        """Scores the episode; returns the session's view. ``score`` is the finite number every
+        exported sample carries as its reward; ``evidence`` (any JSON values, e.g. test results)
+        is kept beside it in the ``reward`` payload. Setting it again replaces it. A score that is
+        not a number is refused (:class:`InvalidRequestError`); NaN or infinity raise ValueError.
+        """
+        body = {**evidence, "score": score}
+        return self._json("POST", f"/sessions/{_quote(id)}/reward", body=body)
+
+    def close_session(self, id: str) -> Dict[str, Any]:
+        """Freezes the session once a turn in flight has finished; returns its view. The agent's
+        token is refused from then on (409) and the session is deleted at ``expires_at``.
+        Closing a closed session changes nothing.
+        """
+        return self._json("POST", f"/sessions/{_quote(id)}/close")
+
+    def delete_session(self, id: str) -> None:
+        """Deletes the session and everything recorded in it."""
+        self._request("DELETE", f"/sessions/{_quote(id)}")
+
+    def samples(
+        self, id: str, format: str = "samples"
+    ) -> Union[List[Dict[str, Any]], Dict[str, Any]]:
+        """The session's recorded chains as training samples, one per chain with turns.
+
+        ``format`` is ``"samples"`` (``prompt_ids``, ``response_ids``, ``loss_mask``,
+        ``logprobs``, ``turns``), ``"slime"`` (slime's ``Sample``), ``"verl"`` (verl's
+        ``AgentLoopOutput``), ``"jsonl"`` (xtuner-style records, parsed line by line) or
+        ``"raw"`` (a dict ``{session, chains}`` of every turn ever recorded, for audits). A mask
+        value of 1 marks a token the engine sampled and is trained on; 0 marks tool output,
+        template tokens and turns masked by policy.
+        """
+        query = urllib.parse.urlencode({"format": format})
+        text = self._request("GET", f"/sessions/{_quote(id)}/samples?{query}").decode("utf-8")
+        if format == "jsonl":
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        parsed = json.loads(text)
+        return parsed if format == "raw" else parsed["samples"]
+
+    def _json(self, method: str, path: str, body: Optional[Any] = None) -> Dict[str, Any]:
+        return json.loads(self._request(method, path, body).decode("utf-8"))
+
+    def _request(self, method: str, path: str, body: Optional[Any] = None) -> bytes:
+        """Sends one request; returns the body of a 2xx answer, raises for anything else."""
+        headers = {
+            "Authorization": f"Bearer {self._admin_token}",
+            "Accept": "application/json",
+            "User-Agent": "rollout-gateway-python/1",
+        }
+        data = None
+        if body is not None:
+            data = json.dumps(body, allow_nan=False).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        request = urllib.request.Request(
+            self.base_url + path, data=data, headers=headers, method=method
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return response.read()
+        except urllib.error.HTTPError as error:
+            with error:
+                raise _error_from(error.code, error.headers, error.read()) from None
+        except (urllib.error.URLError, http.client.HTTPException, OSError) as error:
+            reason = getattr(error, "reason", error)
+            raise GatewayConnectionError(
+                0, None, f"Cannot reach {self.base_url}: {reason}"
+            ) from error
+
+
+def _error_from(status: int, headers: Any, body: bytes) -> GatewayError:
+    """The typed error for an error response; a body that is not the envelope keeps its text."""
+    type_, request_id = None, headers.get("request-id")
+    message = body.decode("utf-8", "replace").strip()[:500] or f"HTTP {status}"
+    try:
+        envelope = json.loads(body)
+        type_, message = envelope["error"]["type"], str(envelope["error"]["message"])
+        request_id = envelope.get("request_id") or request_id
+    except (ValueError, KeyError, TypeError):
+        pass
+    cls = _ERRORS.get(status, GatewayError)
+    if cls is OverloadedError:
+        retry_after = _retry_after(headers)
+        return OverloadedError(status, type_, message, request_id, retry_after=retry_after)
+    return cls(status, type_, message, request_id)
+
+
+def _retry_after(headers: Any) -> Optional[float]:
+    """Seconds to wait: ``retry-after-ms`` if present, else ``retry-after`` in seconds."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        try:
+            return float(headers[name]) / scale
+        except (KeyError, TypeError, ValueError):
+            continue
+    return None
+
+
+def _quote(id: str) -> str:
+    return urllib.parse.quote(id, safe="")
+
+
+def _query_value(value: Any) -> str:
+    """A metadata value as the gateway compares it: JavaScript's ``String()`` of the value."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)

@@ -1,0 +1,418 @@
+"""The Python client against a running gateway: one tool-using episode driven over
+/v1/messages, rewarded, closed and exported as samples, slime and verl; and every typed error.
+
+Needs GATEWAY_URL and ADMIN_TOKEN in the environment, and a gateway whose engine answers
+"List the files" with a Bash tool call (test/python/client_test.ts starts one).
+"""
+
+import http.server
+import json
+import os
+import threading
+import unittest
+import urllib.error
+import urllib.request
+import uuid
+
+from rollout_gateway import (
+    AuthenticationError,
+    ConflictError,
+    Gateway,
+    GatewayConnectionError,
+    GatewayError,
+    InvalidRequestError,
+    NotFoundError,
+    OverloadedError,
+    PermissionDeniedError,
+    RequestTooLargeError,
+    Session,
+)
+
+GATEWAY_URL = os.environ.get("GATEWAY_URL", "")
+ADMIN_TOKEN = os.environ.get("ADMIN_TOKEN", "")
+RUN = uuid.uuid4().hex[:8]  # keeps ids apart when the same gateway serves several runs
+
+BASH = {
+    "name": "Bash",
+    "description": "Run a shell command.",
+    "input_schema": {
+        "type": "object",
+        "properties": {"command": {"type": "string"}},
+        "required": ["command"],
+    },
+}
+
+
+def setUpModule():
+    if not GATEWAY_URL or not ADMIN_TOKEN:
+        raise RuntimeError("Set GATEWAY_URL and ADMIN_TOKEN to a running gateway")
+
+
+def gateway(token=ADMIN_TOKEN):
+    return Gateway(GATEWAY_URL, token, timeout=30)
+
+
+def post_messages(token, messages, header="x-api-key"):
+    """POST /v1/messages as an agent; returns (status, parsed body)."""
+    body = {"model": "qwen3-test", "max_tokens": 256, "tools": [BASH], "messages": messages}
+    auth = {"x-api-key": token} if header == "x-api-key" else {"authorization": f"Bearer {token}"}
+    request = urllib.request.Request(
+        GATEWAY_URL + "/v1/messages",
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json", "anthropic-version": "2023-06-01", **auth},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, json.loads(error.read())
+
+
+def converse(test, token, user_texts):
+    """Drives one turn per user text, answering every tool call; returns (messages, replies)."""
+    messages, replies = [], []
+    for text in user_texts:
+        messages.append({"role": "user", "content": text})
+        while True:
+            header = "x-api-key" if len(replies) % 2 == 0 else "bearer"
+            status, reply = post_messages(token, messages, header)
+            test.assertEqual(status, 200, reply)
+            test.assertEqual(reply["type"], "message")
+            replies.append(reply)
+            messages.append({"role": "assistant", "content": reply["content"]})
+            calls = [block for block in reply["content"] if block["type"] == "tool_use"]
+            if not calls:
+                break
+            test.assertEqual(reply["stop_reason"], "tool_use")
+            messages.append({
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": call["id"], "content": "README.md\nsrc"}
+                    for call in calls
+                ],
+            })
+    return messages, replies
+
+
+class EpisodeTest(unittest.TestCase):
+    """One episode: a tool call, its result, a follow-up; rewarded, closed, exported."""
+
+    SCORE = 0.75
+
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = gateway()
+        cls.session = cls.gw.open_session(
+            id=f"py-episode-{RUN}", metadata={"suite": f"python-{RUN}", "kind": "episode"}
+        )
+        cls.messages, cls.replies = converse(
+            unittest.TestCase(), cls.session.token, ["List the files, please.", "Thanks!"]
+        )
+        cls.rewarded = cls.gw.set_reward(cls.session.id, cls.SCORE, tests_passed=3, log="ok")
+        cls.closed = cls.gw.close_session(cls.session.id)
+        cls.default = cls.gw.samples(cls.session.id)
+
+    def test_01_session_is_a_frozen_dataclass_with_a_hidden_token(self):
+        self.assertIsInstance(self.session, Session)
+        self.assertTrue(self.session.token.startswith(self.session.id + "."))
+        self.assertNotIn(self.session.token, repr(self.session))
+        with self.assertRaises(Exception):
+            self.session.id = "other"  # type: ignore[misc]
+
+    def test_02_the_agent_got_a_tool_call_then_text(self):
+        self.assertEqual(len(self.replies), 3)
+        self.assertEqual(self.replies[0]["content"][-1]["name"], "Bash")
+        self.assertEqual(self.replies[0]["content"][-1]["input"], {"command": "ls"})
+        for reply in self.replies[1:]:
+            self.assertEqual(reply["stop_reason"], "end_turn")
+            self.assertEqual([block["type"] for block in reply["content"]][-1], "text")
+
+    def test_03_reward_and_close_return_the_view(self):
+        reward = {"score": self.SCORE, "tests_passed": 3, "log": "ok"}
+        self.assertEqual(self.rewarded["reward"], reward)
+        self.assertEqual(self.rewarded["status"], "open")
+        self.assertEqual(self.closed["status"], "closed")
+        self.assertIsNotNone(self.closed["closed_at"])
+        self.assertIsNotNone(self.closed["expires_at"])
+        view = self.gw.get_session(self.session.id)
+        self.assertEqual(view["id"], self.session.id)
+        self.assertEqual(view["metadata"], {"suite": f"python-{RUN}", "kind": "episode"})
+        self.assertEqual(len(view["chains"]), 1)
+        chain = view["chains"][0]
+        self.assertEqual((chain["kind"], chain["turns"]), ("final", 3))
+        sample = self.default[0]
+        self.assertEqual(chain["tokens"], len(sample["prompt_ids"]) + len(sample["response_ids"]))
+
+    def test_04_default_samples_cover_three_turns(self):
+        self.assertEqual(len(self.default), 1)
+        sample = self.default[0]
+        self.assertEqual(sample["kind"], "final")
+        n = len(sample["response_ids"])
+        self.assertEqual(len(sample["loss_mask"]), n)
+        self.assertEqual(len(sample["logprobs"]), n)
+        self.assertEqual(len(sample["turns"]), 3)
+        self.assertEqual(
+            [turn["input_len"] for turn in sample["turns"]],
+            [reply["usage"]["input_tokens"] for reply in self.replies],
+        )
+        self.assertEqual(set(sample["loss_mask"]), {0, 1}, "sampled tokens and tool output")
+        sampled = sum(turn["output_len"] for turn in sample["turns"])
+        self.assertEqual(sum(sample["loss_mask"]), sampled)
+        for mask, logprob in zip(sample["loss_mask"], sample["logprobs"]):
+            if mask == 1:
+                self.assertLess(logprob, 0)
+
+    def test_05_slime_samples(self):
+        (slime,) = self.gw.samples(self.session.id, format="slime")
+        sample = self.default[0]
+        self.assertEqual(slime["tokens"], sample["prompt_ids"] + sample["response_ids"])
+        self.assertEqual(slime["response_length"], len(sample["response_ids"]))
+        self.assertEqual(len(slime["loss_mask"]), slime["response_length"])
+        self.assertEqual(len(slime["rollout_log_probs"]), slime["response_length"])
+        self.assertEqual(slime["loss_mask"], sample["loss_mask"])
+        self.assertEqual(slime["rollout_log_probs"], sample["logprobs"])
+        self.assertEqual(slime["reward"], self.SCORE)
+        self.assertEqual(slime["status"], "completed")
+        self.assertEqual(slime["metadata"]["session_id"], self.session.id)
+        self.assertEqual(slime["metadata"]["turns"], 3)
+
+    def test_06_verl_samples(self):
+        (verl,) = self.gw.samples(self.session.id, format="verl")
+        sample = self.default[0]
+        self.assertEqual(verl["prompt_ids"], sample["prompt_ids"])
+        self.assertEqual(verl["response_ids"], sample["response_ids"])
+        self.assertEqual(len(verl["response_mask"]), len(verl["response_ids"]))
+        self.assertEqual(len(verl["response_logprobs"]), len(verl["response_ids"]))
+        self.assertEqual(verl["reward_score"], self.SCORE)
+        self.assertEqual(verl["num_turns"], 6)
+        self.assertEqual(verl["metrics"]["tool_calls"], 1)
+        self.assertEqual(verl["extra_fields"]["finish_reason"], "end_of_turn")
+
+    def test_07_jsonl_and_raw(self):
+        (line,) = self.gw.samples(self.session.id, format="jsonl")
+        sample = self.default[0]
+        self.assertEqual(line["session_id"], self.session.id)
+        self.assertEqual(line["prompt_ids"], sample["prompt_ids"])
+        self.assertEqual(line["prompt_len"], len(sample["prompt_ids"]))
+        self.assertEqual(line["response_len"], len(sample["response_ids"]))
+        self.assertEqual(line["tool_turns"], 1)
+        self.assertEqual(line["reward"]["score"], self.SCORE)
+        self.assertIn("List the files, please.", line["raw_prompt"])
+        raw = self.gw.samples(self.session.id, format="raw")
+        self.assertIsInstance(raw, dict)
+        self.assertEqual(raw["session"]["id"], self.session.id)
+        self.assertEqual(len(raw["chains"][0]["turns"]), 3)
+
+    def test_08_the_closed_session_refuses_the_agent(self):
+        status, body = post_messages(self.session.token, self.messages + [
+            {"role": "user", "content": "One more thing."}
+        ])
+        self.assertEqual(status, 409, body)
+        self.assertEqual(body["type"], "error")
+        self.assertEqual(body["error"]["type"], "conflict_error")
+        self.assertTrue(body["request_id"].startswith("req_"))
+        self.assertEqual(self.gw.get_session(self.session.id)["chains"][0]["turns"], 3)
+
+    def test_09_unknown_format_is_invalid(self):
+        with self.assertRaises(InvalidRequestError):
+            self.gw.samples(self.session.id, format="csv")
+
+
+class ErrorsTest(unittest.TestCase):
+    """Each error status of the trainer API arrives as its own exception type."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = gateway()
+        cls.session = cls.gw.open_session(id=f"py-errors-{RUN}")
+
+    def assert_envelope(self, error, status, type_):
+        self.assertEqual(error.status, status)
+        self.assertEqual(error.type, type_)
+        self.assertTrue(error.message)
+        self.assertTrue(error.request_id.startswith("req_"), error.request_id)
+
+    def test_wrong_admin_token_is_an_authentication_error(self):
+        with self.assertRaises(AuthenticationError) as caught:
+            gateway("not-the-admin-token-at-all").get_session(self.session.id)
+        self.assert_envelope(caught.exception, 401, "authentication_error")
+
+    def test_a_session_token_is_denied_the_trainer_api(self):
+        with self.assertRaises(PermissionDeniedError) as caught:
+            list(gateway(self.session.token).list_sessions())
+        self.assert_envelope(caught.exception, 403, "permission_error")
+        with self.assertRaises(PermissionDeniedError):
+            gateway(self.session.token).samples(self.session.id)
+
+    def test_unknown_id_is_not_found(self):
+        missing = f"py-missing-{RUN}"
+        calls = {
+            "get_session": lambda: self.gw.get_session(missing),
+            "set_reward": lambda: self.gw.set_reward(missing, 1.0),
+            "close_session": lambda: self.gw.close_session(missing),
+            "delete_session": lambda: self.gw.delete_session(missing),
+            "samples": lambda: self.gw.samples(missing, format="slime"),
+        }
+        for name, call in calls.items():
+            with self.subTest(name), self.assertRaises(NotFoundError) as caught:
+                call()
+            self.assert_envelope(caught.exception, 404, "not_found_error")
+
+    def test_duplicate_id_is_a_conflict(self):
+        with self.assertRaises(ConflictError) as caught:
+            self.gw.open_session(id=self.session.id)
+        self.assert_envelope(caught.exception, 409, "conflict_error")
+
+    def test_bad_ids_and_rewards_are_invalid_requests(self):
+        with self.assertRaises(InvalidRequestError) as caught:
+            self.gw.open_session(id="has spaces/and slashes")
+        self.assert_envelope(caught.exception, 400, "invalid_request_error")
+        for score in ("high", None, [1]):
+            with self.subTest(score=score), self.assertRaises(InvalidRequestError) as caught:
+                self.gw.set_reward(self.session.id, score)  # type: ignore[arg-type]
+            self.assertIn("score", caught.exception.message)
+        with self.assertRaises(ValueError):  # NaN is not JSON: refused before sending
+            self.gw.set_reward(self.session.id, float("nan"))
+        self.assertIsNone(self.gw.get_session(self.session.id)["reward"])
+
+    def test_delete_removes_the_session(self):
+        session = self.gw.open_session(id=f"py-deleted-{RUN}")
+        self.assertIsNone(self.gw.delete_session(session.id))
+        with self.assertRaises(NotFoundError):
+            self.gw.get_session(session.id)
+        with self.assertRaises(NotFoundError):
+            self.gw.delete_session(session.id)
+        status, body = post_messages(session.token, [{"role": "user", "content": "hi"}])
+        self.assertEqual((status, body["error"]["type"]), (404, "not_found_error"), body)
+
+    def test_an_unreachable_gateway_is_a_connection_error(self):
+        with self.assertRaises(GatewayConnectionError) as caught:
+            Gateway("http://127.0.0.1:9", ADMIN_TOKEN, timeout=5).get_session("x")
+        self.assertEqual(caught.exception.status, 0)
+        self.assertIsInstance(caught.exception, GatewayError)
+
+
+class ListingTest(unittest.TestCase):
+    """list_sessions filters by status and metadata and follows next_cursor across pages."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = gateway()
+        cls.suite = f"listing-{RUN}"
+        cls.ids = [
+            cls.gw.open_session(
+                id=f"py-list-{RUN}-{n}", metadata={"suite": cls.suite, "n": n, "odd": n % 2 == 1}
+            ).id
+            for n in range(4)
+        ]
+        cls.gw.open_session(id=f"py-list-{RUN}-other", metadata={"suite": "another"})
+        cls.gw.close_session(cls.ids[0])
+
+    def test_metadata_filter_pages_through_every_match(self):
+        listed = list(self.gw.list_sessions(metadata={"suite": self.suite}, page_size=1))
+        self.assertEqual([view["id"] for view in listed], self.ids)
+        self.assertTrue(all(view["metadata"]["suite"] == self.suite for view in listed))
+
+    def test_filters_combine(self):
+        def ids(**kwargs):
+            return [view["id"] for view in self.gw.list_sessions(page_size=2, **kwargs)]
+
+        suite = {"suite": self.suite}
+        self.assertEqual(ids(status="closed", metadata=suite), self.ids[:1])
+        self.assertEqual(ids(status="open", metadata=suite), self.ids[1:])
+        self.assertEqual(ids(metadata={**suite, "n": 2}), [self.ids[2]])
+        self.assertEqual(ids(metadata={**suite, "odd": True}), [self.ids[1], self.ids[3]])
+        self.assertEqual(ids(metadata={"suite": f"none-{RUN}"}), [])
+
+    def test_all_sessions_without_a_filter(self):
+        listed = {view["id"] for view in self.gw.list_sessions(page_size=3)}
+        self.assertTrue(set(self.ids) <= listed)
+        self.assertIn(f"py-list-{RUN}-other", listed)
+
+    def test_bad_page_size_and_status_are_invalid(self):
+        for kwargs in ({"page_size": 0}, {"page_size": 1001}, {"status": "pending"}):
+            with self.subTest(**kwargs), self.assertRaises(InvalidRequestError):
+                next(self.gw.list_sessions(**kwargs))
+
+
+class ErrorParsingTest(unittest.TestCase):
+    """Responses the gateway itself rarely gives, from a local stand-in server."""
+
+    @classmethod
+    def setUpClass(cls):
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                status, headers, body = ANSWERS[self.path.split("/")[2]]
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        envelope = lambda type_: json.dumps(  # noqa: E731
+            {"type": "error", "error": {"type": type_, "message": "Busy"}, "request_id": "req_1"}
+        ).encode()
+        ANSWERS = {
+            "overloaded-ms": (529, {"retry-after-ms": "2500", "retry-after": "3",
+                                    "x-should-retry": "true"}, envelope("overloaded_error")),
+            "overloaded-s": (529, {"retry-after": "4"}, envelope("overloaded_error")),
+            "overloaded-none": (529, {}, envelope("overloaded_error")),
+            "too-large": (413, {}, envelope("request_too_large")),
+            "html": (502, {"content-type": "text/html"}, b"<html>Bad Gateway</html>"),
+            "html-404": (404, {"request-id": "req_2"}, b"Not Found"),
+            "server": (500, {}, envelope("api_error")),
+        }
+        cls.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        cls.thread = threading.Thread(target=cls.server.serve_forever, daemon=True)
+        cls.thread.start()
+        cls.gw = Gateway(f"http://127.0.0.1:{cls.server.server_address[1]}/", ADMIN_TOKEN)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.shutdown()
+        cls.server.server_close()
+
+    def error(self, name):
+        with self.assertRaises(GatewayError) as caught:
+            self.gw.get_session(name)
+        return caught.exception
+
+    def test_overloaded_carries_retry_after_in_seconds(self):
+        waits = {"overloaded-ms": 2.5, "overloaded-s": 4.0, "overloaded-none": None}
+        for name, wait in waits.items():
+            with self.subTest(name):
+                error = self.error(name)
+                self.assertIsInstance(error, OverloadedError)
+                self.assertEqual((error.status, error.type), (529, "overloaded_error"))
+                self.assertEqual(error.retry_after, wait)
+
+    def test_request_too_large(self):
+        error = self.error("too-large")
+        self.assertIsInstance(error, RequestTooLargeError)
+        self.assertEqual((error.status, error.request_id), (413, "req_1"))
+
+    def test_a_body_that_is_not_the_envelope_keeps_status_and_text(self):
+        error = self.error("html")
+        self.assertIs(type(error), GatewayError)
+        self.assertEqual((error.status, error.type), (502, None))
+        self.assertIn("Bad Gateway", error.message)
+        error = self.error("html-404")
+        self.assertIsInstance(error, NotFoundError)
+        self.assertEqual(
+            (error.type, error.message, error.request_id), (None, "Not Found", "req_2")
+        )
+
+    def test_other_statuses_are_plain_gateway_errors(self):
+        error = self.error("server")
+        self.assertIs(type(error), GatewayError)
+        self.assertEqual((error.status, error.type, error.message), (500, "api_error", "Busy"))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -158,6 +158,27 @@ export async function setReward(
   return await describeSession(deps.kv, sessionId);
 }
 
+/** Runs `action` holding the session's lease, so no turn is in flight meanwhile. */
+async function underLease<T>(
+  deps: LifecycleDeps,
+  sessionId: string,
+  purpose: string,
+  action: () => Promise<T>,
+): Promise<T> {
+  await liveSession(deps.kv, sessionId, now(deps));
+  const lease = await acquireLease(
+    deps.kv,
+    keys.lease(sessionId),
+    `${deps.holder}/${purpose}`,
+    deps.lease,
+  );
+  try {
+    return await action();
+  } finally {
+    await lease.release();
+  }
+}
+
 /**
  * Freezes the session once any turn in flight has finished; it is deleted after the retention.
  * Closing a closed session changes nothing.
@@ -165,25 +186,16 @@ export async function setReward(
  * @throws {SessionNotFoundError}, {LeaseTimeoutError} when a turn holds the session too long.
  */
 export async function closeSession(deps: LifecycleDeps, sessionId: string): Promise<SessionView> {
-  await liveSession(deps.kv, sessionId, now(deps));
-  const lease = await acquireLease(
-    deps.kv,
-    keys.lease(sessionId),
-    `${deps.holder}/close`,
-    deps.lease,
-  );
-  try {
+  await underLease(deps, sessionId, "close", () => {
     const closedAt = now(deps);
-    await modify(deps.kv, sessionId, (session) =>
+    return modify(deps.kv, sessionId, (session) =>
       session.status === "closed" ? session : {
         ...session,
         status: "closed",
         closedAt,
         expiresAt: closedAt + deps.retentionMs,
       }, closedAt);
-  } finally {
-    await lease.release();
-  }
+  });
   return await describeSession(deps.kv, sessionId);
 }
 
@@ -193,18 +205,9 @@ export async function closeSession(deps: LifecycleDeps, sessionId: string): Prom
  * @throws {SessionNotFoundError}, {LeaseTimeoutError}
  */
 export async function removeSession(deps: LifecycleDeps, sessionId: string): Promise<void> {
-  await liveSession(deps.kv, sessionId, now(deps));
-  const lease = await acquireLease(
-    deps.kv,
-    keys.lease(sessionId),
-    `${deps.holder}/delete`,
-    deps.lease,
-  );
-  try {
+  await underLease(deps, sessionId, "delete", async () => {
     if (!(await deleteSession(deps.kv, sessionId))) throw new SessionNotFoundError(sessionId);
-  } finally {
-    await lease.release();
-  }
+  });
 }
 
 /** Deletes closed sessions past their retention; returns how many went. */

@@ -63,13 +63,14 @@ export function createMessagesApp(deps: Deps): Hono {
       const raw = c.req.raw;
       const { resolved, request, input } = await readTurn(raw, MessageCreateParams);
       if (resolved.kind === "open") await storeOpenedSession(deps.kv, resolved.session);
-      const prepared = await prepareTurn(deps, input);
+      const prepared = await prepareTurn(deps, input, raw.signal);
       const head = messageHead(prepared.rid, request.model, prepared.promptTokens);
       if (request.max_tokens === 0) {
         await releaseTurn(prepared);
         return c.json({ ...head, stop_reason: "max_tokens" }, 200, { "request-id": requestId });
       }
       const abort = new AbortController();
+      if (raw.signal.aborted) abort.abort(raw.signal.reason);
       raw.signal.addEventListener("abort", () => abort.abort(raw.signal.reason), { once: true });
       const done = completeTurn(deps, prepared, abort.signal);
       if (!request.stream) {

@@ -34,6 +34,8 @@ export interface LeaseOptions {
   readonly now?: () => number;
   /** Sleeps between attempts (tests pass a fake one). */
   readonly sleep?: (ms: number) => Promise<void>;
+  /** Stops waiting (the caller left): the wait throws the signal's reason. */
+  readonly signal?: AbortSignal;
 }
 
 /** A lease this process holds. */
@@ -96,6 +98,7 @@ export async function acquireLease(
     }
     const waited = now() - started;
     if (waited >= options.waitMs) throw new LeaseTimeoutError(other, waited);
+    options.signal?.throwIfAborted();
     await sleep(Math.min(delay * (0.5 + Math.random()), options.waitMs - waited));
     delay = Math.min(delay * 2, 250);
   }

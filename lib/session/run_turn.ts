@@ -77,7 +77,8 @@ export interface PreparedTurn<Reply> {
 
 /**
  * Takes the session's lease, routes the request and builds its prompt. Throws before anything
- * is generated or written, having released the lease.
+ * is generated or written, having released the lease; stops waiting for the lease when `signal`
+ * aborts.
  *
  * @throws {LeaseTimeoutError} when another request holds the session too long;
  * {SessionNotFoundError}, {SessionClosedError}, {ContextOverflowError}, and the adapter's own
@@ -86,13 +87,14 @@ export interface PreparedTurn<Reply> {
 export async function prepareTurn<Reply>(
   deps: TurnDeps,
   input: TurnInput<Reply>,
+  signal?: AbortSignal,
 ): Promise<PreparedTurn<Reply>> {
   const started = performance.now();
   const lease = await acquireLease(
     deps.kv,
     keys.lease(input.sessionId),
     `${deps.holder}/${crypto.randomUUID()}`,
-    deps.lease,
+    { ...deps.lease, signal },
   );
   try {
     const route = await routeTurn(deps, input);

@@ -117,3 +117,29 @@ Deno.test("a lease taken over by another holder is reported lost and not deleted
     kv.close();
   }
 });
+
+Deno.test("acquireLease() stops waiting when the caller's signal aborts", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const clock = fakeClock();
+  const first = await acquireLease(kv, KEY, "p1/r1", { ttlMs: 60_000, waitMs: 60_000, ...clock });
+  try {
+    const controller = new AbortController();
+    let sleeps = 0;
+    const waiting = acquireLease(kv, KEY, "p2/r2", {
+      ttlMs: 60_000,
+      waitMs: 60_000,
+      now: clock.now,
+      sleep: (ms) => {
+        if (++sleeps === 3) controller.abort(new Error("client left"));
+        return clock.sleep(ms);
+      },
+      signal: controller.signal,
+    });
+    await assert.rejects(waiting, /client left/);
+    assert.equal(sleeps, 3);
+    assert.equal((await kv.get<Lease>(KEY)).value?.holder, "p1/r1");
+  } finally {
+    await first.release();
+    kv.close();
+  }
+});

@@ -53,6 +53,11 @@ export function createMessagesApp(deps: Deps): Hono {
       sessionId: resolved.session.id,
       signingSecret: deps.signingSecret,
       lowering,
+      // Claude Code names its sub-agents; these headers route their requests to their chains.
+      agent: {
+        id: raw.headers.get("x-claude-code-agent-id"),
+        parentId: raw.headers.get("x-claude-code-parent-agent-id"),
+      },
     });
     return { resolved, request, input };
   };

@@ -12,7 +12,8 @@ import { timingSafeEqual } from "node:crypto";
 import { z } from "zod";
 import {
   rawRecord,
-  readSessionSamples,
+  readSessionSegments,
+  selectSegments,
   toJsonl,
   toSample,
   toSlime,
@@ -40,9 +41,13 @@ import {
   validate,
 } from "./_http.ts";
 
+const Allocation = z.enum(["uniform", "copy", "final_only"]);
+
 const OpenSessionBody = z.object({
   id: z.string().regex(SESSION_ID, "letters, digits, _ and -, up to 128 characters").optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
+  /** How this session's reward is shared among its segments. */
+  reward_allocation: Allocation.optional(),
 });
 
 /** A reward: a finite numeric `score`, and any evidence beside it. */
@@ -56,6 +61,11 @@ const ListQuery = z.object({
 
 const SamplesQuery = z.object({
   format: z.enum(["samples", "raw", "slime", "verl", "jsonl"]).default("samples"),
+  allocation: Allocation.optional(),
+  include_side: z.enum(["true", "false"]).transform((v) => v === "true").optional(),
+  max_segments: z.coerce.number().int().min(1).optional(),
+  max_segment_tokens: z.coerce.number().int().min(0).optional(),
+  overlong: z.enum(["drop", "mask"]).optional(),
 });
 
 /** The sessions app over `deps`. */
@@ -72,7 +82,11 @@ export function createSessionsApp(deps: Deps): Hono {
 
   app.post("/sessions", async (c) => {
     const body = validate(OpenSessionBody, await readJson(c.req.raw, deps.config.maxBodyBytes));
-    const { session, token } = await openSession(deps.kv, body);
+    const { session, token } = await openSession(deps.kv, {
+      id: body.id,
+      metadata: body.metadata,
+      allocation: body.reward_allocation,
+    });
     return c.json(
       { id: session.id, token, created_at: new Date(session.createdAt).toISOString() },
       201,
@@ -107,20 +121,26 @@ export function createSessionsApp(deps: Deps): Hono {
 
   app.get("/sessions/:id/samples", async (c) => {
     const id = c.req.param("id");
-    const { format } = validate(SamplesQuery, c.req.query());
-    if (format === "raw") return c.json(await rawRecord(deps.kv, id));
-    const { session, chains } = await readSessionSamples(deps.kv, id);
-    switch (format) {
+    const query = validate(SamplesQuery, c.req.query());
+    if (query.format === "raw") return c.json(await rawRecord(deps.kv, id));
+    const { session, segments: all } = await readSessionSegments(deps.kv, id);
+    const { segments, dropped } = selectSegments(session, all, {
+      allocation: query.allocation ?? session.allocation ?? deps.config.rewardAllocation,
+      includeSide: query.include_side ?? deps.config.trainSideSegments,
+      maxSegments: query.max_segments ?? deps.config.maxSegments,
+      maxSegmentTokens: query.max_segment_tokens ?? deps.config.maxSegmentTokens,
+      overlong: query.overlong ?? deps.config.overlongSegments,
+    });
+    switch (query.format) {
       case "samples":
-        return c.json({ samples: chains.map(toSample) });
+        return c.json({ samples: segments.map((s) => toSample(session, s)), dropped });
       case "slime":
-        return c.json({ samples: chains.map((chain) => toSlime(session, chain)) });
+        return c.json({ samples: segments.map((s) => toSlime(session, s)), dropped });
       case "verl":
-        return c.json({ samples: chains.map((chain) => toVerl(session, chain)) });
+        return c.json({ samples: segments.map((s) => toVerl(session, s)), dropped });
       case "jsonl":
         return c.body(
-          chains.map((chain) => JSON.stringify(toJsonl(session, chain, deps.tokenizer)) + "\n")
-            .join(""),
+          segments.map((s) => JSON.stringify(toJsonl(session, s, deps.tokenizer)) + "\n").join(""),
           200,
           { "content-type": "application/x-ndjson" },
         );

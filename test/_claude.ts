@@ -57,7 +57,9 @@ export async function runClaude(options: {
   env?: Record<string, string>;
   args?: string[];
 }): Promise<ClaudeRun> {
-  const home = await Deno.makeTempDir({ prefix: "claude-home-" });
+  // A caller-supplied HOME keeps the CLI's state across runs (`--continue`); ours is removed.
+  const ownHome = options.env?.HOME === undefined;
+  const home = options.env?.HOME ?? await Deno.makeTempDir({ prefix: "claude-home-" });
   try {
     const output = await new Deno.Command(await claudeBinary(), {
       args: [
@@ -100,7 +102,7 @@ export async function runClaude(options: {
       result: events.findLast((event) => event.type === "result"),
     };
   } finally {
-    await Deno.remove(home, { recursive: true });
+    if (ownHome) await Deno.remove(home, { recursive: true });
   }
 }
 

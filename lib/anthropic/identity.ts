@@ -5,7 +5,6 @@
  *
  * @module
  */
-import type { ChatTool } from "../chat/mod.ts";
 import type { ContentBlock, ContentBlockParam, MessageParam } from "./types.ts";
 
 /**
@@ -27,9 +26,12 @@ export function messageIdentity(
   return JSON.stringify({ role: message.role, content: blocks });
 }
 
-/** Identity of a conversation's start: the system text and tools the model sees. */
-export function startIdentity(system: string, tools: readonly ChatTool[]): string {
-  return stableJson({ system, tools });
+/**
+ * Identity of a conversation's start: the system text the model sees. Tools are not part of it:
+ * a client may offer more tools mid-conversation, and the chain renders them in its delta.
+ */
+export function startIdentity(system: string): string {
+  return stableJson({ system });
 }
 
 /** The fields of a block that make up its identity; strings are shared, not copied. */

@@ -4,9 +4,9 @@
  *
  * @module
  */
-import type { ChatMessage } from "../chat/mod.ts";
+import type { ChatMessage, ChatTool } from "../chat/mod.ts";
 import type { TurnInput, TurnOutput } from "../session/mod.ts";
-import { buildMessage, type Finish } from "./build_response.ts";
+import { buildMessage, type Finish, toolUseId } from "./build_response.ts";
 import { messageIdentity, stableJson, startIdentity } from "./identity.ts";
 import {
   InvalidRequestError,
@@ -24,6 +24,8 @@ export interface AnthropicTurnContext {
   readonly sessionId: string;
   readonly signingSecret: string;
   readonly lowering?: LowerOptions;
+  /** The client's agent ids (Claude Code's `x-claude-code-agent-id` and parent), if sent. */
+  readonly agent?: { readonly id: string | null; readonly parentId: string | null };
 }
 
 /**
@@ -54,9 +56,10 @@ export function anthropicTurnInput(
     signThinking(context.signingSecret, context.sessionId, thinking);
   return {
     sessionId: context.sessionId,
-    startIdentity: startIdentity(system, tools),
+    agent: context.agent ?? { id: null, parentId: null },
+    startIdentity: startIdentity(system),
     messageIdentities: request.messages.map(messageIdentity),
-    settingsIdentity: settingsIdentity(request),
+    settingsIdentity: settingsIdentity(request, tools),
     prompt: () => ({
       messages: [
         ...(system.length > 0 ? [{ role: "system" as const, content: system }] : []),
@@ -65,7 +68,13 @@ export function anthropicTurnInput(
       tools,
       enableThinking: lowerThinking(request.thinking),
     }),
-    lower: (from) => lowerMessages(request.messages.slice(from), from, context.lowering),
+    lower: (from, shown) => {
+      const added = tools.filter((tool) => !shown.includes(tool.function.name));
+      const note = added.length > 0 ? [{ role: "system" as const, content: toolsNote(added) }] : [];
+      return lowerMessages([...request.messages.slice(from), ...note], from, context.lowering);
+    },
+    firstUserText: () => firstUserText(request),
+    toolUseId,
     verifyHistory: () => verifySignatures(request, context),
     enableThinking: lowerThinking(request.thinking),
     toolNames: tools.map((tool) => tool.function.name),
@@ -120,7 +129,7 @@ export function messageHead(rid: string, model: string, inputTokens: number): Me
  * rest. `stream` is left out, since a client falling back from streaming to JSON asks the same
  * question; `cache_control` too, as everywhere.
  */
-function settingsIdentity(request: MessageCreateParams): string {
+function settingsIdentity(request: MessageCreateParams, tools: readonly ChatTool[]): string {
   const {
     messages: _messages,
     system: _system,
@@ -129,7 +138,25 @@ function settingsIdentity(request: MessageCreateParams): string {
     cache_control: _cache,
     ...settings
   } = request;
-  return stableJson(settings);
+  return stableJson({ ...settings, tools });
+}
+
+/**
+ * What the model reads when a request offers tools its chain has not shown it yet (Claude Code
+ * loads deferred tools mid-conversation): their definitions, as a system reminder in the delta,
+ * so the history before stays as it was sampled.
+ */
+function toolsNote(tools: readonly ChatTool[]): string {
+  const lines = tools.map((tool) => JSON.stringify(tool)).join("\n");
+  return `These tools are available from now on, in addition to those listed before:\n<tools>\n${lines}\n</tools>`;
+}
+
+/** The text of the first user message: where a sub-agent finds its task. */
+function firstUserText(request: MessageCreateParams): string {
+  const first = request.messages.find((message) => message.role === "user");
+  if (!first) return "";
+  if (typeof first.content === "string") return first.content;
+  return first.content.flatMap((block) => block.type === "text" ? [block.text] : []).join("\n");
 }
 
 function usage(inputTokens: number, outputTokens: number): Message["usage"] {

@@ -59,6 +59,16 @@ export interface Config {
   readonly lockWaitMs: number;
   /** How long a closed session is kept before it is deleted, in milliseconds. */
   readonly sessionRetentionMs: number;
+  /** How a session's reward is shared among its segments, unless the session or export says. */
+  readonly rewardAllocation: "uniform" | "copy" | "final_only";
+  /** Train on side segments (titles, summaries, small-model requests) by default. */
+  readonly trainSideSegments: boolean;
+  /** Most segments an export keeps per session (the first ones and the final). */
+  readonly maxSegments: number;
+  /** Most tokens per exported segment; 0 for no cap. */
+  readonly maxSegmentTokens: number;
+  /** A segment over the token cap: dropped, or kept with its loss mask zeroed. */
+  readonly overlongSegments: "drop" | "mask";
 }
 
 /** What to do with image and document blocks, which text models cannot read. */
@@ -159,6 +169,27 @@ const VARIABLES = {
     expected: "an integer from 1000 to 31536000000",
     fallback: String(7 * 86_400_000),
   },
+  REWARD_ALLOCATION: {
+    schema: z.enum(["uniform", "copy", "final_only"]),
+    expected: "uniform, copy or final_only",
+    fallback: "uniform",
+  },
+  TRAIN_SIDE_SEGMENTS: { schema: bool, expected: "true or false", fallback: "false" },
+  MAX_SEGMENTS: {
+    schema: int(1, 100_000),
+    expected: "an integer from 1 to 100000",
+    fallback: "64",
+  },
+  MAX_SEGMENT_TOKENS: {
+    schema: int(0, 1 << 30),
+    expected: "an integer from 0 (no cap) to 1073741824",
+    fallback: "0",
+  },
+  OVERLONG_SEGMENTS: {
+    schema: z.enum(["drop", "mask"]),
+    expected: "drop or mask",
+    fallback: "mask",
+  },
 } satisfies Record<string, Variable>;
 
 type Name = keyof typeof VARIABLES;
@@ -227,5 +258,10 @@ export function resolveConfig(env: Record<string, string | undefined>): Readonly
     leaseTtlMs: read("LEASE_TTL_MS")!,
     lockWaitMs: read("LOCK_WAIT_MS")!,
     sessionRetentionMs: read("SESSION_RETENTION_MS")!,
+    rewardAllocation: read("REWARD_ALLOCATION")!,
+    trainSideSegments: read("TRAIN_SIDE_SEGMENTS")!,
+    maxSegments: read("MAX_SEGMENTS")!,
+    maxSegmentTokens: read("MAX_SEGMENT_TOKENS")!,
+    overlongSegments: read("OVERLONG_SEGMENTS")!,
   });
 }

@@ -47,8 +47,16 @@ export const keys = {
   sessionChunks: (sessionId: string): Deno.KvKey => ["turn_chunk", sessionId],
   /** Prefix of all turn records of a session. */
   sessionTurns: (sessionId: string): Deno.KvKey => ["turn", sessionId],
-  /** The session's lock. */
+  /** The session's lock: held while a request is routed, and by close and delete. */
   lease: (sessionId: string): Deno.KvKey => ["lease", sessionId],
+  /** A chain's lock: held while one of its turns generates and commits. */
+  chainLease: (sessionId: string, chainId: string): Deno.KvKey => [
+    "chain_lease",
+    sessionId,
+    chainId,
+  ],
+  /** Prefix of a session's chain locks. */
+  chainLeases: (sessionId: string): Deno.KvKey => ["chain_lease", sessionId],
   /** Which turn answered a request body, so a retry of it is answered again. */
   replay: (sessionId: string, bodyDigest: string): Deno.KvKey => ["replay", sessionId, bodyDigest],
   /** Prefix of a session's replay entries. */

@@ -75,33 +75,56 @@ export async function acquireLease(
   const sleep = options.sleep ?? defaultSleep;
   const started = now();
   let delay = 5;
-  let other = "";
-  // Most of the time nobody holds the lease: try to create it before reading it.
-  let current: Deno.KvEntryMaybe<Lease> = { key, value: null, versionstamp: null };
-  for (let first = true;; first = false) {
-    if (!first) current = await kv.get<Lease>(key);
-    if (current.value === null || current.value.expiresAt <= now()) {
-      const taken = now();
-      const lease: Lease = { holder, acquiredAt: taken, expiresAt: taken + options.ttlMs };
-      const result = await commit(() => kv.atomic().check(current).set(key, lease));
-      if (result.ok) {
-        return holdLease(
-          kv,
-          key,
-          { key, value: lease, versionstamp: result.versionstamp },
-          options,
-        );
-      }
-      if (first) continue; // someone holds it: read who, then wait
-    } else {
-      other = current.value.holder;
-    }
+  for (;;) {
+    const attempt = await tryLease(kv, key, holder, options);
+    if ("lease" in attempt) return attempt.lease;
     const waited = now() - started;
-    if (waited >= options.waitMs) throw new LeaseTimeoutError(other, waited);
+    if (waited >= options.waitMs) throw new LeaseTimeoutError(attempt.holder, waited);
     options.signal?.throwIfAborted();
     await sleep(Math.min(delay * (0.5 + Math.random()), options.waitMs - waited));
     delay = Math.min(delay * 2, 250);
   }
+}
+
+/**
+ * One attempt at the lease at `key`: it is taken when free or run out, else the current holder
+ * is named. Never waits.
+ */
+export async function tryLease(
+  kv: Deno.Kv,
+  key: Deno.KvKey,
+  holder: string,
+  options: LeaseOptions,
+): Promise<{ lease: HeldLease } | { holder: string }> {
+  const now = options.now ?? Date.now;
+  // Most of the time nobody holds it: try to create it before reading it.
+  let current: Deno.KvEntryMaybe<Lease> = { key, value: null, versionstamp: null };
+  for (let first = true;; first = false) {
+    if (!first) current = await kv.get<Lease>(key);
+    if (current.value !== null && current.value.expiresAt > now()) {
+      return { holder: current.value.holder };
+    }
+    const taken = now();
+    const lease: Lease = { holder, acquiredAt: taken, expiresAt: taken + options.ttlMs };
+    const result = await commit(() => kv.atomic().check(current).set(key, lease));
+    if (result.ok) {
+      const entry = { key, value: lease, versionstamp: result.versionstamp };
+      return { lease: holdLease(kv, key, entry, options) };
+    }
+    if (!first) return { holder: (await kv.get<Lease>(key)).value?.holder ?? "" };
+  }
+}
+
+/** True while anyone holds an unexpired lease under `prefix`. */
+export async function anyLeaseHeld(
+  kv: Deno.Kv,
+  prefix: Deno.KvKey,
+  now = Date.now(),
+): Promise<boolean> {
+  for await (const entry of kv.list<Lease>({ prefix })) {
+    if (entry.value.expiresAt > now) return true;
+  }
+  return false;
 }
 
 function holdLease(

@@ -25,16 +25,27 @@ export interface SessionRecord {
   readonly metadata: Record<string, unknown>;
   /** The reward set by the trainer; `null` until then. */
   readonly reward: RewardPayload | null;
+  /** How the reward is shared among the session's segments; `null` for the gateway's default. */
+  readonly allocation: "uniform" | "copy" | "final_only" | null;
   /** Chain ids in the order they were started. */
   readonly chains: readonly string[];
-  /** The chain an ordinary request extends. */
+  /** The main conversation's chain: where a request without an agent id goes first. */
   readonly mainChain: string;
+  /** The current chain of each sub-agent, by the client's agent id. */
+  readonly agents: Readonly<Record<string, string>>;
   /** Opened by an unknown token on first use (`DEV_OPEN_SESSIONS`). */
   readonly dev: boolean;
 }
 
-/** `final` while the chain is the session's main conversation; `wipe` once a new one replaced it. */
-export type ChainKind = "final" | "wipe";
+/** What a chain is in its session: the main conversation, a sub-agent's, or a side request's. */
+export type ChainRole = "main" | "subagent" | "side";
+
+/**
+ * A chain as a training segment: `final` the current main conversation, `wipe` a conversation a
+ * later one replaced (a compaction restarts it from a summary), `subagent`, and `side` (requests
+ * of no agent: titles, summaries, a small model's work).
+ */
+export type SegmentKind = "final" | "wipe" | "subagent" | "side";
 
 /** Which turn answered a request body. */
 export interface ReplayEntry {
@@ -43,23 +54,45 @@ export interface ReplayEntry {
   readonly rid: string;
 }
 
-/** A chain's header: enough to extend it without reading its tokens. */
+/**
+ * A chain's header: enough to route to it and extend it without reading its tokens. A chain is
+ * registered with an empty header when a request first routes to it.
+ */
 export interface ChainHeader {
   readonly sessionId: string;
   readonly id: string;
-  /** `final` while it is the session's main chain; `wipe` once a later conversation replaced it. */
-  readonly kind: ChainKind;
+  readonly role: ChainRole;
+  /** When a later conversation of the same agent replaced this one; `null` while current. */
+  readonly wipedAt: number | null;
+  /** Lineage: the chain that dispatched this sub-agent, or the conversation this one replaced. */
+  readonly parent: string | null;
+  /** The id of the Agent/Task tool call that dispatched this sub-agent, when it was found. */
+  readonly dispatch: string | null;
+  /** The client's id for this sub-agent (`x-claude-code-agent-id`), if it sent one. */
+  readonly agentId: string | null;
+  /** The model name of the request that started the chain. */
+  readonly model: string;
+  /** Names of the tools the chain's prompt has shown the model so far. */
+  readonly tools: readonly string[];
+  /** Digest of the chain's start (its system prompt): `prefixDigests(start, [])[0]`. */
+  readonly startDigest: string;
   readonly turnCount: number;
   /** Tokens in the chain: every turn's delta, output and closing tokens. */
   readonly tokenCount: number;
   /** Messages of the conversation so far, the last reply included. */
   readonly messageCount: number;
-  /** Prefix digest of those messages (see `prefixDigests`). */
+  /** Prefix digest of those messages (see `prefixDigests`); empty before the first turn. */
   readonly digest: string;
   /** The engine request id of the chain's last live turn; turns link back to their parents. */
   readonly lastRid: string | null;
   readonly createdAt: number;
   readonly updatedAt: number;
+}
+
+/** The segment kind of a chain. */
+export function segmentKind(header: Pick<ChainHeader, "role" | "wipedAt">): SegmentKind {
+  if (header.role === "main") return header.wipedAt === null ? "final" : "wipe";
+  return header.role;
 }
 
 /** How a turn's generation ended. */

@@ -96,6 +96,7 @@ export async function deleteSession(kv: Deno.Kv, sessionId: string): Promise<boo
   });
   if (!removed.ok) return false;
   const prefixes = [
+    keys.chainLeases(sessionId),
     keys.chains(sessionId),
     keys.sessionTurns(sessionId),
     keys.sessionChunks(sessionId),
@@ -132,9 +133,17 @@ export function getChain(
 
 /** Every chain header of a session, in key order. */
 export async function listChains(kv: Deno.Kv, sessionId: string): Promise<ChainHeader[]> {
-  const out: ChainHeader[] = [];
+  return (await listChainEntries(kv, sessionId)).map((entry) => entry.value);
+}
+
+/** Every chain header of a session with its versionstamp, in key order. */
+export async function listChainEntries(
+  kv: Deno.Kv,
+  sessionId: string,
+): Promise<Deno.KvEntry<ChainHeader>[]> {
+  const out: Deno.KvEntry<ChainHeader>[] = [];
   for await (const entry of kv.list<ChainHeader>({ prefix: keys.chains(sessionId) })) {
-    out.push(entry.value);
+    out.push(entry);
   }
   return out;
 }
@@ -148,24 +157,53 @@ export async function getReplay(
   return (await kv.get<ReplayEntry>(keys.replay(sessionId, bodyDigest))).value;
 }
 
-/** A turn to commit, with the entries it was computed from. */
-export interface TurnCommit {
-  /** The chain header the turn extends, as read (`value: null` for a new chain). */
-  readonly chain: Deno.KvEntryMaybe<ChainHeader>;
+/** A new chain to register: the session's new record, its empty header, the chain it replaces. */
+export interface ChainRegistration {
+  readonly session: Deno.KvEntry<SessionRecord>;
+  readonly next: SessionRecord;
   readonly header: ChainHeader;
-  readonly turn: TurnRecord;
-  readonly chunks: readonly Uint8Array[];
-  /** The session's lease as last renewed: the commit fails if it was lost, and releases it. */
-  readonly lease?: Deno.KvEntry<Lease>;
-  /** Session changes committed with the turn (a new main chain), guarded by the entry read. */
-  readonly session?: { readonly entry: Deno.KvEntry<SessionRecord>; readonly next: SessionRecord };
-  /** Another chain's header rewritten with the turn (the main chain it replaced). */
+  /** The chain this one replaces, marked wiped in the same commit. */
   readonly retire?: { readonly entry: Deno.KvEntry<ChainHeader>; readonly next: ChainHeader };
 }
 
 /**
+ * Registers a new chain with its empty header, guarded by the session entry it was decided
+ * from. Resolves to the header's versionstamp, or `null` when the session or the replaced
+ * chain changed meanwhile.
+ */
+export async function registerChain(
+  kv: Deno.Kv,
+  registration: ChainRegistration,
+): Promise<string | null> {
+  const { sessionId, id } = registration.header;
+  const key = keys.chain(sessionId, id);
+  const result = await commit(() => {
+    const op = kv.atomic()
+      .check(registration.session)
+      .check({ key, versionstamp: null })
+      .set(keys.session(sessionId), registration.next)
+      .set(key, registration.header);
+    const retire = registration.retire;
+    if (retire) op.check(retire.entry).set(keys.chain(sessionId, retire.next.id), retire.next);
+    return op;
+  });
+  return result.ok ? result.versionstamp : null;
+}
+
+/** A turn to commit, with the entries it was computed from. */
+export interface TurnCommit {
+  /** The chain header the turn extends, as read. */
+  readonly chain: Deno.KvEntryMaybe<ChainHeader>;
+  readonly header: ChainHeader;
+  readonly turn: TurnRecord;
+  readonly chunks: readonly Uint8Array[];
+  /** The chain's lease as last renewed: the commit fails if it was lost, and releases it. */
+  readonly lease?: Deno.KvEntry<Lease>;
+}
+
+/**
  * Commits a turn. Resolves to the new versionstamp of the chain header, or `null` when the
- * chain, the session or the lease changed since they were read; nothing visible is written then.
+ * chain or its lease changed since they were read; nothing visible is written then.
  */
 export async function commitTurn(kv: Deno.Kv, turn: TurnCommit): Promise<string | null> {
   const { sessionId, id: chainId } = turn.header;
@@ -195,10 +233,6 @@ export async function commitTurn(kv: Deno.Kv, turn: TurnCommit): Promise<string 
   const result = await commit(() => {
     const op = kv.atomic().check(turn.chain);
     if (turn.lease) op.check(turn.lease).delete(turn.lease.key);
-    if (turn.session) op.check(turn.session.entry).set(keys.session(sessionId), turn.session.next);
-    if (turn.retire) {
-      op.check(turn.retire.entry).set(keys.chain(sessionId, turn.retire.next.id), turn.retire.next);
-    }
     for (let j = first; j < turn.chunks.length; j++) {
       op.set(keys.turnChunk(sessionId, chainId, index, rid, j), turn.chunks[j]);
     }

@@ -6,18 +6,20 @@
  */
 import type { SessionRecord } from "../kv/mod.ts";
 import type { ChatTokenizer } from "../template/mod.ts";
-import type { ChainSample } from "./samples.ts";
+import type { TrainingSegment } from "./allocate_reward.ts";
+import { type SegmentIdentity, segmentIdentity } from "./samples.ts";
 
 /** One line of the JSONL export. */
-export interface JsonlRecord {
+export interface JsonlRecord extends SegmentIdentity {
   readonly session_id: string;
-  readonly chain_id: string;
-  readonly kind: string;
   readonly prompt_len: number;
   readonly response_len: number;
   /** The first turn's prompt as text (the template's rendering). */
   readonly raw_prompt: string;
-  readonly reward: SessionRecord["reward"];
+  /** The segment's share of the score. */
+  readonly reward: number | null;
+  /** The trainer's whole reward payload. */
+  readonly reward_payload: SessionRecord["reward"];
   readonly finish_reason: string | null;
   /** Turns whose reply called at least one tool. */
   readonly tool_turns: number;
@@ -28,29 +30,29 @@ export interface JsonlRecord {
 }
 
 /**
- * A chain as a JSONL record.
+ * A segment as a JSONL record.
  *
  * @example
  * ```ts
- * const line = JSON.stringify(toJsonl(session, chain, tokenizer));
+ * const line = JSON.stringify(toJsonl(session, segment, tokenizer));
  * ```
  */
 export function toJsonl(
   session: SessionRecord,
-  chain: ChainSample,
+  segment: TrainingSegment,
   tokenizer: Pick<ChatTokenizer, "decode">,
 ): JsonlRecord {
-  const { prompt_ids, response_ids, loss_mask, logprobs } = chain.arrays;
+  const { prompt_ids, response_ids, loss_mask, logprobs } = segment.arrays;
   return {
     session_id: session.id,
-    chain_id: chain.header.id,
-    kind: chain.header.kind,
+    ...segmentIdentity(session, segment),
     prompt_len: prompt_ids.length,
     response_len: response_ids.length,
     raw_prompt: tokenizer.decode(prompt_ids),
-    reward: session.reward,
-    finish_reason: chain.turns.at(-1)?.finishReason ?? null,
-    tool_turns: chain.turns.filter((turn) => turn.toolCalls > 0).length,
+    reward: segment.reward,
+    reward_payload: session.reward,
+    finish_reason: segment.stats.finish_reason,
+    tool_turns: segment.stats.tool_turns,
     prompt_ids,
     response_ids,
     loss_mask,

@@ -5,7 +5,8 @@
  * @module
  */
 import type { SessionRecord } from "../kv/mod.ts";
-import type { ChainSample } from "./samples.ts";
+import type { TrainingSegment } from "./allocate_reward.ts";
+import { segmentIdentity } from "./samples.ts";
 
 /** A slime sample, as JSON. */
 export interface SlimeSample {
@@ -15,38 +16,35 @@ export interface SlimeSample {
   readonly loss_mask: number[];
   /** The engine's logprob of each response token (0 where it did not sample). */
   readonly rollout_log_probs: number[];
-  /** The session's score, or `null` before a reward was set. */
+  /** The segment's share of the session's score, or `null` before a reward was set. */
   readonly reward: number | null;
   /** `completed`, or `truncated` when the last turn was cut by max_tokens. */
   readonly status: "completed" | "truncated";
+  /** Segment kind, lineage, rollout and group ids, stats, the reward payload, session metadata. */
   readonly metadata: Record<string, unknown>;
 }
 
 /**
- * A chain as a slime sample. Every chain of a session carries the session's score.
+ * A segment as a slime sample.
  *
  * @example
  * ```ts
- * const sample = toSlime(session, chain);
- * sample.tokens.length === sample.response_length + chain.arrays.prompt_ids.length; // true
+ * const sample = toSlime(session, segment);
+ * sample.tokens.length === sample.response_length + segment.arrays.prompt_ids.length; // true
  * ```
  */
-export function toSlime(session: SessionRecord, chain: ChainSample): SlimeSample {
-  const { prompt_ids, response_ids, loss_mask, logprobs } = chain.arrays;
+export function toSlime(session: SessionRecord, segment: TrainingSegment): SlimeSample {
+  const { prompt_ids, response_ids, loss_mask, logprobs } = segment.arrays;
   return {
     tokens: [...prompt_ids, ...response_ids],
     response_length: response_ids.length,
     loss_mask,
     rollout_log_probs: logprobs,
-    reward: session.reward?.score ?? null,
-    status: chain.turns.at(-1)?.finishReason === "length" ? "truncated" : "completed",
+    reward: segment.reward,
+    status: segment.stats.finish_reason === "length" ? "truncated" : "completed",
     metadata: {
-      session_id: session.id,
-      chain_id: chain.header.id,
-      kind: chain.header.kind,
-      turns: chain.turns.length,
-      weight_versions: [...new Set(chain.turns.flatMap((turn) => turn.weightVersions))],
-      reward: session.reward,
+      ...segmentIdentity(session, segment),
+      reward_payload: session.reward,
       session_metadata: session.metadata,
     },
   };

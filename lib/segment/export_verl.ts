@@ -5,7 +5,8 @@
  * @module
  */
 import type { SessionRecord } from "../kv/mod.ts";
-import type { ChainSample } from "./samples.ts";
+import type { TrainingSegment } from "./allocate_reward.ts";
+import { segmentIdentity } from "./samples.ts";
 
 /** A verl agent-loop output, as JSON. */
 export interface VerlSample {
@@ -15,45 +16,39 @@ export interface VerlSample {
   readonly response_mask: number[];
   readonly response_logprobs: number[];
   readonly reward_score: number | null;
-  /** User and assistant turns of the chain: two per recorded turn. */
+  /** User and assistant turns of the segment: two per recorded turn. */
   readonly num_turns: number;
   readonly metrics: Record<string, number>;
+  /** Segment kind, lineage, rollout and group ids, stats, the reward payload. */
   readonly extra_fields: Record<string, unknown>;
 }
 
 /**
- * A chain as a verl agent-loop output. Every chain of a session carries the session's score.
+ * A segment as a verl agent-loop output.
  *
  * @example
  * ```ts
- * toVerl(session, chain).response_mask.length === chain.arrays.response_ids.length; // true
+ * toVerl(session, segment).response_mask.length === segment.arrays.response_ids.length; // true
  * ```
  */
-export function toVerl(session: SessionRecord, chain: ChainSample): VerlSample {
-  const { prompt_ids, response_ids, loss_mask, logprobs } = chain.arrays;
-  const sum = (pick: (turn: ChainSample["turns"][number]) => number) =>
-    chain.turns.reduce((total, turn) => total + pick(turn), 0);
+export function toVerl(session: SessionRecord, segment: TrainingSegment): VerlSample {
+  const { prompt_ids, response_ids, loss_mask, logprobs } = segment.arrays;
+  const { stats } = segment;
   return {
     prompt_ids,
     response_ids,
     response_mask: loss_mask,
     response_logprobs: logprobs,
-    reward_score: session.reward?.score ?? null,
-    num_turns: 2 * chain.turns.length,
+    reward_score: segment.reward,
+    num_turns: 2 * stats.turns,
     metrics: {
-      generate_sequences: sum((turn) => turn.timings.engineMs) / 1000,
-      tool_calls: sum((turn) => turn.toolCalls),
-      masked_turns: sum((turn) => turn.masked ? 1 : 0),
-      ill_formed_turns: sum((turn) => turn.flags.includes("ill_formed") ? 1 : 0),
-      engine_aborts: sum((turn) => turn.aborts),
+      generate_sequences: segment.turns.reduce((sum, turn) => sum + turn.timings.engineMs, 0) /
+        1000,
+      tool_calls: segment.turns.reduce((sum, turn) => sum + turn.toolCalls, 0),
+      masked_turns: stats.masked_turns,
+      ill_formed_turns: stats.ill_formed_turns,
+      engine_aborts: stats.aborts,
     },
-    extra_fields: {
-      session_id: session.id,
-      chain_id: chain.header.id,
-      kind: chain.header.kind,
-      finish_reason: chain.turns.at(-1)?.finishReason ?? null,
-      weight_versions: [...new Set(chain.turns.flatMap((turn) => turn.weightVersions))],
-      reward: session.reward,
-    },
+    extra_fields: { ...segmentIdentity(session, segment), reward_payload: session.reward },
   };
 }

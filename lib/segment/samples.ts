@@ -1,55 +1,13 @@
 /**
- * A session's recorded chains, read for export: each chain's live turns flattened to training
- * arrays. Discarded turns (rewound away) never reach a sample.
+ * The default export of a training segment: the token arrays with each turn's facts, the
+ * segment's kind and lineage, its reward, and the ids that keep one episode's segments together.
  *
  * @module
  */
-import { type ChainArrays, flattenChain } from "../chain/mod.ts";
-import {
-  type ChainHeader,
-  type ChainKind,
-  listChains,
-  readLiveTurns,
-  readTurnTokens,
-  type SessionRecord,
-  type TurnRecord,
-} from "../kv/mod.ts";
-import { liveSession } from "../session/mod.ts";
-
-/** One chain with its live turns and their tokens flattened. */
-export interface ChainSample {
-  readonly header: ChainHeader;
-  readonly turns: readonly TurnRecord[];
-  readonly arrays: ChainArrays;
-}
-
-/** A session and its chains, in the order they started; chains without turns are left out. */
-export interface SessionSamples {
-  readonly session: SessionRecord;
-  readonly chains: readonly ChainSample[];
-}
-
-/**
- * Reads every chain of a session for export.
- *
- * @throws {SessionNotFoundError}
- */
-export async function readSessionSamples(kv: Deno.Kv, sessionId: string): Promise<SessionSamples> {
-  const session = (await liveSession(kv, sessionId)).value;
-  const headers = new Map((await listChains(kv, sessionId)).map((header) => [header.id, header]));
-  const chains: ChainSample[] = [];
-  for (const chainId of session.chains) {
-    const header = headers.get(chainId);
-    if (!header || header.turnCount === 0) continue;
-    const turns = await readLiveTurns(kv, header);
-    const withTokens = [];
-    for (const record of turns) {
-      withTokens.push({ record, tokens: await readTurnTokens(kv, sessionId, chainId, record) });
-    }
-    chains.push({ header, turns, arrays: flattenChain(withTokens) });
-  }
-  return { session, chains };
-}
+import type { ChainArrays } from "../chain/mod.ts";
+import type { SegmentKind, SessionRecord } from "../kv/mod.ts";
+import type { TrainingSegment } from "./allocate_reward.ts";
+import type { Lineage, SegmentStats } from "./segments.ts";
 
 /** What a sample says about each of its turns. */
 export interface SampleTurn {
@@ -62,29 +20,58 @@ export interface SampleTurn {
   readonly weight_versions: readonly string[];
 }
 
-/** One chain as a training sample: the default export format. */
-export interface Sample extends ChainArrays {
-  readonly kind: ChainKind;
+/** How a segment belongs to its episode, shared by every export format. */
+export interface SegmentIdentity {
+  readonly kind: SegmentKind;
   readonly chain_id: string;
+  /** The session: every segment of one episode has the same rollout id. */
+  readonly rollout_id: string;
+  /** The session's `group_id` metadata (GRPO group), or `null`. */
+  readonly group_id: string | null;
+  /** Position among the episode's segments, chronological. */
+  readonly segment_index: number;
+  readonly lineage: Lineage;
+  readonly stats: SegmentStats;
+  /** Why the segment's loss mask was zeroed, if it was. */
+  readonly masked: string | null;
+}
+
+/** One segment as a training sample: the default export format. */
+export interface Sample extends ChainArrays, SegmentIdentity {
+  readonly reward: number | null;
   readonly turns: SampleTurn[];
 }
 
+/** The ids and facts every export carries for a segment. */
+export function segmentIdentity(session: SessionRecord, segment: TrainingSegment): SegmentIdentity {
+  const group = session.metadata.group_id;
+  return {
+    kind: segment.kind,
+    chain_id: segment.header.id,
+    rollout_id: session.id,
+    group_id: group === undefined || group === null ? null : String(group),
+    segment_index: segment.index,
+    lineage: segment.lineage,
+    stats: segment.stats,
+    masked: segment.masked,
+  };
+}
+
 /**
- * The default export of a chain.
+ * The default export of a segment.
  *
  * @example
  * ```ts
- * const { chains } = await readSessionSamples(kv, "sess_1");
- * const sample = toSample(chains[0]);
+ * const sample = toSample(session, segment);
  * sample.loss_mask.length === sample.response_ids.length; // true
  * ```
  */
-export function toSample(chain: ChainSample): Sample {
+export function toSample(session: SessionRecord, segment: TrainingSegment): Sample {
   return {
-    kind: chain.header.kind,
-    chain_id: chain.header.id,
-    ...chain.arrays,
-    turns: chain.turns.map((record) => ({
+    ...segmentIdentity(session, segment),
+    ...segment.arrays,
+    reward: segment.reward,
+    turns: segment.turns.map((record) => ({
       input_len: record.inputLen,
       output_len: record.outputLen,
       finish_reason: record.finishReason,

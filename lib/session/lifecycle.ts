@@ -7,14 +7,20 @@
  */
 import {
   acquireLease,
+  anyLeaseHeld,
+  type ChainHeader,
+  type ChainRole,
   deleteSession,
   expiredSessions,
   getSession,
   keys,
   type LeaseOptions,
+  LeaseTimeoutError,
   listChains,
   listSessions,
   type RewardPayload,
+  type SegmentKind,
+  segmentKind,
   type SessionRecord,
   updateSession,
 } from "../kv/mod.ts";
@@ -39,8 +45,30 @@ export interface SessionView {
   readonly expires_at: string | null;
   readonly metadata: Record<string, unknown>;
   readonly reward: RewardPayload | null;
-  /** Chains in the order they started: `final` is the current conversation. */
-  readonly chains: { id: string; kind: string; turns: number; tokens: number }[];
+  /**
+   * The chain tree, in the order the chains started: which chain dispatched (or replaced) which,
+   * when each was wiped, with token counts. `final` is the current main conversation.
+   */
+  readonly chains: ChainView[];
+}
+
+/** One chain of a session as the trainer API shows it. */
+export interface ChainView {
+  readonly id: string;
+  readonly kind: SegmentKind;
+  readonly role: ChainRole;
+  /** The chain that dispatched this sub-agent, or the conversation this one replaced. */
+  readonly parent: string | null;
+  /** The id of the Agent/Task tool call that dispatched it. */
+  readonly dispatch: string | null;
+  readonly agent_id: string | null;
+  /** Chains whose parent this is. */
+  readonly children: string[];
+  readonly model: string;
+  readonly turns: number;
+  readonly tokens: number;
+  readonly created_at: string;
+  readonly wiped_at: string | null;
 }
 
 /** A closed session past its retention is gone, even before the sweeper deletes it. */
@@ -76,10 +104,7 @@ export async function describeSession(kv: Deno.Kv, sessionId: string): Promise<S
   return view((await liveSession(kv, sessionId)).value, await listChains(kv, sessionId));
 }
 
-function view(
-  session: SessionRecord,
-  chains: readonly { id: string; kind: string; turnCount: number; tokenCount: number }[],
-): SessionView {
+function view(session: SessionRecord, chains: readonly ChainHeader[]): SessionView {
   const iso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString();
   const byId = new Map(chains.map((chain) => [chain.id, chain]));
   return {
@@ -90,11 +115,23 @@ function view(
     expires_at: iso(session.expiresAt),
     metadata: session.metadata,
     reward: session.reward,
-    chains: session.chains.flatMap((id) => {
+    chains: session.chains.flatMap((id): ChainView[] => {
       const chain = byId.get(id);
-      return chain
-        ? [{ id, kind: chain.kind, turns: chain.turnCount, tokens: chain.tokenCount }]
-        : [];
+      if (!chain) return [];
+      return [{
+        id,
+        kind: segmentKind(chain),
+        role: chain.role,
+        parent: chain.parent,
+        dispatch: chain.dispatch,
+        agent_id: chain.agentId,
+        children: chains.filter((other) => other.parent === id).map((other) => other.id),
+        model: chain.model,
+        turns: chain.turnCount,
+        tokens: chain.tokenCount,
+        created_at: new Date(chain.createdAt).toISOString(),
+        wiped_at: iso(chain.wipedAt),
+      }];
     }),
   };
 }
@@ -158,7 +195,10 @@ export async function setReward(
   return await describeSession(deps.kv, sessionId);
 }
 
-/** Runs `action` holding the session's lease, so no turn is in flight meanwhile. */
+/**
+ * Runs `action` holding the session's lease once no chain of the session has a turn in flight:
+ * no request can be routed meanwhile, and none is generating.
+ */
 async function underLease<T>(
   deps: LifecycleDeps,
   sessionId: string,
@@ -173,6 +213,13 @@ async function underLease<T>(
     deps.lease,
   );
   try {
+    const deadline = now(deps) + deps.lease.waitMs;
+    while (await anyLeaseHeld(deps.kv, keys.chainLeases(sessionId), now(deps))) {
+      if (now(deps) >= deadline) {
+        throw new LeaseTimeoutError("a turn in flight", deps.lease.waitMs);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     return await action();
   } finally {
     await lease.release();

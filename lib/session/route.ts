@@ -1,29 +1,51 @@
 /**
- * Routing a request to its chain and building its prompt (DESIGN §4): append to the chain, replay
- * a turn already answered, rewind to an earlier turn boundary, or start a chain — a new main chain
- * when the request no longer extends the current one (its old chain becomes a `wipe`).
+ * Routing a request to its chain and building its prompt (DESIGN §4). A request goes to its
+ * agent's chain (the client's agent id) or the main chain, where it appends, replays a turn
+ * already answered, or rewinds to an earlier turn boundary. A request that extends no chain
+ * starts one: a sub-agent's (dispatched by an Agent/Task call on its parent), a side chain (no
+ * agent: another model, or no tools), or a new main conversation replacing the old one (`wipe`,
+ * as after a compaction). Ambiguity goes to the main chain, never to an invented sub-agent.
  *
  * @module
  */
-import { type Classification, classify, findRewind } from "../chain/mod.ts";
+import { classify, findRewind } from "../chain/mod.ts";
 import { extendDigest, prefixDigests } from "../chat/mod.ts";
 import { PromptIds } from "../engine/mod.ts";
 import {
   type ChainCache,
   type ChainHeader,
+  type ChainRole,
   getChain,
   getReplay,
-  getSession,
   keys,
+  listChainEntries,
   liveTurns,
   readAllTurns,
   readTurnTokens,
+  registerChain,
   type SessionRecord,
   type TurnRecord,
 } from "../kv/mod.ts";
 import { type ChatTokenizer, opensReasoning, renderDelta, renderPrompt } from "../template/mod.ts";
-import { SessionClosedError, SessionNotFoundError } from "./session.ts";
+import { liveSession } from "./lifecycle.ts";
+import { parseTurnOutput } from "./output.ts";
+import { SessionClosedError } from "./session.ts";
 import type { TurnInput } from "./turn_input.ts";
+
+/** Tool names that dispatch a sub-agent (Claude Code's Agent, formerly Task). */
+export const DISPATCH_TOOLS: ReadonlySet<string> = new Set(["Agent", "Task"]);
+/** How many of a parent chain's last turns are searched for the call that dispatched a sub-agent. */
+const DISPATCH_LOOKBACK_TURNS = 32;
+/** Attempts at registering a new chain while other requests change the session. */
+const REGISTER_TRIES = 8;
+
+/** The prompt does not fit the context window (HTTP 400 in Anthropic's wording). */
+export class ContextOverflowError extends Error {
+  constructor(readonly promptTokens: number, readonly contextLength: number) {
+    super(`prompt is too long: ${promptTokens} tokens > ${contextLength - 1} maximum`);
+    this.name = "ContextOverflowError";
+  }
+}
 
 /**
  * What a process remembers of a chain at one version: its tokens as the engine receives them,
@@ -48,25 +70,28 @@ export interface RouteDeps {
   readonly cache: ChainCache<CachedChain>;
 }
 
-/** How a request was routed: what the turn replays, or what it appends to. */
-export type RouteKind = Classification["kind"] | "replay" | "rewind";
+/** How a request was routed. */
+export type RouteKind =
+  | "append"
+  | "replay"
+  | "rewind"
+  | "start"
+  | "wipe"
+  | "subagent"
+  | "side";
 
 /** The chain state a new turn builds on (the kept part of the chain after a rewind). */
 export interface ChainBase {
   readonly turnCount: number;
   readonly lastRid: string | null;
-  readonly createdAt: number | null;
 }
 
 /** A request routed to its chain. */
 export interface RoutedTurn {
   readonly kind: RouteKind;
-  readonly session: Deno.KvEntry<SessionRecord>;
   readonly chainId: string;
-  /** The chain header as read (`value: null` for a new chain): the commit checks it. */
+  /** The chain's header as the turn found it (an empty one for a chain just registered). */
   readonly chain: Deno.KvEntryMaybe<ChainHeader>;
-  /** The main chain this request replaces, to be marked `wipe`. */
-  readonly retire: Deno.KvEntry<ChainHeader> | null;
   readonly base: ChainBase;
   /** Prefix digest of the request's whole conversation. */
   readonly requestDigest: string;
@@ -79,6 +104,8 @@ export interface RoutedTurn {
   /** Tokens this turn adds before its output (the whole prompt on a chain's first turn). */
   readonly delta: number[];
   readonly startsInReasoning: boolean;
+  /** Names of the tools the chain's prompt has shown once this turn is recorded. */
+  readonly tools: readonly string[];
 }
 
 /** The cache key of a chain. */
@@ -87,7 +114,9 @@ export function cacheKey(chain: { sessionId: string; id: string }): string {
 }
 
 /**
- * Routes a request to the session's main chain and builds its prompt. Reads only.
+ * Routes a request and builds its prompt. With `register`, a new chain is registered in KV (its
+ * empty header, the session's chain list, the conversation it replaces marked wiped); without
+ * it nothing is written (to count tokens).
  *
  * @throws {SessionNotFoundError}, {SessionClosedError}, and the adapter's errors from `lower`
  * and `verifyHistory`.
@@ -95,106 +124,300 @@ export function cacheKey(chain: { sessionId: string; id: string }): string {
 export async function routeTurn<Reply>(
   deps: RouteDeps,
   input: TurnInput<Reply>,
+  options: { register: boolean; contextLength?: number },
 ): Promise<RoutedTurn> {
-  const session = await getSession(deps.kv, input.sessionId);
-  if (!session.value) throw new SessionNotFoundError(input.sessionId);
-  if (session.value.status !== "open") throw new SessionClosedError(input.sessionId);
-  const sessionEntry = session as Deno.KvEntry<SessionRecord>;
-  const chainId = session.value.mainChain;
-  const chain = await getChain(deps.kv, input.sessionId, chainId);
-  const header = chain.value;
-  const cached = header ? deps.cache.get(cacheKey(header), chain.versionstamp!) : null;
-  const routed = (
-    kind: RouteKind,
-    fields: Partial<RoutedTurn> & { requestDigest: string },
-  ): RoutedTurn => ({
-    kind,
-    session: sessionEntry,
-    chainId,
-    chain,
-    retire: null,
-    base: {
-      turnCount: header?.turnCount ?? 0,
-      lastRid: header?.lastRid ?? null,
-      createdAt: header?.createdAt ?? null,
-    },
-    bodyDigest: extendDigest(fields.requestDigest, input.settingsIdentity),
-    replay: null,
-    prompt: PromptIds.from([]),
-    delta: [],
-    startsInReasoning: false,
-    ...fields,
-  });
+  for (let attempt = 1;; attempt++) {
+    const routed = await tryRoute(deps, input, options.register, options.contextLength ?? Infinity);
+    if (routed !== null) return fits(routed, options.contextLength ?? Infinity);
+    if (attempt >= REGISTER_TRIES) {
+      throw new Error(`Cannot register a chain in session "${input.sessionId}": it keeps changing`);
+    }
+  }
+}
+
+/** The route, if its prompt leaves room for at least one token of output. */
+function fits(route: RoutedTurn, contextLength: number): RoutedTurn {
+  if (!route.replay && route.prompt.length >= contextLength) {
+    throw new ContextOverflowError(route.prompt.length, contextLength);
+  }
+  return route;
+}
+
+/** One routing attempt; `null` when registering a new chain lost a race. */
+async function tryRoute<Reply>(
+  deps: RouteDeps,
+  input: TurnInput<Reply>,
+  register: boolean,
+  contextLength: number,
+): Promise<RoutedTurn | null> {
+  const { kv } = deps;
+  const sessionEntry = await liveSession(kv, input.sessionId);
+  const session = sessionEntry.value;
+  if (session.status !== "open") throw new SessionClosedError(input.sessionId);
+  const agentChainId = input.agent.id ? session.agents[input.agent.id] ?? null : null;
+  const ownId = input.agent.id ? agentChainId : session.mainChain;
+  const own = ownId ? await getChain(kv, input.sessionId, ownId) : null;
+  const ownHeader = own?.value?.turnCount ? own.value : null;
 
   // The history is the one this process recorded: only the new messages need hashing.
-  if (header && cached?.conversation && extendsConversation(input, cached.conversation)) {
-    const from = header.messageCount;
-    const requestDigest = input.messageIdentities.slice(from).reduce(extendDigest, header.digest);
-    return routed("append", { requestDigest, ...delta(deps, input, cached.prompt, from) });
+  const cached = ownHeader ? deps.cache.get(cacheKey(ownHeader), own!.versionstamp!) : null;
+  if (ownHeader && cached?.conversation && extendsConversation(input, cached.conversation)) {
+    const from = ownHeader.messageCount;
+    const requestDigest = input.messageIdentities.slice(from).reduce(
+      extendDigest,
+      ownHeader.digest,
+    );
+    return extend(deps, input, "append", own as Deno.KvEntry<ChainHeader>, requestDigest, {
+      history: cached.prompt,
+      from,
+      base: { turnCount: ownHeader.turnCount, lastRid: ownHeader.lastRid },
+    });
   }
 
   const digests = prefixDigests(input.startIdentity, input.messageIdentities);
   const requestDigest = digests.at(-1)!;
-  const classification = classify(header, digests);
-  if (classification.kind === "append") {
-    const history = cached?.prompt ??
-      await readChainPrompt(deps, chain as Deno.KvEntry<ChainHeader>);
-    return routed("append", { requestDigest, ...delta(deps, input, history, classification.from) });
+  const bodyDigest = extendDigest(requestDigest, input.settingsIdentity);
+  const onChain = async (entry: Deno.KvEntry<ChainHeader>): Promise<RoutedTurn | null> => {
+    const header = entry.value;
+    if (classify(header, digests).kind === "append") {
+      const history = cacheHit(deps, entry) ?? await readChainPrompt(deps, entry);
+      return extend(deps, input, "append", entry, requestDigest, {
+        history,
+        from: header.messageCount,
+        base: { turnCount: header.turnCount, lastRid: header.lastRid },
+      });
+    }
+    const turns = liveTurns(await readAllTurns(kv, header.sessionId, header.id), header);
+    const rewind = findRewind(turns, digests);
+    if (!rewind) return null;
+    const kept = turns.slice(0, rewind.keep);
+    const base = { turnCount: rewind.keep, lastRid: kept.at(-1)?.rid ?? null };
+    if (rewind.keep === 0) {
+      input.verifyHistory();
+      return whole(deps, input, "rewind", entry, requestDigest, base);
+    }
+    const history = await readTurnsPrompt(deps, header.sessionId, header.id, kept);
+    return extend(deps, input, "rewind", entry, requestDigest, {
+      history,
+      from: rewind.from,
+      base,
+    });
+  };
+
+  if (ownHeader && classify(ownHeader, digests).kind === "append") {
+    return await onChain(own as Deno.KvEntry<ChainHeader>);
+  }
+  const replay = await findReplay(kv, input.sessionId, bodyDigest);
+  if (replay) {
+    return {
+      kind: "replay",
+      chainId: replay.chainId,
+      chain: { key: keys.chain(input.sessionId, replay.chainId), value: null, versionstamp: null },
+      base: { turnCount: 0, lastRid: null },
+      requestDigest,
+      bodyDigest,
+      replay,
+      prompt: PromptIds.from([]),
+      delta: [],
+      startsInReasoning: false,
+      tools: [],
+    };
+  }
+  if (ownHeader) {
+    const routed = await onChain(own as Deno.KvEntry<ChainHeader>);
+    if (routed) return routed;
+  }
+  if (own?.value && !ownHeader) {
+    // Registered by an earlier attempt whose turn was never recorded: start it now.
+    input.verifyHistory();
+    return whole(deps, input, "start", own as Deno.KvEntry<ChainHeader>, requestDigest, {
+      turnCount: 0,
+      lastRid: null,
+    });
   }
 
-  const bodyDigest = extendDigest(requestDigest, input.settingsIdentity);
-  const replay = await findReplay(deps.kv, input.sessionId, bodyDigest);
-  if (replay) return routed("replay", { requestDigest, replay });
-
-  if (header) {
-    const turns = liveTurns(await readAllTurns(deps.kv, input.sessionId, chainId), header);
-    const rewind = findRewind(turns, digests);
-    if (rewind) {
-      const kept = turns.slice(0, rewind.keep);
-      const base = {
-        turnCount: rewind.keep,
-        lastRid: kept.at(-1)?.rid ?? null,
-        createdAt: header.createdAt,
-      };
-      if (rewind.keep === 0) {
-        input.verifyHistory();
-        return routed("rewind", { requestDigest, base, ...whole(deps, input) });
+  const entries = await listChainEntries(kv, input.sessionId);
+  const headers = entries.map((entry) => entry.value);
+  if (!input.agent.id) {
+    // Side chains and sub-agents of clients that send no agent id are found by their history.
+    for (const entry of entries) {
+      const header = entry.value;
+      if (header.id === session.mainChain || header.wipedAt !== null || header.turnCount === 0) {
+        continue;
       }
-      const history = await readTurnsPrompt(deps, input.sessionId, chainId, kept);
-      return routed("rewind", { requestDigest, base, ...delta(deps, input, history, rewind.from) });
+      if (header.role === "main" || (header.role === "subagent" && header.agentId !== null)) {
+        continue;
+      }
+      const routed = await onChain(entry);
+      if (routed) return routed;
     }
   }
 
+  // A new chain.
   input.verifyHistory();
-  if (!header) return routed("start", { requestDigest, ...whole(deps, input) });
-  const newId = `c${session.value.chains.length}`;
-  return routed("diverge", {
-    requestDigest,
-    chainId: newId,
-    chain: { key: keys.chain(input.sessionId, newId), value: null, versionstamp: null },
-    retire: chain as Deno.KvEntry<ChainHeader>,
-    base: { turnCount: 0, lastRid: null, createdAt: null },
-    ...whole(deps, input),
-  });
-}
+  const main = headers.find((header) => header.id === session.mainChain) ?? null;
+  const claimed = new Set(headers.flatMap((header) => header.dispatch ? [header.dispatch] : []));
+  let plan: NewChain;
+  if (input.agent.id) {
+    const replaced = agentChainId
+      ? headers.find((header) => header.id === agentChainId)
+      : undefined;
+    if (replaced) {
+      plan = {
+        kind: "subagent",
+        role: "subagent",
+        parent: replaced.parent,
+        dispatch: replaced.dispatch,
+        replaces: replaced,
+      };
+    } else {
+      const parentId = (input.agent.parentId && session.agents[input.agent.parentId]) ||
+        (main ? main.id : null);
+      const parent = headers.find((header) => header.id === parentId) ?? null;
+      const dispatch = parent ? await findDispatch(deps, input, parent, claimed) : null;
+      plan = { kind: "subagent", role: "subagent", parent: parentId, dispatch, replaces: null };
+    }
+  } else if (!main || main.turnCount === 0) {
+    plan = { kind: "start", role: "main", parent: null, dispatch: null, replaces: null };
+  } else {
+    const dispatch = digests[0] !== main.startDigest
+      ? await findDispatch(deps, input, main, claimed)
+      : null;
+    if (dispatch) {
+      plan = { kind: "subagent", role: "subagent", parent: main.id, dispatch, replaces: null };
+    } else if (
+      input.model !== main.model || (input.toolNames.length === 0 && main.tools.length > 0)
+    ) {
+      plan = { kind: "side", role: "side", parent: main.id, dispatch: null, replaces: null };
+    } else {
+      plan = { kind: "wipe", role: "main", parent: main.id, dispatch: null, replaces: main };
+    }
+  }
 
-/** The prompt of a chain's first turn: the whole conversation rendered. */
-function whole<Reply>(deps: RouteDeps, input: TurnInput<Reply>) {
-  const rendered = renderPrompt(deps.tokenizer, input.prompt());
+  const now = Date.now();
+  const id = plan.role === "main" && !session.chains.includes(session.mainChain) && !plan.replaces
+    ? session.mainChain
+    : newChainId(session);
+  const header: ChainHeader = {
+    sessionId: input.sessionId,
+    id,
+    role: plan.role,
+    wipedAt: null,
+    parent: plan.parent,
+    dispatch: plan.dispatch,
+    agentId: input.agent.id,
+    model: input.model,
+    tools: input.toolNames,
+    startDigest: digests[0],
+    turnCount: 0,
+    tokenCount: 0,
+    messageCount: 0,
+    digest: "",
+    lastRid: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+  const base = { turnCount: 0, lastRid: null };
+  const planned = whole(
+    deps,
+    input,
+    plan.kind,
+    { key: keys.chain(input.sessionId, id), value: null, versionstamp: null },
+    requestDigest,
+    base,
+  );
+  // A prompt that cannot be served registers nothing (and wipes no conversation).
+  if (!register) return planned;
+  fits(planned, contextLength);
+  const replaced = plan.replaces
+    ? entries.find((entry) => entry.value.id === plan.replaces!.id) ?? null
+    : null;
+  const versionstamp = await registerChain(kv, {
+    session: sessionEntry,
+    next: {
+      ...session,
+      chains: [...session.chains, id],
+      mainChain: plan.role === "main" ? id : session.mainChain,
+      agents: input.agent.id ? { ...session.agents, [input.agent.id]: id } : session.agents,
+    },
+    header,
+    retire: replaced?.value
+      ? { entry: replaced, next: { ...replaced.value, wipedAt: now, updatedAt: now } }
+      : undefined,
+  });
+  if (versionstamp === null) return null;
   return {
-    prompt: PromptIds.from(rendered.tokens),
-    delta: rendered.tokens,
-    startsInReasoning: opensReasoning(rendered.text),
+    ...planned,
+    chain: { key: keys.chain(input.sessionId, id), value: header, versionstamp },
   };
 }
 
-/** The prompt of a later turn: the chain's tokens plus the messages from `from` rendered. */
-function delta<Reply>(deps: RouteDeps, input: TurnInput<Reply>, history: PromptIds, from: number) {
-  const rendered = renderDelta(deps.tokenizer, input.lower(from), input.enableThinking);
+/** What a new chain will be. */
+interface NewChain {
+  readonly kind: RouteKind;
+  readonly role: ChainRole;
+  readonly parent: string | null;
+  readonly dispatch: string | null;
+  /** The chain of the same agent this one replaces, marked wiped. */
+  readonly replaces: ChainHeader | null;
+}
+
+/** The first free chain id (`c0`, `c1`…), keeping the main chain's reserved id. */
+function newChainId(session: SessionRecord): string {
+  for (let n = session.chains.length;; n++) {
+    const id = `c${n}`;
+    if (!session.chains.includes(id) && id !== session.mainChain) return id;
+  }
+}
+
+/** A chain's first turn: the whole conversation rendered. */
+function whole<Reply>(
+  deps: RouteDeps,
+  input: TurnInput<Reply>,
+  kind: RouteKind,
+  chain: Deno.KvEntryMaybe<ChainHeader>,
+  requestDigest: string,
+  base: ChainBase,
+): RoutedTurn {
+  const rendered = renderPrompt(deps.tokenizer, input.prompt());
   return {
-    prompt: history.concat(rendered.tokens),
+    kind,
+    chainId: chain.key.at(-1) as string,
+    chain,
+    base,
+    requestDigest,
+    bodyDigest: extendDigest(requestDigest, input.settingsIdentity),
+    replay: null,
+    prompt: PromptIds.from(rendered.tokens),
     delta: rendered.tokens,
     startsInReasoning: opensReasoning(rendered.text),
+    tools: input.toolNames,
+  };
+}
+
+/** A later turn: the chain's kept tokens plus the messages from `from` rendered. */
+function extend<Reply>(
+  deps: RouteDeps,
+  input: TurnInput<Reply>,
+  kind: RouteKind,
+  chain: Deno.KvEntry<ChainHeader>,
+  requestDigest: string,
+  at: { history: PromptIds; from: number; base: ChainBase },
+): RoutedTurn {
+  const shown = chain.value.tools;
+  const rendered = renderDelta(deps.tokenizer, input.lower(at.from, shown), input.enableThinking);
+  return {
+    kind,
+    chainId: chain.value.id,
+    chain,
+    base: at.base,
+    requestDigest,
+    bodyDigest: extendDigest(requestDigest, input.settingsIdentity),
+    replay: null,
+    prompt: at.history.concat(rendered.tokens),
+    delta: rendered.tokens,
+    startsInReasoning: opensReasoning(rendered.text),
+    tools: [...new Set([...shown, ...input.toolNames])],
   };
 }
 
@@ -207,6 +430,45 @@ function extendsConversation<Reply>(
   if (input.startIdentity !== known.start || ids.length <= known.messages.length) return false;
   for (let i = 0; i < known.messages.length; i++) if (ids[i] !== known.messages[i]) return false;
   return true;
+}
+
+/**
+ * The Agent/Task call on `parent` that dispatched the sub-agent making this request: the latest
+ * one, not claimed by another chain, whose `prompt` is in the request's first user message.
+ */
+async function findDispatch<Reply>(
+  deps: RouteDeps,
+  input: TurnInput<Reply>,
+  parent: ChainHeader,
+  claimed: ReadonlySet<string>,
+): Promise<string | null> {
+  const task = input.firstUserText();
+  if (!task || parent.turnCount === 0) return null;
+  const turns = liveTurns(await readAllTurns(deps.kv, parent.sessionId, parent.id), parent);
+  for (const turn of turns.slice(-DISPATCH_LOOKBACK_TURNS).reverse()) {
+    if (turn.toolCalls === 0) continue;
+    const tokens = await readTurnTokens(deps.kv, parent.sessionId, parent.id, turn);
+    const end = { reason: turn.finishReason, stopSequence: turn.stopSequence };
+    const { blocks } = parseTurnOutput(
+      deps.tokenizer,
+      Array.from(tokens.output),
+      end,
+      turn.startsInReasoning,
+      turn.toolNames,
+    );
+    const calls = blocks.filter((block) => block.type === "tool_call");
+    for (let i = calls.length - 1; i >= 0; i--) {
+      const call = calls[i];
+      const prompt = call.type === "tool_call" ? call.input.prompt : undefined;
+      if (call.type !== "tool_call" || !DISPATCH_TOOLS.has(call.name)) continue;
+      if (typeof prompt !== "string" || prompt.trim() === "" || !task.includes(prompt.trim())) {
+        continue;
+      }
+      const id = input.toolUseId(turn.rid, i);
+      if (!claimed.has(id)) return id;
+    }
+  }
+  return null;
 }
 
 /** The live turn that answered this body before, in any chain of the session. */
@@ -224,17 +486,20 @@ async function findReplay(
   return record?.rid === entry.rid ? { chainId: entry.chainId, record } : null;
 }
 
+/** The chain's tokens from this process's cache, when it holds this version. */
+function cacheHit(deps: RouteDeps, chain: Deno.KvEntry<ChainHeader>): PromptIds | null {
+  return deps.cache.get(cacheKey(chain.value), chain.versionstamp)?.prompt ?? null;
+}
+
 /** The chain's tokens, read from KV once (when this process has not cached this version). */
 async function readChainPrompt(
   deps: RouteDeps,
   chain: Deno.KvEntry<ChainHeader>,
 ): Promise<PromptIds> {
-  const turns = liveTurns(
-    await readAllTurns(deps.kv, chain.value.sessionId, chain.value.id),
-    chain.value,
-  );
-  const prompt = await readTurnsPrompt(deps, chain.value.sessionId, chain.value.id, turns);
-  deps.cache.put(cacheKey(chain.value), chain.versionstamp, { prompt, conversation: null });
+  const header = chain.value;
+  const turns = liveTurns(await readAllTurns(deps.kv, header.sessionId, header.id), header);
+  const prompt = await readTurnsPrompt(deps, header.sessionId, header.id, turns);
+  deps.cache.put(cacheKey(header), chain.versionstamp, { prompt, conversation: null });
   return prompt;
 }
 

@@ -1,8 +1,9 @@
 /**
- * One turn of a session, protocol-neutral: take the session's lease, route the request to its
- * chain and build the prompt from the chain's recorded tokens plus the delta of the new messages
- * (T2, T3), generate, parse the sampled tokens (T6), and record the turn in one atomic commit
- * (T1, T5) before answering. A retried request is answered from its recorded turn.
+ * One turn of a session, protocol-neutral: route the request to its chain under the session's
+ * lease, take the chain's lease, build the prompt from the chain's recorded tokens plus the delta
+ * of the new messages (T2, T3), generate, parse the sampled tokens (T6), and record the turn in
+ * one atomic commit (T1, T5) before answering. A retried request is answered from its recorded
+ * turn. Chains of one session (sub-agents) generate in parallel.
  *
  * A turn runs in two steps so a streaming caller can answer errors with an HTTP status until
  * generation starts: {@linkcode prepareTurn} does everything that can reject the request, and
@@ -19,13 +20,16 @@ import {
   type ChainHeader,
   commitTurn,
   encodeTurnTokens,
+  getChain,
   type HeldLease,
   keys,
   type LeaseOptions,
   readTurnTokens,
+  tryLease,
   type TurnRecord,
 } from "../kv/mod.ts";
-import { type ChatTokenizer, parseOutput, renderPrompt } from "../template/mod.ts";
+import { renderPrompt } from "../template/mod.ts";
+import { parseTurnOutput } from "./output.ts";
 import { cacheKey, type RouteDeps, type RoutedTurn, routeTurn } from "./route.ts";
 import type { TurnInput } from "./turn_input.ts";
 
@@ -34,18 +38,10 @@ export interface TurnDeps extends RouteDeps {
   readonly engine: Engine;
   readonly contextLength: number;
   readonly roundtripPolicy: RoundtripPolicy;
-  /** How long a session lease lasts and how long a request waits for one. */
+  /** How long a lease lasts and how long a request waits for a busy session or chain. */
   readonly lease: Pick<LeaseOptions, "ttlMs" | "waitMs">;
   /** This process, as it names itself in the leases it holds. */
   readonly holder: string;
-}
-
-/** The prompt does not fit the context window (HTTP 400 in Anthropic's wording). */
-export class ContextOverflowError extends Error {
-  constructor(readonly promptTokens: number, readonly contextLength: number) {
-    super(`prompt is too long: ${promptTokens} tokens > ${contextLength - 1} maximum`);
-    this.name = "ContextOverflowError";
-  }
 }
 
 /** The chain or the lease changed while this turn generated; nothing was recorded (HTTP 409). */
@@ -58,7 +54,7 @@ export class ChainConflictError extends Error {
   }
 }
 
-/** A turn ready to generate (or to replay), holding the session's lease until completed. */
+/** A turn ready to generate (or to replay), holding its chain's lease until completed. */
 export interface PreparedTurn<Reply> {
   readonly input: TurnInput<Reply>;
   readonly route: RoutedTurn;
@@ -67,8 +63,8 @@ export interface PreparedTurn<Reply> {
   /** Tokens in the prompt (for a replay, in the recorded turn's prompt). */
   readonly promptTokens: number;
   readonly sampling: SamplingParams;
-  /** @internal */
-  readonly lease: HeldLease;
+  /** @internal The chain's lease; `null` for a replay, which needs none. */
+  readonly lease: HeldLease | null;
   /** @internal */
   readonly started: number;
   /** @internal */
@@ -76,11 +72,13 @@ export interface PreparedTurn<Reply> {
 }
 
 /**
- * Takes the session's lease, routes the request and builds its prompt. Throws before anything
- * is generated or written, having released the lease; stops waiting for the lease when `signal`
- * aborts.
+ * Routes the request under the session's lease (registering a new chain if it starts one) and
+ * takes its chain's lease, so turns of one chain run one at a time while other chains of the
+ * session generate in parallel. A request whose chain is busy waits for it and is routed again
+ * (it may have become a replay). Throws before anything is generated, holding no lease; stops
+ * waiting when `signal` aborts.
  *
- * @throws {LeaseTimeoutError} when another request holds the session too long;
+ * @throws {LeaseTimeoutError} when the session or the chain stays busy past the wait;
  * {SessionNotFoundError}, {SessionClosedError}, {ContextOverflowError}, and the adapter's own
  * errors from `lower` and `verifyHistory`.
  */
@@ -90,49 +88,87 @@ export async function prepareTurn<Reply>(
   signal?: AbortSignal,
 ): Promise<PreparedTurn<Reply>> {
   const started = performance.now();
-  const lease = await acquireLease(
-    deps.kv,
-    keys.lease(input.sessionId),
-    `${deps.holder}/${crypto.randomUUID()}`,
-    { ...deps.lease, signal },
-  );
-  try {
-    const route = await routeTurn(deps, input);
-    const promptTokens = route.replay ? route.replay.record.inputLen : route.prompt.length;
-    if (!route.replay && promptTokens >= deps.contextLength) {
-      throw new ContextOverflowError(promptTokens, deps.contextLength);
+  const deadline = Date.now() + deps.lease.waitMs;
+  const holder = `${deps.holder}/${crypto.randomUUID()}`;
+  const wait = () => ({ ...deps.lease, waitMs: Math.max(0, deadline - Date.now()), signal });
+  let waited: { chainId: string; lease: HeldLease } | null = null;
+  for (;;) {
+    const sessionLease = await acquireLease(deps.kv, keys.lease(input.sessionId), holder, wait());
+    let route: RoutedTurn;
+    let chainLease: HeldLease | null = null;
+    try {
+      route = await routeTurn(deps, input, { register: true, contextLength: deps.contextLength });
+      if (waited && (route.replay || waited.chainId !== route.chainId)) {
+        await waited.lease.release();
+        waited = null;
+      }
+      if (!route.replay) {
+        chainLease = waited?.lease ?? await takeChain(deps, route, holder);
+        waited = null;
+      }
+    } catch (error) {
+      await waited?.lease.release();
+      throw error;
+    } finally {
+      await sessionLease.release();
     }
-    return {
-      input,
-      route,
-      rid: route.replay?.record.rid ?? newRid(),
-      promptTokens,
-      sampling: samplingParams(input.sampling, {
-        promptLength: promptTokens,
-        contextLength: deps.contextLength,
-        eosId: deps.tokenizer.eosId,
-      }),
-      lease,
-      started,
-      renderMs: performance.now() - started,
+    if (route.replay || chainLease) {
+      const promptTokens = route.replay ? route.replay.record.inputLen : route.prompt.length;
+      return {
+        input,
+        route,
+        rid: route.replay?.record.rid ?? newRid(),
+        promptTokens,
+        sampling: samplingParams(input.sampling, {
+          promptLength: promptTokens,
+          contextLength: deps.contextLength,
+          eosId: deps.tokenizer.eosId,
+        }),
+        lease: chainLease,
+        started,
+        renderMs: performance.now() - started,
+      };
+    }
+    // The chain is busy: wait for it outside the session's lease, then route again.
+    const chainKey = keys.chainLease(input.sessionId, route.chainId);
+    waited = {
+      chainId: route.chainId,
+      lease: await acquireLease(deps.kv, chainKey, holder, wait()),
     };
-  } catch (error) {
-    await lease.release();
-    throw error;
   }
+}
+
+/** The chain's lease if it is free and the chain has not moved since it was routed. */
+async function takeChain(
+  deps: TurnDeps,
+  route: RoutedTurn,
+  holder: string,
+): Promise<HeldLease | null> {
+  const sessionId = route.chain.key[1] as string;
+  const attempt = await tryLease(
+    deps.kv,
+    keys.chainLease(sessionId, route.chainId),
+    holder,
+    deps.lease,
+  );
+  if (!("lease" in attempt)) return null;
+  const now = await getChain(deps.kv, sessionId, route.chainId);
+  if (now.versionstamp === route.chain.versionstamp) return attempt.lease;
+  await attempt.lease.release();
+  return null;
 }
 
 /** Releases a prepared turn that will not be completed. */
 export async function releaseTurn<Reply>(prepared: PreparedTurn<Reply>): Promise<void> {
-  await prepared.lease.release();
+  await prepared.lease?.release();
 }
 
 /**
  * Generates the turn and records it, then returns the reply; a replay returns the recorded
- * reply. When `signal` aborts, the engine request is aborted and nothing is recorded. The lease
- * is released in every case.
+ * reply. When `signal` aborts, the engine request is aborted and nothing is recorded. The chain's
+ * lease is released in every case.
  *
- * @throws {ChainConflictError} when the chain or the lease moved on during generation, and the
+ * @throws {ChainConflictError} when the chain or its lease moved on during generation, and the
  * engine's errors.
  */
 export async function completeTurn<Reply>(
@@ -145,7 +181,7 @@ export async function completeTurn<Reply>(
     if (replay) return await recordedReply(deps, prepared.input, replay);
     return await generateAndRecord(deps, prepared, signal);
   } finally {
-    await prepared.lease.release();
+    await prepared.lease?.release();
   }
 }
 
@@ -226,39 +262,27 @@ async function generateAndRecord<Reply>(
     },
   };
   const header: ChainHeader = {
-    sessionId: input.sessionId,
-    id: route.chainId,
-    kind: "final",
+    ...route.chain.value!,
+    tools: route.tools,
     turnCount: turn.index + 1,
     tokenCount: prepared.promptTokens + output.length + closing.length,
     messageCount,
     digest,
     lastRid: turn.rid,
-    createdAt: route.base.createdAt ?? now,
     updatedAt: now,
   };
-  const session = route.session.value;
-  const newChain = route.chain.value === null;
   signal?.throwIfAborted();
-  await prepared.lease.pause();
+  const lease = prepared.lease!;
+  await lease.pause();
   const versionstamp = await commitTurn(deps.kv, {
     chain: route.chain,
     header,
     turn,
     chunks,
-    lease: prepared.lease.entry,
-    session: newChain
-      ? {
-        entry: route.session,
-        next: { ...session, chains: [...session.chains, route.chainId], mainChain: route.chainId },
-      }
-      : undefined,
-    retire: route.retire?.value
-      ? { entry: route.retire, next: { ...route.retire.value, kind: "wipe", updatedAt: now } }
-      : undefined,
+    lease: lease.entry,
   });
   if (versionstamp === null) throw new ChainConflictError(input.sessionId, route.chainId);
-  prepared.lease.released(); // the commit deleted it
+  lease.released(); // the commit deleted it
   deps.cache.put(cacheKey(header), versionstamp, {
     prompt: route.prompt.concat([...output, ...closing]),
     conversation: { start: input.startIdentity, messages: [...input.messageIdentities, identity] },
@@ -292,23 +316,6 @@ async function recordedReply<Reply>(
   }).reply;
 }
 
-/** Parses what the agent reads: the output without its end-of-turn token or stop string. */
-function parseTurnOutput(
-  tokenizer: ChatTokenizer,
-  output: readonly number[],
-  end: TurnEnd,
-  startsInReasoning: boolean,
-  toolNames: readonly string[],
-) {
-  const sampled = output.at(-1) === tokenizer.eosId ? output.slice(0, -1) : output;
-  let text = tokenizer.decode(sampled);
-  if (end.stopSequence !== null) {
-    const at = text.lastIndexOf(end.stopSequence);
-    if (at >= 0) text = text.slice(0, at);
-  }
-  return parseOutput(text, { startsInReasoning, toolNames: new Set(toolNames) });
-}
-
 /**
  * Tokens of the prompt this request would send the engine, as `usage.input_tokens` would report
  * them: the chain's tokens plus the delta when the request extends the session's chain, else the
@@ -323,6 +330,6 @@ export async function countPromptTokens<Reply>(
     input.verifyHistory();
     return renderPrompt(deps.tokenizer, input.prompt()).tokens.length;
   }
-  const route = await routeTurn(deps, input);
+  const route = await routeTurn(deps, input, { register: false });
   return route.replay ? route.replay.record.inputLen : route.prompt.length;
 }

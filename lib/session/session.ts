@@ -65,14 +65,27 @@ export interface OpenedSession {
  */
 export async function openSession(
   kv: Deno.Kv,
-  options: { id?: string; metadata?: Record<string, unknown>; now?: number } = {},
+  options: {
+    id?: string;
+    metadata?: Record<string, unknown>;
+    /** How this session's reward is shared among its segments (else the gateway's default). */
+    allocation?: SessionRecord["allocation"];
+    now?: number;
+  } = {},
 ): Promise<OpenedSession> {
   const id = options.id ?? `sess_${randomHex(12)}`;
   if (!SESSION_ID.test(id)) {
     throw new RangeError(`Invalid session id "${id}": use letters, digits, _ and -`);
   }
   const token = `${id}.${randomHex(24)}`;
-  const session = newSessionRecord(id, token, options.metadata ?? {}, false, options.now);
+  const session = newSessionRecord(
+    id,
+    token,
+    options.metadata ?? {},
+    false,
+    options.now,
+    options.allocation ?? null,
+  );
   if (!(await createSession(kv, session))) throw new SessionExistsError(id);
   return { session, token };
 }
@@ -150,6 +163,7 @@ function newSessionRecord(
   metadata: Record<string, unknown>,
   dev: boolean,
   now = Date.now(),
+  allocation: SessionRecord["allocation"] = null,
 ): SessionRecord {
   return {
     id,
@@ -160,8 +174,10 @@ function newSessionRecord(
     expiresAt: null,
     metadata,
     reward: null,
+    allocation,
     chains: [],
     mainChain: "c0",
+    agents: {},
     dev,
   };
 }

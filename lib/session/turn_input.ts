@@ -12,16 +12,25 @@ import type { OutputBlock } from "../template/mod.ts";
 /** A request as the protocol adapter presents it to the session. */
 export interface TurnInput<Reply> {
   readonly sessionId: string;
-  /** Identity of the conversation's start (system prompt and tools). */
+  /** The client's agent ids (`x-claude-code-agent-id`, `…-parent-agent-id`), when it sent them. */
+  readonly agent: { readonly id: string | null; readonly parentId: string | null };
+  /** Identity of the conversation's start (the system prompt). */
   readonly startIdentity: string;
   /** Identity of each message of the request. */
   readonly messageIdentities: readonly string[];
-  /** Identity of everything else in the request (model, sampling, thinking…), but `stream`. */
+  /** Identity of everything else in the request (model, tools, sampling…), but `stream`. */
   readonly settingsIdentity: string;
   /** The whole conversation as the template renders it, for a chain's first turn. */
   prompt(): ChatPrompt;
-  /** Messages `from..` lowered, for a delta. */
-  lower(from: number): ChatMessage[];
+  /**
+   * Messages `from..` lowered, for a delta, followed by a note defining the request's tools the
+   * chain has not shown the model yet (`shown` names those it has).
+   */
+  lower(from: number, shown: readonly string[]): ChatMessage[];
+  /** The text of the request's first user message, where a sub-agent's task would be. */
+  firstUserText(): string;
+  /** The id the client was given for tool call `index` of the turn `rid`. */
+  toolUseId(rid: string, index: number): string;
   /** Checks history the gateway did not record itself, before it starts a chain. */
   verifyHistory(): void;
   readonly enableThinking?: boolean;

@@ -79,7 +79,7 @@ Deno.test("anthropicTurnInput() presents identities, prompt and sampling of the 
   }];
   assert.equal(input.sessionId, "sess_1");
   assert.equal(input.model, "qwen3-test");
-  assert.equal(input.startIdentity, startIdentity("Be careful.", tools as never));
+  assert.equal(input.startIdentity, startIdentity("Be careful."));
   assert.deepEqual(input.messageIdentities, CONVERSATION.map((m) => messageIdentity(m)));
   assert.deepEqual(input.toolNames, ["Bash"]);
   assert.equal(input.enableThinking, false);
@@ -108,7 +108,7 @@ Deno.test("anthropicTurnInput() presents identities, prompt and sampling of the 
     },
     { role: "tool", tool_call_id: "toolu_1", content: "a.txt" },
   ]);
-  assert.deepEqual(input.lower(2), prompt.messages.slice(3));
+  assert.deepEqual(input.lower(2, ["Bash"]), prompt.messages.slice(3));
 });
 
 Deno.test("anthropicTurnInput() leaves the system message out when there is no system text", () => {
@@ -131,7 +131,7 @@ Deno.test("anthropicTurnInput() numbers errors of lower() from the request's fir
   ];
   const input = anthropicTurnInput(request(messages), CONTEXT);
   assert.throws(
-    () => input.lower(2),
+    () => input.lower(2, []),
     new InvalidRequestError(
       "messages.2.content.0: image blocks are not supported: the served model reads text only",
     ),

@@ -46,6 +46,11 @@ Deno.test("resolveConfig() fills every setting with its default on an empty envi
     leaseTtlMs: 15_000,
     lockWaitMs: 30_000,
     sessionRetentionMs: 7 * 86_400_000,
+    rewardAllocation: "uniform",
+    trainSideSegments: false,
+    maxSegments: 64,
+    maxSegmentTokens: 0,
+    overlongSegments: "mask",
   });
 });
 
@@ -74,6 +79,11 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     LEASE_TTL_MS: "1000",
     LOCK_WAIT_MS: "0",
     SESSION_RETENTION_MS: "60000",
+    REWARD_ALLOCATION: "final_only",
+    TRAIN_SIDE_SEGMENTS: "1",
+    MAX_SEGMENTS: "8",
+    MAX_SEGMENT_TOKENS: "32768",
+    OVERLONG_SEGMENTS: "drop",
   });
   assert.deepEqual({ ...config }, {
     port: 9000,
@@ -99,6 +109,11 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     leaseTtlMs: 1000,
     lockWaitMs: 0,
     sessionRetentionMs: 60_000,
+    rewardAllocation: "final_only",
+    trainSideSegments: true,
+    maxSegments: 8,
+    maxSegmentTokens: 32_768,
+    overlongSegments: "drop",
   });
 });
 
@@ -117,16 +132,21 @@ Deno.test("resolveConfig() lists every variable it reads in CONFIG_VARIABLES", (
     "LEASE_TTL_MS",
     "LOCK_WAIT_MS",
     "MAX_BODY_BYTES",
+    "MAX_SEGMENTS",
+    "MAX_SEGMENT_TOKENS",
     "MODEL_ID",
+    "OVERLONG_SEGMENTS",
     "PING_INTERVAL_MS",
     "PORT",
     "RETRY_AFTER_MS",
+    "REWARD_ALLOCATION",
     "ROUNDTRIP_POLICY",
     "SCRIPTED_LATENCY_MS",
     "SESSION_RETENTION_MS",
     "SGLANG_URL",
     "SIGNING_SECRET",
     "TOKENIZER_PATH",
+    "TRAIN_SIDE_SEGMENTS",
   ]);
 });
 
@@ -156,6 +176,11 @@ Deno.test("resolveConfig() throws a ConfigError naming the variable for each bad
     ["LEASE_TTL_MS", "99"],
     ["LOCK_WAIT_MS", "-1"],
     ["SESSION_RETENTION_MS", "999"],
+    ["REWARD_ALLOCATION", "even"],
+    ["TRAIN_SIDE_SEGMENTS", "sometimes"],
+    ["MAX_SEGMENTS", "0"],
+    ["MAX_SEGMENT_TOKENS", "-1"],
+    ["OVERLONG_SEGMENTS", "truncate"],
   ];
   for (const [variable, value] of bad) assertRefused(variable, value);
 });

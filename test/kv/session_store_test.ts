@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { keys } from "../../lib/kv/keys.ts";
-import type { ChainHeader, SessionRecord, TurnRecord } from "../../lib/kv/records.ts";
+import {
+  type ChainHeader,
+  segmentKind,
+  type SessionRecord,
+  type TurnRecord,
+} from "../../lib/kv/records.ts";
 import {
   commitTurn,
   createSession,
@@ -10,6 +15,7 @@ import {
   readAllTurns,
   readLiveTurns,
   readTurnTokens,
+  registerChain,
   type TurnCommit,
 } from "../../lib/kv/session_store.ts";
 import { chunkStamps, header, readBack, session, SID, tokensOf, turnCommit } from "./_store.ts";
@@ -110,7 +116,7 @@ Deno.test("commitTurn() returns null for a new chain whose header already exists
   }
 });
 
-Deno.test("commitTurn() commits the session and retired chain updates with the turn", async () => {
+Deno.test("registerChain() records the session, the empty header and the retired chain at once", async () => {
   const kv = await Deno.openKv(":memory:");
   try {
     await createSession(kv, session());
@@ -118,22 +124,21 @@ Deno.test("commitTurn() commits the session and retired chain updates with the t
     const sessionEntry = await getSession(kv, SID) as Deno.KvEntry<SessionRecord>;
     const oldMain = await getChain(kv, SID, "c0") as Deno.KvEntry<ChainHeader>;
     const nextSession = session({ chains: ["c0", "c1"], mainChain: "c1" });
-    const retired: ChainHeader = { ...oldMain.value, kind: "wipe" };
-    const turn: TurnCommit = {
-      ...turnCommit(await getChain(kv, SID, "c1"), "c1", 0, tokensOf(7, 3)),
-      session: { entry: sessionEntry, next: nextSession },
+    const retired: ChainHeader = { ...oldMain.value, wipedAt: 5 };
+    const fresh: ChainHeader = { ...header("c1", 0, 0), parent: "c0" };
+    const stamp = await registerChain(kv, {
+      session: sessionEntry,
+      next: nextSession,
+      header: fresh,
       retire: { entry: oldMain, next: retired },
-    };
-    const stamp = await commitTurn(kv, turn);
+    });
     assert.notEqual(stamp, null);
-    const storedSession = await getSession(kv, SID);
-    assert.deepEqual(storedSession.value, nextSession);
-    assert.equal(storedSession.versionstamp, stamp);
-    const storedOld = await getChain(kv, SID, "c0");
-    assert.deepEqual(storedOld.value, retired);
-    assert.equal(storedOld.versionstamp, stamp);
-    assert.equal((await getChain(kv, SID, "c1")).versionstamp, stamp);
-    assert.deepEqual((await listChains(kv, SID)).map((c) => [c.id, c.kind]), [
+    assert.deepEqual((await getSession(kv, SID)).value, nextSession);
+    assert.deepEqual((await getChain(kv, SID, "c0")).value, retired);
+    const registered = await getChain(kv, SID, "c1");
+    assert.deepEqual(registered.value, fresh);
+    assert.equal(registered.versionstamp, stamp);
+    assert.deepEqual((await listChains(kv, SID)).map((c) => [c.id, segmentKind(c)]), [
       ["c0", "wipe"],
       ["c1", "final"],
     ]);
@@ -142,38 +147,44 @@ Deno.test("commitTurn() commits the session and retired chain updates with the t
   }
 });
 
-Deno.test("commitTurn() returns null and writes nothing visible when the session changed", async () => {
+Deno.test("registerChain() writes nothing when the session changed", async () => {
   const kv = await Deno.openKv(":memory:");
   try {
     await createSession(kv, session());
     const stale = await getSession(kv, SID) as Deno.KvEntry<SessionRecord>;
     await kv.set(keys.session(SID), session({ status: "closed" }));
-    const turn: TurnCommit = {
-      ...turnCommit(await getChain(kv, SID, "c1"), "c1", 0, tokensOf(7, 3)),
-      session: { entry: stale, next: session({ mainChain: "c1", chains: ["c0", "c1"] }) },
-    };
-    assert.equal(await commitTurn(kv, turn), null);
+    const result = await registerChain(kv, {
+      session: stale,
+      next: session({ mainChain: "c1", chains: ["c0", "c1"] }),
+      header: header("c1", 0, 0),
+    });
+    assert.equal(result, null);
     assert.equal((await getChain(kv, SID, "c1")).value, null);
-    assert.deepEqual(await readAllTurns(kv, SID, "c1"), []);
     assert.equal((await getSession(kv, SID)).value?.status, "closed");
   } finally {
     kv.close();
   }
 });
 
-Deno.test("commitTurn() returns null when the chain to retire changed", async () => {
+Deno.test("registerChain() writes nothing when the chain to retire changed, or the id is taken", async () => {
   const kv = await Deno.openKv(":memory:");
   try {
+    await createSession(kv, session());
     await commitTurn(kv, turnCommit(await getChain(kv, SID, "c0"), "c0", 0, tokensOf(4, 2)));
     const oldMain = await getChain(kv, SID, "c0") as Deno.KvEntry<ChainHeader>;
     await commitTurn(kv, turnCommit(oldMain, "c0", 1, tokensOf(1, 1)));
-    const turn: TurnCommit = {
-      ...turnCommit(await getChain(kv, SID, "c1"), "c1", 0, tokensOf(7, 3)),
-      retire: { entry: oldMain, next: { ...oldMain.value, kind: "wipe" } },
-    };
-    assert.equal(await commitTurn(kv, turn), null);
-    assert.equal((await getChain(kv, SID, "c0")).value?.kind, "final");
+    const entry = await getSession(kv, SID) as Deno.KvEntry<SessionRecord>;
+    const register = (id: string, retire?: Deno.KvEntry<ChainHeader>) =>
+      registerChain(kv, {
+        session: entry,
+        next: session({ mainChain: id, chains: ["c0", id] }),
+        header: header(id, 0, 0),
+        retire: retire ? { entry: retire, next: { ...retire.value, wipedAt: 9 } } : undefined,
+      });
+    assert.equal(await register("c1", oldMain), null);
+    assert.equal((await getChain(kv, SID, "c0")).value?.wipedAt, null);
     assert.equal((await getChain(kv, SID, "c1")).value, null);
+    assert.equal(await register("c0"), null, "an existing header is never overwritten");
   } finally {
     kv.close();
   }

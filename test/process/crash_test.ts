@@ -89,9 +89,9 @@ Deno.test("a gateway killed mid-turn loses no committed turn, leaves no half tur
     await until(() => engine.calls.length === 3, "the engine received the third turn's call");
     const killedCall = engine.calls[2];
     kv = await Deno.openKv(kvPath);
-    const held = (await kv.get<Lease>(keys.lease(id))).value;
+    const held = (await kv.get<Lease>(keys.chainLease(id, "c0"))).value;
     const readAt = Date.now();
-    assert.ok(held, "A holds the session's lease while the turn generates");
+    assert.ok(held, "A holds the chain's lease while the turn generates");
     assert.ok(held.holder.startsWith(`${Deno.hostname()}:${a.pid}/`), held.holder);
     assert.ok(held.expiresAt > readAt, "the lease is live");
     assert.ok(held.expiresAt - readAt <= LEASE_TTL_MS, "and ends within LEASE_TTL_MS");
@@ -100,7 +100,7 @@ Deno.test("a gateway killed mid-turn loses no committed turn, leaves no half tur
     const killedAt = Date.now();
     assert.equal(status.signal, "SIGKILL");
     assert.ok(await third instanceof TypeError, `A's client saw its connection fail`);
-    const left = (await kv.get<Lease>(keys.lease(id))).value;
+    const left = (await kv.get<Lease>(keys.chainLease(id, "c0"))).value;
     assert.ok(left, "the dead holder's lease stays until it runs out");
     assert.equal(left.holder, held.holder);
     assert.ok(left.expiresAt <= killedAt + LEASE_TTL_MS, "it runs out within LEASE_TTL_MS");
@@ -120,7 +120,7 @@ Deno.test("a gateway killed mid-turn loses no committed turn, leaves no half tur
     const retryCall = engine.calls[3];
     assert.ok(retryCall.receivedAt >= left.expiresAt, "B generated only after the lease ran out");
     assert.deepEqual(retryCall.inputIds, killedCall.inputIds, "B rebuilt the same prompt from KV");
-    assert.equal((await kv.get(keys.lease(id))).value, null, "B released the lease");
+    assert.equal((await kv.get(keys.chainLease(id, "c0"))).value, null, "B released the lease");
 
     const c = await spawn();
     const after = await samples(c.url, id);

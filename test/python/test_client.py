@@ -175,8 +175,9 @@ class EpisodeTest(unittest.TestCase):
         self.assertEqual(slime["rollout_log_probs"], sample["logprobs"])
         self.assertEqual(slime["reward"], self.SCORE)
         self.assertEqual(slime["status"], "completed")
-        self.assertEqual(slime["metadata"]["session_id"], self.session.id)
-        self.assertEqual(slime["metadata"]["turns"], 3)
+        self.assertEqual(slime["metadata"]["rollout_id"], self.session.id)
+        self.assertEqual(slime["metadata"]["kind"], "final")
+        self.assertEqual(slime["metadata"]["stats"]["turns"], 3)
 
     def test_06_verl_samples(self):
         (verl,) = self.gw.samples(self.session.id, format="verl")
@@ -188,7 +189,7 @@ class EpisodeTest(unittest.TestCase):
         self.assertEqual(verl["reward_score"], self.SCORE)
         self.assertEqual(verl["num_turns"], 6)
         self.assertEqual(verl["metrics"]["tool_calls"], 1)
-        self.assertEqual(verl["extra_fields"]["finish_reason"], "end_of_turn")
+        self.assertEqual(verl["extra_fields"]["stats"]["finish_reason"], "end_of_turn")
 
     def test_07_jsonl_and_raw(self):
         (line,) = self.gw.samples(self.session.id, format="jsonl")
@@ -198,7 +199,8 @@ class EpisodeTest(unittest.TestCase):
         self.assertEqual(line["prompt_len"], len(sample["prompt_ids"]))
         self.assertEqual(line["response_len"], len(sample["response_ids"]))
         self.assertEqual(line["tool_turns"], 1)
-        self.assertEqual(line["reward"]["score"], self.SCORE)
+        self.assertEqual(line["reward"], self.SCORE)
+        self.assertEqual(line["reward_payload"]["score"], self.SCORE)
         self.assertIn("List the files, please.", line["raw_prompt"])
         raw = self.gw.samples(self.session.id, format="raw")
         self.assertIsInstance(raw, dict)

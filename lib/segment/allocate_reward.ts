@@ -1,0 +1,110 @@
+/**
+ * Which segments of a session are trained on, and the reward each carries (DESIGN §4): side
+ * segments only when asked; caps on the number of segments (the head and the final are kept)
+ * and on tokens per segment (dropped or masked); the session's score shared out by a policy.
+ * Everything left out is recorded with its reason.
+ *
+ * @module
+ */
+import type { SessionRecord } from "../kv/mod.ts";
+import type { Segment } from "./segments.ts";
+
+/** How a session's score is shared among its K trainable segments. */
+export type Allocation = "uniform" | "copy" | "final_only";
+
+/** The choices of an export. */
+export interface SegmentPolicy {
+  /** `uniform`: score / K each; `copy`: the score each; `final_only`: the score to the final. */
+  readonly allocation: Allocation;
+  /** Train on side segments (titles, summaries, a small model's requests) too. */
+  readonly includeSide: boolean;
+  /** Most segments kept; beyond it the first ones and the final are kept. */
+  readonly maxSegments: number;
+  /** Most tokens (prompt and response) in a segment; 0 for no cap. */
+  readonly maxSegmentTokens: number;
+  /** A segment over `maxSegmentTokens`: left out, or kept with its loss mask all 0. */
+  readonly overlong: "drop" | "mask";
+}
+
+/** A segment chosen for training, with its reward and what was done to it. */
+export interface TrainingSegment extends Segment {
+  /** Its share of the session's score; `null` before the trainer set one. */
+  readonly reward: number | null;
+  /** Why its loss mask was zeroed, if it was. */
+  readonly masked: string | null;
+}
+
+/** A segment left out, and why. */
+export interface DroppedSegment {
+  readonly chain_id: string;
+  readonly kind: string;
+  readonly reason: string;
+}
+
+/**
+ * Chooses the trainable segments and shares the reward.
+ *
+ * @example
+ * ```ts
+ * const { segments, dropped } = selectSegments(session, all, { allocation: "uniform", includeSide: false, maxSegments: 64, maxSegmentTokens: 0, overlong: "mask" });
+ * ```
+ */
+export function selectSegments(
+  session: SessionRecord,
+  all: readonly Segment[],
+  policy: SegmentPolicy,
+): { segments: TrainingSegment[]; dropped: DroppedSegment[] } {
+  const dropped: DroppedSegment[] = [];
+  const drop = (segment: Segment, reason: string) =>
+    dropped.push({ chain_id: segment.header.id, kind: segment.kind, reason });
+  let kept: { segment: Segment; masked: string | null }[] = [];
+  for (const segment of all) {
+    if (segment.kind === "side" && !policy.includeSide) {
+      drop(segment, "side segment: not trained unless include_side is set");
+      continue;
+    }
+    const tokens = segment.arrays.prompt_ids.length + segment.arrays.response_ids.length;
+    if (policy.maxSegmentTokens > 0 && tokens > policy.maxSegmentTokens) {
+      const reason = `${tokens} tokens > max_segment_tokens ${policy.maxSegmentTokens}`;
+      if (policy.overlong === "drop") {
+        drop(segment, reason);
+        continue;
+      }
+      kept.push({ segment, masked: reason });
+      continue;
+    }
+    kept.push({ segment, masked: null });
+  }
+  if (kept.length > policy.maxSegments) {
+    const finalAt = kept.findLastIndex(({ segment }) => segment.kind === "final");
+    const last = finalAt >= 0 ? finalAt : kept.length - 1;
+    const head = kept.filter((_, i) => i !== last).slice(0, Math.max(0, policy.maxSegments - 1));
+    const keep = new Set([...head, kept[last]]);
+    for (const item of kept) {
+      if (!keep.has(item)) drop(item.segment, `over max_segments ${policy.maxSegments}`);
+    }
+    kept = kept.filter((item) => keep.has(item));
+  }
+  const score = session.reward?.score ?? null;
+  const finalAt = kept.findLastIndex(({ segment }) => segment.kind === "final");
+  const segments = kept.map(({ segment, masked }, i): TrainingSegment => ({
+    ...segment,
+    arrays: masked
+      ? { ...segment.arrays, loss_mask: segment.arrays.loss_mask.map(() => 0) }
+      : segment.arrays,
+    masked,
+    reward: score === null ? null : share(policy.allocation, score, kept.length, i === finalAt),
+  }));
+  return { segments, dropped };
+}
+
+function share(allocation: Allocation, score: number, count: number, isFinal: boolean): number {
+  switch (allocation) {
+    case "uniform":
+      return score / count;
+    case "copy":
+      return score;
+    case "final_only":
+      return isFinal ? score : 0;
+  }
+}

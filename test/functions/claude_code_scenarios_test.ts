@@ -1,0 +1,142 @@
+/**
+ * Replays the multi-chain episodes recorded from the real Claude Code CLI (fixtures/claude_code,
+ * made by record.ts): a sub-agent dispatch, two parallel sub-agents, a compaction and a side
+ * request. For each, the trainable segments are exactly the real agent chains (no false forks,
+ * nothing dropped), every segment is token-exact, and each sub-agent's lineage names the Agent
+ * call that dispatched it.
+ */
+import assert from "node:assert/strict";
+import { messageIdentity } from "../../lib/anthropic/mod.ts";
+import type { RecordedScenario } from "../../fixtures/claude_code/record.ts";
+import { SCENARIOS } from "../../fixtures/claude_code/scenarios.ts";
+import { assertChainExact, callsOfSample } from "../_chain_exact.ts";
+import { ADMIN_TOKEN, type SampleJson, startGateway, type TestGateway } from "../_gateway.ts";
+import { sseMessage } from "../_sse.ts";
+
+const REPO = "/tmp/replayed-repo";
+const PAGE_URL = "https://127.0.0.1:4433/notes";
+
+type Content = { type: string; id?: string; tool_use_id?: string; [key: string]: unknown }[];
+
+/** A reply's content without what a regeneration changes (ids, signatures), to recognise it. */
+function shape(content: Content): string {
+  return messageIdentity({
+    role: "assistant",
+    content: content.map(({ id: _id, signature: _signature, ...rest }) => rest) as never,
+  });
+}
+
+/**
+ * Sends the recorded requests in order, each answered by the reply the engine gave it when it
+ * was recorded. Assistant messages are swapped for this gateway's own replies (their ids and
+ * signatures are this run's), and tool results point at the new tool-use ids.
+ */
+async function replay(gw: TestGateway, token: string, recorded: RecordedScenario) {
+  const byShape = new Map<string, Content>();
+  const ids = new Map<string, string>();
+  let reply: string | null = null;
+  gw.engine.setScript(() => reply ?? "(no recorded reply)");
+  for (const request of recorded.requests) {
+    const body = structuredClone(request.body);
+    for (const message of body.messages) {
+      if (!Array.isArray(message.content)) continue;
+      const content = message.content as Content;
+      if (message.role === "assistant") message.content = byShape.get(shape(content)) ?? content;
+      for (const block of content) {
+        if (block.tool_use_id && ids.has(block.tool_use_id)) {
+          block.tool_use_id = ids.get(block.tool_use_id);
+        }
+      }
+    }
+    reply = request.reply;
+    const response = await fetch(`${gw.url}${request.path}`, {
+      method: request.method,
+      headers: { ...request.headers, authorization: `Bearer ${token}` },
+      body: JSON.stringify(body),
+    });
+    assert.equal(response.status, 200, await response.clone().text());
+    const text = await response.text();
+    const message = text.startsWith("event:") ? sseMessage(text) : JSON.parse(text);
+    if (request.response) {
+      const old = request.response.content as Content;
+      byShape.set(shape(old), message.content);
+      old.forEach((block, i) => block.id && ids.set(block.id, message.content[i].id));
+    }
+  }
+}
+
+async function segments(gw: TestGateway, id: string, query = ""): Promise<SampleJson[]> {
+  const response = await fetch(`${gw.url}/sessions/${id}/samples${query}`, {
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  });
+  assert.equal(response.status, 200);
+  return (await response.json()).samples;
+}
+
+for (const scenario of SCENARIOS) {
+  Deno.test(`the recorded "${scenario.name}" episode replays as exactly its real agent chains`, async () => {
+    const file = new URL(`../../fixtures/claude_code/${scenario.name}.json`, import.meta.url);
+    const recorded: RecordedScenario = JSON.parse(
+      (await Deno.readTextFile(file)).replaceAll("{{REPO}}", REPO).replaceAll(
+        "{{PAGE_URL}}",
+        PAGE_URL,
+      ),
+    );
+    const gw = await startGateway();
+    try {
+      const { id, token } = await gw.openSession();
+      await replay(gw, token, recorded);
+      const trained = await segments(gw, id);
+      assert.deepEqual(trained.map((s) => s.kind), scenario.segments);
+      const all = await segments(gw, id, "?include_side=true");
+      assert.deepEqual(all.map((s) => s.kind), scenario.allSegments);
+      // Every segment is exact against the engine calls that built it; every call built one.
+      const used = new Set<string>();
+      for (const segment of all) {
+        const calls = callsOfSample(gw.engine.calls, segment);
+        assertChainExact(
+          calls,
+          [{ ...segment, kind: "final" }],
+          `${scenario.name}/${segment.chain_id}`,
+        );
+        for (const call of calls) used.add(call.rid);
+      }
+      assert.equal(used.size, gw.engine.calls.length, "no engine call outside a segment");
+      // A sub-agent's lineage names the Agent call whose prompt is its task.
+      const main = all.find((s) => s.kind === "final" || s.kind === "wipe")!;
+      const dispatched = await agentCalls(gw);
+      for (const sub of all.filter((s) => s.kind === "subagent")) {
+        const lineage =
+          (sub as unknown as { lineage: { parent: string; dispatch: string } }).lineage;
+        assert.equal(lineage.parent, main.chain_id);
+        const task = gw.tokenizer.decode(sub.prompt_ids);
+        const expected = dispatched.find((c) => task.includes(String(c.input.prompt)));
+        assert.ok(expected, `a dispatch for ${sub.chain_id}`);
+        assert.equal(lineage.dispatch, expected.id);
+      }
+      if (scenario.name === "parallel") {
+        const dispatches = all.filter((s) => s.kind === "subagent").map((s) =>
+          (s as unknown as { lineage: { dispatch: string } }).lineage.dispatch
+        );
+        assert.equal(new Set(dispatches).size, 2, "each sub-agent has its own dispatch");
+      }
+    } finally {
+      await gw.close();
+    }
+  });
+}
+
+/** Every Agent tool call the gateway answered with, with the id the client got. */
+async function agentCalls(gw: TestGateway) {
+  const out: { id: string; input: Record<string, unknown> }[] = [];
+  for (const exchange of gw.exchanges.filter((e) => e.path.startsWith("/v1/messages"))) {
+    const text = await exchange.response;
+    if (!text.startsWith("event:")) continue;
+    for (const block of sseMessage(text).content) {
+      if (block.type === "tool_use" && block.name === "Agent") {
+        out.push({ id: block.id, input: block.input });
+      }
+    }
+  }
+  return out;
+}

@@ -86,6 +86,14 @@ export const REQUEST_FIELDS: Readonly<Record<string, FieldUse>> = {
   "messages[].content[].cache_control": CACHE_CONTROL,
   "messages[].content[].cache_control.type": CACHE_CONTROL,
   "messages[].content[].cache_control.ttl": CACHE_CONTROL,
+  "messages[].content[].content[]": used("one block of a tool result's content"),
+  "messages[].content[].content[].type": used(
+    "text is rendered; tool_reference as the tool's name",
+  ),
+  "messages[].content[].content[].text": used("rendered"),
+  "messages[].content[].content[].tool_name": used("a loaded tool's name (ToolSearch results)"),
+  "messages[].content[].content[].cache_control": CACHE_CONTROL,
+  "messages[].content[].content[].cache_control.type": CACHE_CONTROL,
   thinking: used("the template's reasoning switch"),
   "thinking.type": used("disabled turns reasoning off; enabled and adaptive leave it on"),
   "thinking.budget_tokens": ignored("the model decides how long it reasons; max_tokens bounds it"),
@@ -115,6 +123,8 @@ export const REQUEST_HEADERS: Readonly<Record<string, FieldUse>> = {
   "anthropic-dangerous-direct-browser-access": ignored("no CORS policy applies to this gateway"),
   "user-agent": ignored("informational"),
   "x-app": ignored("informational"),
+  "x-claude-code-agent-id": used("routes a sub-agent's requests to its own chain"),
+  "x-claude-code-parent-agent-id": used("a nested sub-agent's parent chain"),
   "x-claude-code-session-id": ignored(
     "the session comes from the token; the header names Claude Code's own conversation",
   ),

@@ -21,10 +21,16 @@ const episode = JSON.parse(
     .replaceAll("{{REPO}}", REPO),
 ) as { cli_version: string; replies: string[]; requests: RecordedRequest[] };
 
-Deno.test("every field and header Claude Code sends is used or deliberately ignored", () => {
+Deno.test("every field and header Claude Code sends is used or deliberately ignored", async () => {
   assert.ok(episode.requests.length >= 4);
-  for (const request of episode.requests) {
-    assert.deepEqual(unaccounted(fieldPaths(request.body), Object.keys(request.headers)), []);
+  const recorded = [episode.requests];
+  for (const name of ["subagent", "parallel", "compaction", "side"]) {
+    const file = new URL(`../../fixtures/claude_code/${name}.json`, import.meta.url);
+    recorded.push(JSON.parse(await Deno.readTextFile(file)).requests);
+  }
+  for (const request of recorded.flat()) {
+    const missing = unaccounted(fieldPaths(request.body), Object.keys(request.headers));
+    assert.deepEqual(missing, [], `${request.body.model} ${request.path}`);
   }
   assert.deepEqual(unaccounted(fieldPaths({ model: "m", surprise: { deep: 1 } }), ["x-new"]), [
     "surprise",

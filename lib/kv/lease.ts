@@ -115,6 +115,35 @@ export async function tryLease(
   }
 }
 
+/**
+ * Trades `from` for the free lease at `key` in one commit, if `checks` (entries the caller read)
+ * still hold: the holder never has neither. Resolves to `null`, holding `from` still, when `key`
+ * is taken (or left over by a dead holder: {@linkcode tryLease} handles that) or a check failed.
+ */
+export async function handOverLease(
+  kv: Deno.Kv,
+  from: HeldLease,
+  key: Deno.KvKey,
+  holder: string,
+  options: LeaseOptions,
+  checks: readonly Deno.AtomicCheck[] = [],
+): Promise<HeldLease | null> {
+  await from.pause();
+  const taken = (options.now ?? Date.now)();
+  const lease: Lease = { holder, acquiredAt: taken, expiresAt: taken + options.ttlMs };
+  const result = await commit(() => {
+    const op = kv.atomic().check(from.entry).delete(from.entry.key).check({
+      key,
+      versionstamp: null,
+    });
+    for (const check of checks) op.check(check);
+    return op.set(key, lease);
+  });
+  if (!result.ok) return null;
+  from.released();
+  return holdLease(kv, key, { key, value: lease, versionstamp: result.versionstamp }, options);
+}
+
 /** True while anyone holds an unexpired lease under `prefix`. */
 export async function anyLeaseHeld(
   kv: Deno.Kv,

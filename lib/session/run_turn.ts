@@ -21,6 +21,7 @@ import {
   commitTurn,
   encodeTurnTokens,
   getChain,
+  handOverLease,
   type HeldLease,
   keys,
   type LeaseOptions,
@@ -103,7 +104,17 @@ export async function prepareTurn<Reply>(
         waited = null;
       }
       if (!route.replay) {
-        chainLease = waited?.lease ?? await takeChain(deps, route, holder);
+        // Usually one commit releases the session and takes the chain, if the chain stood still.
+        chainLease = waited?.lease ??
+          await handOverLease(
+            deps.kv,
+            sessionLease,
+            keys.chainLease(input.sessionId, route.chainId),
+            holder,
+            deps.lease,
+            [route.chain],
+          ) ??
+          await takeChain(deps, route, holder);
         waited = null;
       }
     } catch (error) {

@@ -5,12 +5,14 @@
  * @module
  */
 import { Hono } from "hono";
-import { type Config, resolveConfig } from "../lib/config/mod.ts";
+import { type Config, ConfigError, resolveConfig } from "../lib/config/mod.ts";
 import { type Engine, SglangClient } from "../lib/engine/mod.ts";
 import { ChainCache, sharedSecret } from "../lib/kv/mod.ts";
 import { type CachedChain, cachedChainTokens, type TurnDeps } from "../lib/session/mod.ts";
 import { type ChatTokenizer, loadTokenizer, renderDelta } from "../lib/template/mod.ts";
 import { type ScriptedEngine, startScriptedEngine } from "../fixtures/scripted_engine.ts";
+import { type Judger, JudgerConfigError, loadJudgers, Slots } from "../lib/evaluate/mod.ts";
+import { E2bBackend, LocalBackend, type SandboxBackend } from "../lib/sandbox/mod.ts";
 
 /** Everything the functions are built from. */
 export interface Deps extends TurnDeps {
@@ -21,7 +23,13 @@ export interface Deps extends TurnDeps {
   readonly adminToken: string;
   /** The built-in scripted engine, when no `SGLANG_URL` is set. */
   readonly scripted: ScriptedEngine | null;
-  /** Releases the engine pool, the scripted engine and KV. */
+  /** Where evaluation sandboxes come from. */
+  readonly sandbox: SandboxBackend;
+  /** Judgers by name, loaded and checked at start-up. */
+  readonly judgers: ReadonlyMap<string, Judger>;
+  /** Evaluations running in this process, at most `EVAL_CONCURRENCY`. */
+  readonly evalSlots: Slots;
+  /** Releases the engine pool, the scripted engine, live sandboxes and KV. */
   close(): Promise<void>;
 }
 
@@ -30,6 +38,7 @@ export interface DepsOverrides {
   readonly kv?: Deno.Kv;
   readonly tokenizer?: ChatTokenizer;
   readonly engine?: Engine;
+  readonly sandbox?: SandboxBackend;
 }
 
 /**
@@ -43,6 +52,13 @@ export interface DepsOverrides {
  * ```
  */
 export async function buildDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
+  // Judgers first: a bad judger stops start-up before anything is opened.
+  const judgers = await loadJudgers(config.judgers, config.defaultJudger, Deno.cwd()).catch(
+    (error) => {
+      if (error instanceof JudgerConfigError) throw new ConfigError("JUDGERS", error.message);
+      throw error;
+    },
+  );
   const tokenizer = overrides.tokenizer ?? await loadTokenizer(config.tokenizerPath);
   renderDelta(tokenizer, [{ role: "user", content: "start-up check" }]); // fails now, not on a request
   const kv = overrides.kv ?? await openKv(config.kvPath);
@@ -60,6 +76,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     });
   }
   const contextLength = config.contextLength ?? tokenizer.modelMaxLength ?? 32_768;
+  const sandbox = overrides.sandbox ?? sandboxBackend(config);
   return {
     config,
     kv,
@@ -73,12 +90,40 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     signingSecret: config.signingSecret ?? await sharedSecret(kv, "thinking_signature"),
     adminToken: config.adminToken ?? await sharedSecret(kv, "admin_token"),
     scripted,
+    sandbox,
+    judgers,
+    evalSlots: new Slots(config.evalConcurrency),
     close: async () => {
+      if (!overrides.sandbox) await sandbox.close();
       if (!overrides.engine) await engine.close();
       await scripted?.close();
       if (!overrides.kv) kv.close();
     },
   };
+}
+
+/** The configured sandbox backend; local sandboxes never see the gateway's KV folder. */
+function sandboxBackend(config: Config): SandboxBackend {
+  if (config.sandboxBackend === "e2b") {
+    const { e2b } = config;
+    return new E2bBackend({
+      apiKey: e2b.apiKey!,
+      apiUrl: e2b.apiUrl ?? undefined,
+      sandboxUrl: e2b.sandboxUrl ?? undefined,
+      domain: e2b.domain ?? undefined,
+      template: e2b.template,
+      bootAttempts: e2b.bootAttempts,
+      bootBackoffMs: e2b.bootBackoffMs,
+      scratchDir: `${config.sandboxRoot}/bundles`,
+    });
+  }
+  const kvDir = config.kvPath === ":memory:" ? [] : [dirOf(config.kvPath)];
+  return new LocalBackend({ root: `${config.sandboxRoot}/sandboxes`, hidden: kvDir });
+}
+
+function dirOf(path: string): string {
+  const absolute = path.startsWith("/") ? path : `${Deno.cwd()}/${path}`;
+  return absolute.slice(0, absolute.lastIndexOf("/")) || "/";
 }
 
 async function openKv(path: string): Promise<Deno.Kv> {
@@ -97,6 +142,9 @@ export function banner(deps: Deps, listening: string): string {
     `  tokenizer:  ${deps.tokenizer.path}`,
     `  context:    ${deps.contextLength} tokens`,
     `  engine:     ${deps.engine.url}`,
+    `  sandboxes:  ${deps.sandbox.name}${
+      deps.sandbox.name === "local" ? ` (${deps.config.sandboxRoot}/sandboxes)` : ""
+    }, judgers: ${[...deps.judgers.keys()].join(", ")}`,
   ];
   if (!deps.config.adminToken) {
     lines.push(`  admin token (generated, kept in KV): ${deps.adminToken}`);

@@ -23,6 +23,8 @@ import {
   SessionNotFoundError,
 } from "../lib/session/mod.ts";
 import { TemplateError } from "../lib/template/mod.ts";
+import { RepoError, SandboxUnavailableError } from "../lib/sandbox/mod.ts";
+import { JudgerError, UnknownJudgerError } from "../lib/evaluate/mod.ts";
 
 /** The body exceeds the configured limit (HTTP 413). */
 export class BodyTooLargeError extends Error {
@@ -152,6 +154,13 @@ export function classifyError(
   if (error instanceof RangeError && error.message.startsWith("Invalid session id")) {
     return { type: "invalid_request_error", message: error.message };
   }
+  if (error instanceof RepoError || error instanceof UnknownJudgerError) {
+    return { type: "invalid_request_error", message: error.message };
+  }
+  if (error instanceof SandboxUnavailableError) {
+    return { type: "unavailable_error", message: error.message };
+  }
+  if (error instanceof JudgerError) return { type: "api_error", message: error.message };
   if (error instanceof EngineRejectedError) {
     return { type: "invalid_request_error", message: error.message };
   }

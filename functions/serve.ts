@@ -10,6 +10,7 @@ import { banner, buildDeps, type Deps } from "./_deps.ts";
 import { errorResponse, newRequestId } from "./_http.ts";
 import { createMessagesApp } from "./messages.ts";
 import { createSessionsApp } from "./sessions.ts";
+import { createEvaluateApp } from "./evaluate.ts";
 import { sweepExpiredSessions } from "../lib/session/mod.ts";
 
 /** How often expired sessions are looked for. */
@@ -20,6 +21,7 @@ export function createGatewayApp(deps: Deps): Hono {
   const app = new Hono();
   app.route("/", createMessagesApp(deps));
   app.route("/", createSessionsApp(deps));
+  app.route("/", createEvaluateApp(deps));
   app.onError((error) => errorResponse(error, newRequestId()));
   app.notFound((c) => {
     const requestId = newRequestId();
@@ -37,9 +39,9 @@ export function createGatewayApp(deps: Deps): Hono {
 }
 
 async function main(): Promise<void> {
-  let config;
+  let deps: Deps;
   try {
-    config = resolveConfig(Deno.env.toObject());
+    deps = await buildDeps(resolveConfig(Deno.env.toObject()));
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(`Cannot start: ${error.message}`);
@@ -47,7 +49,7 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const deps = await buildDeps(config);
+  const { config } = deps;
   const app = createGatewayApp(deps);
   const server = Deno.serve({
     hostname: config.host,

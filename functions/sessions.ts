@@ -7,8 +7,7 @@
  *
  * @module
  */
-import { Hono, type MiddlewareHandler } from "hono";
-import { timingSafeEqual } from "node:crypto";
+import { Hono } from "hono";
 import { z } from "zod";
 import {
   rawRecord,
@@ -20,26 +19,18 @@ import {
   toVerl,
 } from "../lib/segment/mod.ts";
 import {
-  AuthenticationError,
   closeSession,
   describeSession,
   type LifecycleDeps,
   listSessionViews,
   openSession,
   removeSession,
-  resolveToken,
   SESSION_ID,
   setReward,
 } from "../lib/session/mod.ts";
+import { admin } from "./_admin.ts";
 import { type Deps, lazyApp } from "./_deps.ts";
-import {
-  credential,
-  errorResponse,
-  newRequestId,
-  PermissionError,
-  readJson,
-  validate,
-} from "./_http.ts";
+import { errorResponse, newRequestId, readJson, validate } from "./_http.ts";
 
 const Allocation = z.enum(["uniform", "copy", "final_only"]);
 
@@ -149,31 +140,6 @@ export function createSessionsApp(deps: Deps): Hono {
 
   app.onError((error) => errorResponse(error, newRequestId()));
   return app;
-}
-
-/** Admits only the admin token; tells a session token it has no business here. */
-function admin(deps: Deps): MiddlewareHandler {
-  return async (c, next) => {
-    const token = credential(c.req.raw);
-    if (token === null) {
-      throw new AuthenticationError("Missing admin token: send it as Authorization: Bearer");
-    }
-    if (!sameSecret(token, deps.adminToken)) {
-      const session = await resolveToken(deps.kv, token, { devOpenSessions: false }).catch(() =>
-        null
-      );
-      if (session) throw new PermissionError("A session token cannot use the trainer API");
-      throw new AuthenticationError("Invalid admin token");
-    }
-    await next();
-    c.res.headers.set("request-id", c.res.headers.get("request-id") ?? newRequestId());
-  };
-}
-
-function sameSecret(a: string, b: string): boolean {
-  const x = new TextEncoder().encode(a);
-  const y = new TextEncoder().encode(b);
-  return x.length === y.length && timingSafeEqual(x, y);
 }
 
 export default lazyApp(createSessionsApp);

@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
 __all__ = [
     "Gateway", "Session", "GatewayError", "GatewayConnectionError", "InvalidRequestError",
     "AuthenticationError", "PermissionDeniedError", "NotFoundError", "ConflictError",
-    "RequestTooLargeError", "OverloadedError",
+    "RequestTooLargeError", "OverloadedError", "UnavailableError",
 ]
 
 
@@ -92,6 +92,10 @@ class OverloadedError(GatewayError):
         self.retry_after = retry_after
 
 
+class UnavailableError(GatewayError):
+    """503: the gateway cannot make sandboxes (bubblewrap missing, E2B unreachable)."""
+
+
 _ERRORS = {
     400: InvalidRequestError,
     401: AuthenticationError,
@@ -99,6 +103,7 @@ _ERRORS = {
     404: NotFoundError,
     409: ConflictError,
     413: RequestTooLargeError,
+    503: UnavailableError,
     529: OverloadedError,
 }
 
@@ -220,10 +225,28 @@ class Gateway:
         parsed = json.loads(text)
         return parsed if format == "raw" else parsed["samples"]
 
+    def evaluate(
+        self, task: Mapping[str, Any], patch: str, timeout: Optional[float] = None
+    ) -> Dict[str, Any]:
+        """Grades ``patch`` (a unified diff, ``""`` for none) against ``task`` in a fresh sandbox.
+
+        ``task`` is at least ``{"repo", "base_commit", "eval_cmd"}`` (or ``f2p_script``, or
+        ``fail_to_pass``/``pass_to_pass`` with a ``runner``). Returns the reward payload:
+        ``score``, ``applied_cleanly``, ``reason``, ``tests`` (``passed``/``failed``),
+        ``exit_code``, ``duration_ms``, ``log_tail`` and more; pass it to :meth:`set_reward`
+        as ``set_reward(id, **result)``. ``timeout`` (seconds, default the client's) should
+        exceed the task's own time limit: evaluations wait for a free slot and run the tests.
+        """
+        body = {"task": dict(task), "patch": patch}
+        text = self._request("POST", "/evaluate", body=body, timeout=timeout)
+        return json.loads(text.decode("utf-8"))
+
     def _json(self, method: str, path: str, body: Optional[Any] = None) -> Dict[str, Any]:
         return json.loads(self._request(method, path, body).decode("utf-8"))
 
-    def _request(self, method: str, path: str, body: Optional[Any] = None) -> bytes:
+    def _request(
+        self, method: str, path: str, body: Optional[Any] = None, timeout: Optional[float] = None
+    ) -> bytes:
         """Sends one request; returns the body of a 2xx answer, raises for anything else."""
         headers = {
             "Authorization": f"Bearer {self._admin_token}",
@@ -238,7 +261,8 @@ class Gateway:
             self.base_url + path, data=data, headers=headers, method=method
         )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            wait = self.timeout if timeout is None else timeout
+            with urllib.request.urlopen(request, timeout=wait) as response:
                 return response.read()
         except urllib.error.HTTPError as error:
             with error:

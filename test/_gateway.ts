@@ -17,6 +17,7 @@ import {
 import { buildDeps, type Deps } from "../functions/_deps.ts";
 import { createGatewayApp } from "../functions/serve.ts";
 import type { Hono } from "hono";
+import type { SandboxBackend } from "../lib/sandbox/mod.ts";
 
 let tokenizer: Promise<ChatTokenizer> | null = null;
 
@@ -81,6 +82,8 @@ export async function startGateway(
     latencyMs?: number;
     /** Share this KV (another gateway's), as processes share one KV file; left open on close. */
     kv?: Deno.Kv;
+    /** A sandbox backend of the test's own; closed by the test. */
+    sandbox?: SandboxBackend;
   } = {},
 ): Promise<TestGateway> {
   const tok = await qwen3();
@@ -90,14 +93,17 @@ export async function startGateway(
     latencyMs: options.latencyMs,
   });
   const kv = options.kv ?? await Deno.openKv(":memory:");
+  // Sandboxes, fixture repositories and bundles of this gateway only, removed on close.
+  const sandboxRoot = await Deno.makeTempDir({ prefix: "rg-gw-" });
   const config = resolveConfig({
     KV_PATH: ":memory:",
     ADMIN_TOKEN,
     SGLANG_URL: engine.url,
     PING_INTERVAL_MS: "50",
+    SANDBOX_ROOT: sandboxRoot,
     ...options.env,
   });
-  const deps = await buildDeps(config, { kv, tokenizer: tok });
+  const deps = await buildDeps(config, { kv, tokenizer: tok, sandbox: options.sandbox });
   const app = createGatewayApp(deps);
   const exchanges: Exchange[] = [];
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
@@ -162,6 +168,7 @@ export async function startGateway(
       await deps.close();
       await engine.close();
       if (!options.kv) kv.close();
+      await Deno.remove(sandboxRoot, { recursive: true });
     },
   };
 }

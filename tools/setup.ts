@@ -1,25 +1,83 @@
 /**
- * Installs what the test suite needs beyond Deno's own npm packages: the pinned Claude Code CLI
- * (tools/claude-code, with npm). Does nothing when it is already installed at the pinned
- * version, so `deno task test` can run it every time.
+ * Installs what the gateway and its tests need beyond Deno's own npm packages, doing nothing
+ * for what is already there, so the `serve` and `test` tasks run it every time:
+ *
+ * - Debian packages, with apt-get (as root, or through sudo): `git` and `bubblewrap` (local
+ *   sandboxes) for serving; with `--tests` also `python3-pytest` (a fixture task's runner).
+ * - With `--tests`: the pinned Claude Code CLI in tools/claude-code (npm ci).
+ *
+ * A package that cannot be installed (no root, no apt) is reported, not fatal: the gateway
+ * serves without it and `/evaluate` answers 503 naming what is missing.
  *
  * @module
  */
 
-const dir = new URL("./claude-code/", import.meta.url).pathname;
-const pinned: string = JSON.parse(await Deno.readTextFile(`${dir}package.json`))
-  .dependencies["@anthropic-ai/claude-code"];
+const tests = Deno.args.includes("--tests");
 
-async function installedVersion(): Promise<string | null> {
-  try {
-    const manifest = `${dir}node_modules/@anthropic-ai/claude-code/package.json`;
-    return JSON.parse(await Deno.readTextFile(manifest)).version;
-  } catch {
-    return null;
-  }
+/** A Debian package and how to tell it is installed. */
+interface SystemPackage {
+  readonly name: string;
+  readonly present: () => Promise<boolean>;
 }
 
-if ((await installedVersion()) !== pinned) {
+const runs = async (command: string, args: string[] = []): Promise<boolean> => {
+  try {
+    return (await new Deno.Command(command, { args, stdout: "null", stderr: "null" }).output())
+      .success;
+  } catch {
+    return false;
+  }
+};
+
+const PACKAGES: SystemPackage[] = [
+  { name: "git", present: () => runs("git", ["--version"]) },
+  { name: "bubblewrap", present: () => runs("bwrap", ["--version"]) },
+  // Sandboxes see Debian's /usr/bin/python3, whatever python3 the host's PATH finds first.
+  ...(tests
+    ? [{ name: "python3-pytest", present: () => runs("/usr/bin/python3", ["-c", "import pytest"]) }]
+    : []),
+];
+
+async function installSystemPackages(): Promise<void> {
+  const missing: string[] = [];
+  for (const pkg of PACKAGES) if (!(await pkg.present())) missing.push(pkg.name);
+  if (missing.length === 0) return;
+  const root = Deno.uid() === 0;
+  const sudo = !root && await runs("sudo", ["-n", "true"]);
+  if (!root && !sudo) {
+    console.warn(
+      `Missing Debian packages: ${missing.join(" ")} (run: sudo apt-get install -y ${
+        missing.join(" ")
+      })`,
+    );
+    return;
+  }
+  console.log(`Installing Debian packages: ${missing.join(" ")} (apt-get)`);
+  const apt = (args: string[]) =>
+    new Deno.Command(sudo ? "sudo" : "apt-get", {
+      args: sudo ? ["-n", "apt-get", ...args] : args,
+      env: { DEBIAN_FRONTEND: "noninteractive" },
+      stdout: "inherit",
+      stderr: "inherit",
+    }).output();
+  const ok = (await apt(["update", "-qq"])).success &&
+    (await apt(["install", "-y", "-qq", "--no-install-recommends", ...missing])).success;
+  if (!ok) console.warn(`Could not install ${missing.join(" ")} with apt-get`);
+}
+
+async function installClaudeCode(): Promise<void> {
+  const dir = new URL("./claude-code/", import.meta.url).pathname;
+  const pinned: string = JSON.parse(await Deno.readTextFile(`${dir}package.json`))
+    .dependencies["@anthropic-ai/claude-code"];
+  const installedVersion = async (): Promise<string | null> => {
+    try {
+      const manifest = `${dir}node_modules/@anthropic-ai/claude-code/package.json`;
+      return JSON.parse(await Deno.readTextFile(manifest)).version;
+    } catch {
+      return null;
+    }
+  };
+  if ((await installedVersion()) === pinned) return;
   console.log(`Installing Claude Code ${pinned} into tools/claude-code (npm ci)`);
   const npm = await new Deno.Command("npm", {
     args: ["ci", "--no-audit", "--no-fund", "--loglevel=error"],
@@ -32,3 +90,6 @@ if ((await installedVersion()) !== pinned) {
     Deno.exit(1);
   }
 }
+
+await installSystemPackages();
+if (tests) await installClaudeCode();

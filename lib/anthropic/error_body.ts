@@ -4,7 +4,11 @@
  * @module
  */
 
-/** Anthropic error types and the HTTP status each one travels with. */
+/**
+ * Anthropic error types and the HTTP status each one travels with, plus the gateway's own
+ * `unavailable_error` (503), which only the trainer's routes send: a sandbox backend that
+ * cannot work (bubblewrap missing, E2B unreachable).
+ */
 export const ERROR_STATUS = {
   invalid_request_error: 400,
   authentication_error: 401,
@@ -15,6 +19,7 @@ export const ERROR_STATUS = {
   rate_limit_error: 429,
   api_error: 500,
   timeout_error: 504,
+  unavailable_error: 503,
   overloaded_error: 529,
 } as const;
 

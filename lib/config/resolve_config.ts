@@ -69,6 +69,41 @@ export interface Config {
   readonly maxSegmentTokens: number;
   /** A segment over the token cap: dropped, or kept with its loss mask zeroed. */
   readonly overlongSegments: "drop" | "mask";
+  /** Where sandboxes come from: bubblewrap on this machine, or E2B. */
+  readonly sandboxBackend: "local" | "e2b";
+  /** Host folder of local sandboxes, fixture repositories and bundles in transit. */
+  readonly sandboxRoot: string;
+  /** Bytes of each command's stdout and stderr kept (the last ones). */
+  readonly sandboxOutputBytes: number;
+  /** Time limit of an evaluation whose task gives none, in milliseconds. */
+  readonly evalTimeoutMs: number;
+  /** Evaluations one process runs at once; more wait their turn. */
+  readonly evalConcurrency: number;
+  /** Judgers by name: a built-in (`tests`) or a module path, with options. */
+  readonly judgers: Readonly<Record<string, JudgerConfig>>;
+  /** The judger of tasks that name none. */
+  readonly defaultJudger: string;
+  /** E2B connection and boot settings; the API key is required when the backend is `e2b`. */
+  readonly e2b: E2bConfig;
+}
+
+/** A judger as configuration names it. */
+export interface JudgerConfig {
+  /** `tests`, or a module path (relative paths start at the gateway's working folder). */
+  readonly use: string;
+  readonly options?: unknown;
+}
+
+/** How the gateway reaches E2B. */
+export interface E2bConfig {
+  readonly apiKey: string | null;
+  readonly apiUrl: string | null;
+  readonly sandboxUrl: string | null;
+  readonly domain: string | null;
+  /** Template of tasks that name none. */
+  readonly template: string;
+  readonly bootAttempts: number;
+  readonly bootBackoffMs: number;
 }
 
 /** What to do with image and document blocks, which text models cannot read. */
@@ -77,6 +112,19 @@ export type ImagePolicy = "reject" | "placeholder";
 const bool = z.enum(["1", "0", "true", "false", "yes", "no", "on", "off"]).transform((v) =>
   ["1", "true", "yes", "on"].includes(v)
 );
+/** `JUDGERS`: a JSON object of judgers by name. */
+const judgersSchema = z.string().transform((raw, ctx) => {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    ctx.addIssue({ code: "custom", message: "not JSON" });
+    return z.NEVER;
+  }
+}).pipe(z.record(
+  z.string().regex(/^[\w.-]{1,128}$/),
+  z.strictObject({ use: z.string().min(1), options: z.unknown().optional() }),
+));
+
 const int = (min: number, max: number) =>
   z.string().regex(/^\d+$/).transform(Number).pipe(z.number().int().min(min).max(max));
 
@@ -190,6 +238,48 @@ const VARIABLES = {
     expected: "drop or mask",
     fallback: "mask",
   },
+  SANDBOX_BACKEND: {
+    schema: z.enum(["local", "e2b"]),
+    expected: "local or e2b",
+    fallback: "local",
+  },
+  SANDBOX_ROOT: {
+    schema: z.string().regex(/^\//),
+    expected: "an absolute folder path",
+    fallback: "/tmp/rollout-gateway",
+  },
+  SANDBOX_OUTPUT_BYTES: {
+    schema: int(1024, 1 << 30),
+    expected: "an integer from 1024 to 1073741824",
+    fallback: String(1024 * 1024),
+  },
+  EVAL_TIMEOUT_MS: {
+    schema: int(100, 24 * 3600_000),
+    expected: "an integer from 100 to 86400000",
+    fallback: String(30 * 60_000),
+  },
+  EVAL_CONCURRENCY: { schema: int(1, 1024), expected: "an integer from 1 to 1024", fallback: "4" },
+  JUDGERS: {
+    schema: judgersSchema,
+    expected: 'a JSON object like {"name": {"use": "tests" or "./judger.ts", "options": {}}}',
+    fallback: "{}",
+  },
+  DEFAULT_JUDGER: {
+    schema: z.string().regex(/^[\w.-]{1,128}$/),
+    expected: "a judger name",
+    fallback: "tests",
+  },
+  E2B_API_KEY: { schema: z.string().min(1), expected: "an E2B API key" },
+  E2B_API_URL: { schema: z.url({ protocol: /^https?$/ }), expected: "an http(s) URL" },
+  E2B_SANDBOX_URL: { schema: z.url({ protocol: /^https?$/ }), expected: "an http(s) URL" },
+  E2B_DOMAIN: { schema: z.string().regex(/^[\w.-]+$/), expected: "a domain name" },
+  E2B_TEMPLATE: { schema: z.string().min(1), expected: "an E2B template name", fallback: "base" },
+  E2B_BOOT_ATTEMPTS: { schema: int(1, 100), expected: "an integer from 1 to 100", fallback: "3" },
+  E2B_BOOT_BACKOFF_MS: {
+    schema: int(0, 600_000),
+    expected: "an integer from 0 to 600000",
+    fallback: "1000",
+  },
 } satisfies Record<string, Variable>;
 
 type Name = keyof typeof VARIABLES;
@@ -234,6 +324,22 @@ export function resolveConfig(env: Record<string, string | undefined>): Readonly
     }
     return parsed.data;
   };
+  const sandboxBackend = read("SANDBOX_BACKEND")!;
+  const e2b: E2bConfig = Object.freeze({
+    apiKey: read("E2B_API_KEY") ?? null,
+    apiUrl: read("E2B_API_URL")?.replace(/\/+$/, "") ?? null,
+    sandboxUrl: read("E2B_SANDBOX_URL")?.replace(/\/+$/, "") ?? null,
+    domain: read("E2B_DOMAIN") ?? null,
+    template: read("E2B_TEMPLATE")!,
+    bootAttempts: read("E2B_BOOT_ATTEMPTS")!,
+    bootBackoffMs: read("E2B_BOOT_BACKOFF_MS")!,
+  });
+  if (sandboxBackend === "e2b" && e2b.apiKey === null) {
+    throw new ConfigError(
+      "E2B_API_KEY",
+      "Invalid E2B_API_KEY: required when SANDBOX_BACKEND is e2b",
+    );
+  }
   return Object.freeze({
     port: read("PORT")!,
     host: read("HOST")!,
@@ -263,5 +369,13 @@ export function resolveConfig(env: Record<string, string | undefined>): Readonly
     maxSegments: read("MAX_SEGMENTS")!,
     maxSegmentTokens: read("MAX_SEGMENT_TOKENS")!,
     overlongSegments: read("OVERLONG_SEGMENTS")!,
+    sandboxBackend,
+    sandboxRoot: read("SANDBOX_ROOT")!.replace(/(.)\/+$/, "$1"),
+    sandboxOutputBytes: read("SANDBOX_OUTPUT_BYTES")!,
+    evalTimeoutMs: read("EVAL_TIMEOUT_MS")!,
+    evalConcurrency: read("EVAL_CONCURRENCY")!,
+    judgers: Object.freeze(read("JUDGERS")!),
+    defaultJudger: read("DEFAULT_JUDGER")!,
+    e2b,
   });
 }

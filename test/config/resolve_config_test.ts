@@ -51,6 +51,22 @@ Deno.test("resolveConfig() fills every setting with its default on an empty envi
     maxSegments: 64,
     maxSegmentTokens: 0,
     overlongSegments: "mask",
+    sandboxBackend: "local",
+    sandboxRoot: "/tmp/rollout-gateway",
+    sandboxOutputBytes: 1024 * 1024,
+    evalTimeoutMs: 30 * 60_000,
+    evalConcurrency: 4,
+    judgers: {},
+    defaultJudger: "tests",
+    e2b: {
+      apiKey: null,
+      apiUrl: null,
+      sandboxUrl: null,
+      domain: null,
+      template: "base",
+      bootAttempts: 3,
+      bootBackoffMs: 1000,
+    },
   });
 });
 
@@ -84,6 +100,20 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     MAX_SEGMENTS: "8",
     MAX_SEGMENT_TOKENS: "32768",
     OVERLONG_SEGMENTS: "drop",
+    SANDBOX_BACKEND: "e2b",
+    SANDBOX_ROOT: "/var/lib/rollout/",
+    SANDBOX_OUTPUT_BYTES: "4096",
+    EVAL_TIMEOUT_MS: "120000",
+    EVAL_CONCURRENCY: "16",
+    JUDGERS: '{"strict": {"use": "./judgers/strict.ts", "options": {"level": 2}}}',
+    DEFAULT_JUDGER: "strict",
+    E2B_API_KEY: "e2b_0123456789",
+    E2B_API_URL: "http://127.0.0.1:3000/",
+    E2B_SANDBOX_URL: "http://127.0.0.1:49983",
+    E2B_DOMAIN: "e2b.example",
+    E2B_TEMPLATE: "swe-python",
+    E2B_BOOT_ATTEMPTS: "5",
+    E2B_BOOT_BACKOFF_MS: "250",
   });
   assert.deepEqual({ ...config }, {
     port: 9000,
@@ -114,6 +144,22 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     maxSegments: 8,
     maxSegmentTokens: 32_768,
     overlongSegments: "drop",
+    sandboxBackend: "e2b",
+    sandboxRoot: "/var/lib/rollout",
+    sandboxOutputBytes: 4096,
+    evalTimeoutMs: 120_000,
+    evalConcurrency: 16,
+    judgers: { strict: { use: "./judgers/strict.ts", options: { level: 2 } } },
+    defaultJudger: "strict",
+    e2b: {
+      apiKey: "e2b_0123456789",
+      apiUrl: "http://127.0.0.1:3000",
+      sandboxUrl: "http://127.0.0.1:49983",
+      domain: "e2b.example",
+      template: "swe-python",
+      bootAttempts: 5,
+      bootBackoffMs: 250,
+    },
   });
 });
 
@@ -122,11 +168,22 @@ Deno.test("resolveConfig() lists every variable it reads in CONFIG_VARIABLES", (
     "ADMIN_TOKEN",
     "CHAIN_CACHE_TOKENS",
     "CONTEXT_LENGTH",
+    "DEFAULT_JUDGER",
     "DEV_OPEN_SESSIONS",
+    "E2B_API_KEY",
+    "E2B_API_URL",
+    "E2B_BOOT_ATTEMPTS",
+    "E2B_BOOT_BACKOFF_MS",
+    "E2B_DOMAIN",
+    "E2B_SANDBOX_URL",
+    "E2B_TEMPLATE",
     "ENGINE_CONNECTIONS",
     "ENGINE_TIMEOUT_MS",
+    "EVAL_CONCURRENCY",
+    "EVAL_TIMEOUT_MS",
     "HOST",
     "IMAGE_POLICY",
+    "JUDGERS",
     "KEEP_ATTRIBUTION",
     "KV_PATH",
     "LEASE_TTL_MS",
@@ -141,6 +198,9 @@ Deno.test("resolveConfig() lists every variable it reads in CONFIG_VARIABLES", (
     "RETRY_AFTER_MS",
     "REWARD_ALLOCATION",
     "ROUNDTRIP_POLICY",
+    "SANDBOX_BACKEND",
+    "SANDBOX_OUTPUT_BYTES",
+    "SANDBOX_ROOT",
     "SCRIPTED_LATENCY_MS",
     "SESSION_RETENTION_MS",
     "SGLANG_URL",
@@ -181,8 +241,27 @@ Deno.test("resolveConfig() throws a ConfigError naming the variable for each bad
     ["MAX_SEGMENTS", "0"],
     ["MAX_SEGMENT_TOKENS", "-1"],
     ["OVERLONG_SEGMENTS", "truncate"],
+    ["SANDBOX_BACKEND", "docker"],
+    ["SANDBOX_ROOT", "relative/dir"],
+    ["SANDBOX_OUTPUT_BYTES", "1023"],
+    ["EVAL_TIMEOUT_MS", "99"],
+    ["EVAL_CONCURRENCY", "0"],
+    ["JUDGERS", "{not json}"],
+    ["JUDGERS", '{"x": {"module": "./x.ts"}}'],
+    ["DEFAULT_JUDGER", "two words"],
+    ["E2B_API_URL", "api.e2b.app"],
+    ["E2B_BOOT_ATTEMPTS", "0"],
   ];
   for (const [variable, value] of bad) assertRefused(variable, value);
+});
+
+Deno.test("resolveConfig() wants an E2B API key when the sandbox backend is e2b", () => {
+  assert.throws(() => resolveConfig({ SANDBOX_BACKEND: "e2b" }), (error: unknown) => {
+    assert.ok(error instanceof ConfigError);
+    assert.equal(error.variable, "E2B_API_KEY");
+    assert.equal(error.message, "Invalid E2B_API_KEY: required when SANDBOX_BACKEND is e2b");
+    return true;
+  });
 });
 
 Deno.test("resolveConfig() says what a good value looks like", () => {
@@ -244,4 +323,11 @@ Deno.test("defaultTokenizerPath() points at a folder holding tokenizer.json and 
   assert.ok((await Deno.stat(path)).isDirectory);
   assert.ok((await Deno.stat(`${path}/tokenizer.json`)).isFile);
   assert.ok((await Deno.stat(`${path}/tokenizer_config.json`)).isFile);
+});
+
+Deno.test("the README's configuration table lists every variable resolveConfig() reads", async () => {
+  const readme = await Deno.readTextFile(new URL("../../README.md", import.meta.url));
+  const table = readme.slice(readme.indexOf("## Configuration"), readme.indexOf("## API"));
+  const listed = new Set([...table.matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((match) => match[1]));
+  assert.deepEqual(CONFIG_VARIABLES.filter((name) => !listed.has(name)), []);
 });

@@ -26,6 +26,7 @@ from rollout_gateway import (
     PermissionDeniedError,
     RequestTooLargeError,
     Session,
+    UnavailableError,
 )
 
 GATEWAY_URL = os.environ.get("GATEWAY_URL", "")
@@ -369,6 +370,7 @@ class ErrorParsingTest(unittest.TestCase):
             "html": (502, {"content-type": "text/html"}, b"<html>Bad Gateway</html>"),
             "html-404": (404, {"request-id": "req_2"}, b"Not Found"),
             "server": (500, {}, envelope("api_error")),
+            "unavailable": (503, {}, envelope("unavailable_error")),
         }
         cls.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         cls.thread = threading.Thread(target=cls.server.serve_forever, daemon=True)
@@ -410,10 +412,54 @@ class ErrorParsingTest(unittest.TestCase):
             (error.type, error.message, error.request_id), (None, "Not Found", "req_2")
         )
 
+    def test_unavailable_sandboxes(self):
+        error = self.error("unavailable")
+        self.assertIsInstance(error, UnavailableError)
+        self.assertEqual((error.status, error.type), (503, "unavailable_error"))
+
     def test_other_statuses_are_plain_gateway_errors(self):
         error = self.error("server")
         self.assertIs(type(error), GatewayError)
         self.assertEqual((error.status, error.type, error.message), (500, "api_error", "Busy"))
+
+
+
+FIXTURE = os.path.join("fixtures", "tasks", "python_unittest")
+
+
+def read_fixture(name):
+    with open(os.path.join(FIXTURE, name), encoding="utf-8") as file:
+        return file.read()
+
+
+class EvaluateTest(unittest.TestCase):
+    """POST /evaluate through the client: a fixture task's gold and wrong patches, the result
+    handed to set_reward, and a task the gateway refuses."""
+
+    def test_gold_scores_one_and_the_result_becomes_the_reward(self):
+        gw = gateway()
+        task = json.loads(read_fixture("task.json"))
+        result = gw.evaluate(task, read_fixture("gold.patch"), timeout=120)
+        self.assertEqual(result["score"], 1, result["log_tail"])
+        self.assertEqual(result["reason"], "passed")
+        self.assertTrue(result["applied_cleanly"])
+        self.assertEqual(result["tests"]["failed"], [])
+        session = gw.open_session(id=f"py-evaluate-{RUN}")
+        view = gw.set_reward(session.id, **result)
+        self.assertEqual(view["reward"]["score"], 1)
+        self.assertEqual(view["reward"]["tests"], result["tests"])
+
+    def test_wrong_scores_zero_naming_the_failing_test(self):
+        task = json.loads(read_fixture("task.json"))
+        result = gateway().evaluate(task, read_fixture("wrong.patch"), timeout=120)
+        self.assertEqual(result["score"], 0)
+        self.assertEqual(result["reason"], "tests_failed")
+        self.assertEqual(result["tests"]["failed"], ["tests.test_calc.TestCalc.test_mean_fraction"])
+
+    def test_a_task_without_a_grading_mode_is_invalid(self):
+        with self.assertRaises(InvalidRequestError) as caught:
+            gateway().evaluate({"repo": "fixture:python_unittest", "base_commit": "abc1234"}, "")
+        self.assertIn("exactly one of eval_cmd", str(caught.exception))
 
 
 if __name__ == "__main__":

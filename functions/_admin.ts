@@ -1,0 +1,36 @@
+/**
+ * The admin-token guard of the trainer's routes (`/sessions`, `/evaluate`): a missing or wrong
+ * token is 401, a session token is 403.
+ *
+ * @module
+ */
+import type { MiddlewareHandler } from "hono";
+import { timingSafeEqual } from "node:crypto";
+import { AuthenticationError, resolveToken } from "../lib/session/mod.ts";
+import type { Deps } from "./_deps.ts";
+import { credential, newRequestId, PermissionError } from "./_http.ts";
+
+/** Middleware admitting only the admin token, sent as `Authorization: Bearer`. */
+export function admin(deps: Deps): MiddlewareHandler {
+  return async (c, next) => {
+    const token = credential(c.req.raw);
+    if (token === null) {
+      throw new AuthenticationError("Missing admin token: send it as Authorization: Bearer");
+    }
+    if (!sameSecret(token, deps.adminToken)) {
+      const session = await resolveToken(deps.kv, token, { devOpenSessions: false }).catch(() =>
+        null
+      );
+      if (session) throw new PermissionError("A session token cannot use the trainer API");
+      throw new AuthenticationError("Invalid admin token");
+    }
+    await next();
+    c.res.headers.set("request-id", c.res.headers.get("request-id") ?? newRequestId());
+  };
+}
+
+function sameSecret(a: string, b: string): boolean {
+  const x = new TextEncoder().encode(a);
+  const y = new TextEncoder().encode(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}

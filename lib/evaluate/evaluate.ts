@@ -1,0 +1,262 @@
+/**
+ * Grading a patch: a fresh sandbox with the task's repository at its base commit, the task's
+ * pre-commands, the patch applied, the task's tests run, the evidence scored by a judger, the
+ * sandbox killed — whatever happened on the way.
+ *
+ * @module
+ */
+import type { ExecResult, RepoSource, Sandbox, SandboxBackend } from "../sandbox/mod.ts";
+import { type EvaluationReason, type Evidence, logTail } from "./evidence.ts";
+import { fixtureRepo } from "./fixture_repos.ts";
+import { type Judger, type Reward } from "./judgers.ts";
+import { checkPatchPaths, PatchPathError } from "./patch_paths.ts";
+import { parseTestOutput } from "./test_report.ts";
+import { gradingMode, runnerCommand, scriptCommand, shellQuote, type Task } from "./task.ts";
+
+/** What an evaluation needs. */
+export interface EvaluateDeps {
+  readonly backend: SandboxBackend;
+  readonly judgers: ReadonlyMap<string, Judger>;
+  readonly defaultJudger: string;
+  /** Time limit of an evaluation whose task gives none, in milliseconds. */
+  readonly timeoutMs: number;
+  /** Bytes of output kept per command and stream. */
+  readonly outputBytes: number;
+  /** Host folder where fixture repositories are built. */
+  readonly cacheDir: string;
+}
+
+/** One evaluation request. */
+export interface EvaluateRequest {
+  readonly task: Task;
+  /** A unified diff against the base commit; empty for "no change". */
+  readonly patch: string;
+  /** Aborted when the caller leaves: the sandbox is killed and the evaluation throws. */
+  readonly signal?: AbortSignal;
+}
+
+/** The result of `/evaluate`: the judger's reward over the evidence, with timings. */
+export type EvaluationResult = Evidence & Reward & {
+  readonly score: number;
+  readonly duration_ms: number;
+  readonly judger: string;
+  readonly sandbox: { readonly backend: string; readonly id: string | null };
+  /** Milliseconds per phase: sandbox boot, pre-commands, patch, tests. */
+  readonly timings: { boot_ms: number; pre_ms: number; apply_ms: number; test_ms: number };
+};
+
+/** A task names a judger that is not configured (a bad request, not a bad configuration). */
+export class UnknownJudgerError extends RangeError {
+  constructor(name: string, known: Iterable<string>) {
+    super(`Unknown judger "${name}": configured judgers are ${[...known].join(", ")}`);
+    this.name = "UnknownJudgerError";
+  }
+}
+
+/** Where the evaluation's own files go inside the sandbox's scratch folder. */
+const EVAL_DIR = "rollout_eval";
+
+/**
+ * Evaluates `patch` for `task` in a fresh sandbox.
+ *
+ * @example
+ * ```ts
+ * const result = await evaluate(deps, { task: TaskSchema.parse(body.task), patch: body.patch });
+ * result.score; // 1 when the tests pass
+ * ```
+ * @throws {UnknownJudgerError} for a judger that is not configured; sandbox and repository
+ * errors ({@linkcode SandboxUnavailableError}, {@linkcode RepoError}) as the backend raises them.
+ */
+export async function evaluate(
+  deps: EvaluateDeps,
+  request: EvaluateRequest,
+): Promise<EvaluationResult> {
+  const { task, signal } = request;
+  const judgerName = task.judger ?? deps.defaultJudger;
+  const judger = deps.judgers.get(judgerName);
+  if (!judger) throw new UnknownJudgerError(judgerName, deps.judgers.keys());
+  const patch = request.patch.length > 0 && !request.patch.endsWith("\n")
+    ? `${request.patch}\n`
+    : request.patch;
+  const started = performance.now();
+  const timings = { boot_ms: 0, pre_ms: 0, apply_ms: 0, test_ms: 0 };
+  let sandbox: Sandbox | null = null;
+  let evidence: Evidence;
+  try {
+    checkPatchPaths(patch);
+    const repo = await repoSource(task, deps.cacheDir);
+    const timeoutMs = task.timeout_ms ?? deps.timeoutMs;
+    const booting = performance.now();
+    sandbox = await deps.backend.create({
+      repo,
+      commit: task.base_commit,
+      template: task.template,
+      metadata: { ...task.metadata, purpose: "evaluate" },
+      network: false,
+      // The sandbox outlives the evaluation's limit only long enough to be killed cleanly.
+      lifetimeMs: timeoutMs + 60_000,
+      signal,
+    });
+    timings.boot_ms = since(booting);
+    evidence = await grade(sandbox, task, patch, deps, timeoutMs, timings, signal);
+  } catch (error) {
+    if (!(error instanceof PatchPathError)) throw error;
+    evidence = failure("patch_rejected", error.message, false);
+  } finally {
+    await sandbox?.kill();
+  }
+  // The judger's own fields sit beside the evidence, the score first.
+  const { score, ...extra } = await judger.judge({ task, patch, evidence });
+  return {
+    score,
+    ...evidence,
+    ...extra,
+    duration_ms: since(started),
+    judger: judger.name,
+    sandbox: { backend: deps.backend.name, id: sandbox?.id ?? null },
+    timings,
+  };
+
+  function since(from: number): number {
+    return Math.round(performance.now() - from);
+  }
+}
+
+/** Runs the pre-commands, applies the patch and runs the tests, within one time limit. */
+async function grade(
+  sandbox: Sandbox,
+  task: Task,
+  patch: string,
+  deps: EvaluateDeps,
+  timeoutMs: number,
+  timings: EvaluationResult["timings"],
+  signal: AbortSignal | undefined,
+): Promise<Evidence> {
+  const deadline = performance.now() + timeoutMs;
+  const run = async (command: string) => {
+    const remaining = Math.max(1, Math.round(deadline - performance.now()));
+    // One stream, so the log reads in the order things happened.
+    const result = await sandbox.exec(`{ ${command}\n} 2>&1`, {
+      timeoutMs: remaining,
+      env: task.env,
+      outputBytes: deps.outputBytes,
+      signal,
+    });
+    signal?.throwIfAborted();
+    return result;
+  };
+  const scratch = `${sandbox.tmpdir}/${EVAL_DIR}`;
+
+  let phase = performance.now();
+  for (const [index, command] of task.pre_commands.entries()) {
+    const result = await run(command);
+    if (result.timedOut) {
+      return timedOut(result, `pre_commands[${index}] ran past the time limit`, false);
+    }
+    if (result.exitCode !== 0) {
+      return failure(
+        "pre_command_failed",
+        `pre_commands[${index}] exited with ${result.exitCode}: ${command.slice(0, 200)}`,
+        false,
+        result,
+      );
+    }
+  }
+  timings.pre_ms = Math.round(performance.now() - phase);
+
+  phase = performance.now();
+  if (patch.trim().length > 0) {
+    const path = `${scratch}/patch.diff`;
+    await sandbox.writeFile(path, patch);
+    const result = await run(`git apply --verbose --whitespace=nowarn ${shellQuote(path)}`);
+    if (result.timedOut) return timedOut(result, "git apply ran past the time limit", false);
+    if (result.exitCode !== 0) {
+      return failure("patch_failed", `git apply: ${applyErrors(result.stdout)}`, false, result);
+    }
+  }
+  timings.apply_ms = Math.round(performance.now() - phase);
+
+  phase = performance.now();
+  const mode = gradingMode(task);
+  let command: string;
+  if (mode === "eval_cmd") {
+    command = task.eval_cmd!;
+  } else if (mode === "f2p_script") {
+    const path = `${scratch}/${task.f2p_filename}`;
+    await sandbox.writeFile(path, task.f2p_script!);
+    command = (task.f2p_cmd ?? scriptCommand(task.f2p_filename)!).replaceAll(
+      "{script}",
+      shellQuote(path),
+    );
+  } else {
+    const ids = [...task.fail_to_pass!, ...task.pass_to_pass].map(shellQuote).join(" ");
+    command = (task.test_cmd ?? runnerCommand(task.runner!)).replaceAll("{tests}", ids);
+  }
+  const result = await run(command);
+  timings.test_ms = Math.round(performance.now() - phase);
+  if (result.timedOut) return timedOut(result, "the tests ran past the time limit", true);
+
+  const report = parseTestOutput(result.stdout);
+  let tests = report;
+  let passed = result.exitCode === 0;
+  if (mode === "f2p_script") {
+    // pytest names the script by its path from the work tree; the file name is what tells.
+    const short = (name: string) => name.replace(/^.*\/(?=[^/]*::)/, "");
+    tests = { passed: report.passed.map(short), failed: report.failed.map(short) };
+  } else if (mode === "test_lists") {
+    const ok = new Set(report.passed);
+    const bad = new Set(report.failed);
+    const listed = [...new Set([...task.fail_to_pass!, ...task.pass_to_pass])];
+    const good = (test: string) => ok.has(test) && !bad.has(test);
+    tests = { passed: listed.filter(good), failed: listed.filter((test) => !good(test)) };
+    passed = tests.failed.length === 0;
+  }
+  return {
+    applied_cleanly: true,
+    reason: passed ? "passed" : "tests_failed",
+    detail: null,
+    tests,
+    exit_code: result.exitCode,
+    log_tail: logTail(result.stdout),
+  };
+}
+
+/** The repository of a task as a sandbox source. */
+async function repoSource(task: Task, cacheDir: string): Promise<RepoSource> {
+  const repo = task.repo;
+  if (repo === undefined) return { kind: "image", dir: task.repo_dir! };
+  if (repo.startsWith("fixture:")) {
+    return { kind: "path", path: await fixtureRepo(repo.slice("fixture:".length), cacheDir) };
+  }
+  return repo.startsWith("/") ? { kind: "path", path: repo } : { kind: "url", url: repo };
+}
+
+function failure(
+  reason: EvaluationReason,
+  detail: string,
+  appliedCleanly: boolean,
+  result?: ExecResult,
+): Evidence {
+  return {
+    applied_cleanly: appliedCleanly,
+    reason,
+    detail,
+    tests: { passed: [], failed: [] },
+    exit_code: result?.exitCode ?? null,
+    log_tail: logTail(result?.stdout ?? ""),
+  };
+}
+
+function timedOut(result: ExecResult, detail: string, appliedCleanly: boolean): Evidence {
+  return failure("timeout", detail, appliedCleanly, result);
+}
+
+/** The error lines of `git apply`'s output, or its last lines. */
+function applyErrors(output: string): string {
+  const lines = output.split("\n").map((line) => line.trim()).filter(Boolean);
+  // "while searching for:" only introduces the context lines it could not find.
+  const errors = lines.filter((line) =>
+    /^(?:error|fatal):/.test(line) && !/while searching for:$/.test(line)
+  );
+  return (errors.length > 0 ? errors : lines.slice(-3)).join(" | ").slice(0, 2000);
+}

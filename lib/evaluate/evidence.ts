@@ -1,0 +1,46 @@
+/**
+ * What an evaluation observed, before any judger scores it: whether the patch applied, which
+ * tests passed and failed, how the test command ended, and the end of its log.
+ *
+ * @module
+ */
+
+/** Why an evaluation ended as it did. */
+export type EvaluationReason =
+  /** The tests passed. */
+  | "passed"
+  /** The tests ran and did not all pass. */
+  | "tests_failed"
+  /** A step ran past the evaluation's time limit and was killed. */
+  | "timeout"
+  /** `git apply` refused the patch. */
+  | "patch_failed"
+  /** The patch touches paths outside the repository; it was never applied. */
+  | "patch_rejected"
+  /** A task's pre-command failed: the task's environment, not the patch, is at fault. */
+  | "pre_command_failed";
+
+/** The evidence of one evaluation. Field names are those of the `/evaluate` response. */
+export interface Evidence {
+  readonly applied_cleanly: boolean;
+  readonly reason: EvaluationReason;
+  /** What went wrong, in words, when the reason is not `passed` or `tests_failed`. */
+  readonly detail: string | null;
+  /** Tests by outcome; with test lists, only the listed tests (a missing one counts as failed). */
+  readonly tests: { readonly passed: string[]; readonly failed: string[] };
+  /** Exit status of the last command run; `null` when it was killed or none ran. */
+  readonly exit_code: number | null;
+  /** The end of the last command's output (stdout and stderr interleaved). */
+  readonly log_tail: string;
+}
+
+/** Longest log tail kept in a result, in characters. */
+export const LOG_TAIL_CHARS = 8000;
+
+/** The last {@linkcode LOG_TAIL_CHARS} characters of `log`, starting at a line when it can. */
+export function logTail(log: string): string {
+  if (log.length <= LOG_TAIL_CHARS) return log;
+  const tail = log.slice(-LOG_TAIL_CHARS);
+  const newline = tail.indexOf("\n");
+  return newline >= 0 && newline < 200 ? tail.slice(newline + 1) : tail;
+}

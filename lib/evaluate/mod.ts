@@ -1,0 +1,9 @@
+/** Grading patches: task specs, evaluation in a sandbox, test reports and judgers. @module */
+export * from "./evaluate.ts";
+export * from "./evidence.ts";
+export * from "./fixture_repos.ts";
+export * from "./judgers.ts";
+export * from "./patch_paths.ts";
+export * from "./slots.ts";
+export * from "./task.ts";
+export * from "./test_report.ts";

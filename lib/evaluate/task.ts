@@ -1,0 +1,137 @@
+/**
+ * The task spec shared by `/evaluate` and `/rollout`: where the repository comes from, the
+ * commit to start at, what to run before the patch, and how to grade — one of `eval_cmd`,
+ * `f2p_script`, or `fail_to_pass`/`pass_to_pass` lists with a runner.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { FIXTURE_NAME } from "./fixture_repos.ts";
+
+/** A git URL the sandbox may clone. */
+const GIT_URL = /^(?:https?|ssh|git|file):\/\/\S+$|^[\w.-]+@[\w.-]+:\S+$/;
+
+/** A git revision that cannot be read as an option (no leading `-`). */
+const REVISION = /^[A-Za-z0-9][A-Za-z0-9._/^~-]{0,254}$/;
+
+/** Test runners a task's test lists can name. */
+export const RUNNERS = ["unittest", "pytest", "node"] as const;
+
+/** A task's test runner. */
+export type Runner = typeof RUNNERS[number];
+
+const TestList = z.array(z.string().min(1).max(1000)).max(10_000);
+
+/** The task spec, as a request carries it. */
+export const TaskSchema = z.object({
+  /** An absolute path of a git repository on the gateway's machine, `fixture:<name>`, or a git URL. */
+  repo: z.string().min(1).max(4096).refine(
+    (repo) => repo.startsWith("/") || GIT_URL.test(repo) || /^fixture:/.test(repo),
+    "expected an absolute path, fixture:<name>, or a git URL",
+  ).refine(
+    (repo) => !repo.startsWith("fixture:") || FIXTURE_NAME.test(repo.slice(8)),
+    "expected fixture:<name> with a name of lowercase letters, digits and _",
+  ).optional(),
+  /** Where the repository already is inside an E2B template, instead of `repo`. */
+  repo_dir: z.string().regex(/^\/\S*$/, "expected an absolute path").optional(),
+  base_commit: z.string().regex(REVISION, "expected a commit id or another git revision"),
+  /** E2B template the sandbox is made from. */
+  template: z.string().min(1).max(256).optional(),
+  /** Shell commands run in the work tree, in order, before the patch is applied. */
+  pre_commands: z.array(z.string().min(1).max(100_000)).max(100).default([]),
+  problem_statement: z.string().max(1_000_000).default(""),
+  /** Grading by exit status: 0 passes. */
+  eval_cmd: z.string().min(1).max(100_000).optional(),
+  /** Grading by a self-contained test script written into the sandbox's scratch folder. */
+  f2p_script: z.string().min(1).max(1_000_000).optional(),
+  /** The script's file name; its extension picks how it runs unless `f2p_cmd` says. */
+  f2p_filename: z.string().regex(/^[\w.-]{1,128}$/, "expected a plain file name").default(
+    "test_f2p.py",
+  ),
+  /** How the script runs, `{script}` standing for its path. */
+  f2p_cmd: z.string().min(1).max(100_000).optional(),
+  /** Tests that must pass with the patch (and failed without it). */
+  fail_to_pass: TestList.optional(),
+  /** Tests that must still pass with the patch. */
+  pass_to_pass: TestList.default([]),
+  /** The runner of the test lists. */
+  runner: z.enum(RUNNERS).optional(),
+  /** A command running the listed tests, `{tests}` standing for their ids; overrides `runner`. */
+  test_cmd: z.string().min(1).max(100_000).optional(),
+  /** Environment variables of the pre-commands and the tests. */
+  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
+  /** Longest the whole evaluation may take, in milliseconds. */
+  timeout_ms: z.number().int().min(100).max(24 * 3600_000).optional(),
+  /** A configured judger's name. */
+  judger: z.string().min(1).max(128).optional(),
+  /** Labels, kept with the sandbox (E2B metadata) and in the result. */
+  metadata: z.record(z.string(), z.string().max(1000)).optional(),
+}).superRefine((task, ctx) => {
+  const modes = [
+    task.eval_cmd !== undefined,
+    task.f2p_script !== undefined,
+    task.fail_to_pass !== undefined,
+  ].filter(Boolean).length;
+  if (modes !== 1) {
+    ctx.addIssue({
+      code: "custom",
+      message: "expected exactly one of eval_cmd, f2p_script, or fail_to_pass (with pass_to_pass)",
+    });
+  }
+  if (task.fail_to_pass !== undefined && !task.runner && !task.test_cmd) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["runner"],
+      message: `fail_to_pass needs a runner (${RUNNERS.join(", ")}) or a test_cmd`,
+    });
+  }
+  if (task.f2p_script !== undefined && !task.f2p_cmd && !scriptCommand(task.f2p_filename)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["f2p_cmd"],
+      message: "f2p_filename has no known extension (.py, .js, .mjs, .cjs, .sh): give f2p_cmd",
+    });
+  }
+  if (task.repo === undefined && task.repo_dir === undefined) {
+    ctx.addIssue({ code: "custom", path: ["repo"], message: "field required" });
+  }
+});
+
+/** A validated task. */
+export type Task = z.output<typeof TaskSchema>;
+
+/** How a task is graded. */
+export type GradingMode = "eval_cmd" | "f2p_script" | "test_lists";
+
+/** The grading mode of a validated task. */
+export function gradingMode(task: Task): GradingMode {
+  if (task.eval_cmd !== undefined) return "eval_cmd";
+  if (task.f2p_script !== undefined) return "f2p_script";
+  return "test_lists";
+}
+
+/** The default command of a test script, by its extension, `{script}` standing for its path. */
+export function scriptCommand(filename: string): string | null {
+  if (/\.py$/.test(filename)) return "python3 -m pytest -rA {script}";
+  if (/\.(?:js|mjs|cjs)$/.test(filename)) return "node --test {script}";
+  if (/\.sh$/.test(filename)) return "bash {script}";
+  return null;
+}
+
+/** The command of a runner, `{tests}` standing for the test ids. */
+export function runnerCommand(runner: Runner): string {
+  switch (runner) {
+    case "unittest":
+      return "python3 -m unittest -v {tests}";
+    case "pytest":
+      return "python3 -m pytest -rA {tests}";
+    case "node":
+      // node --test selects files, not names: every test runs and the lists pick the results.
+      return "node --test --test-reporter=tap";
+  }
+}
+
+/** `value` quoted for a POSIX shell. */
+export function shellQuote(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
+}

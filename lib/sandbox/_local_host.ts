@@ -1,0 +1,110 @@
+/**
+ * What the local backend does on the host itself: reading the host's root, killing a sandbox's
+ * process tree, removing its folder, and finding the folders of owners that crashed.
+ *
+ * @module
+ */
+import type { HostRoot } from "./bwrap_args.ts";
+
+/** What a sandbox folder records of its owner, so a crashed owner's folders can be removed. */
+interface Owner {
+  readonly host: string;
+  readonly pid: number;
+}
+
+const OWNER_FILE = "owner.json";
+
+/** Records this process as the owner of sandbox folder `dir`. */
+export async function writeOwner(dir: string): Promise<void> {
+  const owner: Owner = { host: Deno.hostname(), pid: Deno.pid };
+  await Deno.writeTextFile(`${dir}/${OWNER_FILE}`, JSON.stringify(owner));
+}
+
+/**
+ * Kills a sandboxed command with every process it started.
+ *
+ * bwrap's child is PID 1 of the sandbox's PID namespace: killed, the kernel kills the rest of the
+ * namespace and lets PID 1 finish exiting only once they are all gone, so bwrap exits (and
+ * `child.status` resolves) after them. Killing bwrap instead would resolve while the namespace
+ * is still being torn down; and while bwrap is still setting the sandbox up, its PID 1 does not
+ * yet die with it, and would live on for ever, holding the output pipes open.
+ *
+ * Before bwrap has that child, its process group (bwrap runs detached) is killed: bwrap, and a
+ * PID 1 cloned meanwhile, which stays in the group (no --new-session).
+ */
+export function killTree(child: Deno.ChildProcess): void {
+  let inits: number[] = [];
+  try {
+    const children = Deno.readTextFileSync(`/proc/${child.pid}/task/${child.pid}/children`);
+    inits = children.split(/\s+/).filter(Boolean).map(Number);
+  } catch { /* bwrap already exited */ }
+  for (const pid of inits.length > 0 ? inits : [-child.pid]) {
+    try {
+      Deno.kill(pid, "SIGKILL");
+    } catch { /* already exited */ }
+  }
+}
+
+/**
+ * Removes a sandbox folder. A process killed a moment ago (a clone aborted by `close()`) may
+ * still add a file while the folder is emptied, so "not empty" is retried a few times.
+ */
+export async function removeTree(dir: string): Promise<void> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      await Deno.remove(dir, { recursive: true });
+      return;
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return;
+      if (attempt >= 5 || !/not empty/i.test(String(error))) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20 * attempt));
+    }
+  }
+}
+
+/** The host's top-level entries with their symbolic links. */
+export async function readHostRoots(): Promise<HostRoot[]> {
+  const roots: HostRoot[] = [];
+  for await (const entry of Deno.readDir("/")) {
+    const symlink = entry.isSymlink ? await Deno.readLink(`/${entry.name}`) : null;
+    roots.push({ name: entry.name, symlink });
+  }
+  return roots.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** The folders of `paths` that exist and are visible inside (not under `/tmp`, `/run`, …). */
+export async function existingFolders(paths: readonly string[]): Promise<string[]> {
+  const found: string[] = [];
+  for (const path of paths) {
+    if (!path.startsWith("/") || /^\/(tmp|run|proc|dev|sys)(\/|$)/.test(path)) continue;
+    try {
+      if ((await Deno.stat(path)).isDirectory) found.push(await Deno.realPath(path));
+    } catch { /* absent: nothing to hide */ }
+  }
+  return found;
+}
+
+/** Removes sandbox folders whose owner process on this host is gone (a crash, kill -9). */
+export async function removeOrphans(root: string): Promise<void> {
+  for await (const entry of Deno.readDir(root)) {
+    if (!entry.isDirectory || !entry.name.startsWith("sbx_")) continue;
+    const dir = `${root}/${entry.name}`;
+    let owner: Owner;
+    try {
+      owner = JSON.parse(await Deno.readTextFile(`${dir}/${OWNER_FILE}`));
+    } catch {
+      continue; // being created right now, or not ours
+    }
+    if (owner.host !== Deno.hostname() || await processAlive(owner.pid)) continue;
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
+async function processAlive(pid: number): Promise<boolean> {
+  try {
+    await Deno.stat(`/proc/${pid}`);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,265 @@
+/**
+ * The E2B sandbox backend, through the `e2b` SDK: a sandbox booted from the task's template
+ * (retried with backoff), the repository brought in as a git bundle packed on the gateway (or
+ * found in the template), commands run as background processes killed at their timeout, and
+ * the sandbox killed afterwards.
+ *
+ * @module
+ */
+import { AuthenticationError, CommandExitError, Sandbox as E2bSandbox } from "e2b";
+import { bundleCommit, describe } from "./git_bundle.ts";
+import { OutputTail } from "./output_tail.ts";
+import {
+  DEFAULT_OUTPUT_BYTES,
+  type ExecOptions,
+  type ExecResult,
+  RepoError,
+  type Sandbox,
+  type SandboxBackend,
+  type SandboxSpec,
+  SandboxUnavailableError,
+} from "./sandbox.ts";
+
+/** How the E2B backend reaches E2B. */
+export interface E2bBackendOptions {
+  readonly apiKey: string;
+  /** Control-plane URL (E2B's `E2B_API_URL`); unset: from the domain. */
+  readonly apiUrl?: string;
+  /** envd URL (`E2B_SANDBOX_URL`); unset: from the domain. */
+  readonly sandboxUrl?: string;
+  readonly domain?: string;
+  /** Template of tasks that name none. */
+  readonly template: string;
+  /** Boots tried before giving up. */
+  readonly bootAttempts: number;
+  /** First wait between boots, doubled each time, in milliseconds. */
+  readonly bootBackoffMs: number;
+  /** Host folder for the bundles being uploaded. */
+  readonly scratchDir: string;
+}
+
+/** Longest one setup command (clone, checkout) may take inside the sandbox. */
+const SETUP_TIMEOUT_MS = 10 * 60_000;
+
+/** Sandboxes from E2B. */
+export class E2bBackend implements SandboxBackend {
+  readonly name = "e2b";
+  readonly #live = new Set<RemoteSandbox>();
+
+  constructor(readonly options: E2bBackendOptions) {}
+
+  async create(spec: SandboxSpec): Promise<Sandbox> {
+    // Packed before booting: a bad repository or commit costs no sandbox.
+    await Deno.mkdir(this.options.scratchDir, { recursive: true });
+    const bundle = spec.repo.kind === "image" ? null : await bundleCommit(
+      spec.repo.kind === "path" ? spec.repo.path : spec.repo.url,
+      spec.commit,
+      this.options.scratchDir,
+    );
+    let sandbox: RemoteSandbox | null = null;
+    try {
+      const remote = await this.#boot(spec);
+      const home = (await remote.commands.run('printf %s "$HOME"', { requestTimeoutMs: 60_000 }))
+        .stdout.trim() || "/home/user";
+      const workdir = spec.repo.kind === "image" ? spec.repo.dir : `${home}/repo`;
+      sandbox = new RemoteSandbox(remote, home, workdir, `${home}/.rollout`, (s) => {
+        this.#live.delete(s);
+      });
+      this.#live.add(sandbox);
+      await sandbox.setup(spec, bundle);
+      return sandbox;
+    } catch (error) {
+      await sandbox?.kill();
+      throw error;
+    } finally {
+      if (bundle) await Deno.remove(bundle.path).catch(() => {});
+    }
+  }
+
+  /** `Sandbox.create`, retried with exponential backoff; a refused API key is not retried. */
+  async #boot(spec: SandboxSpec): Promise<E2bSandbox> {
+    const { apiKey, apiUrl, sandboxUrl, domain, bootAttempts, bootBackoffMs } = this.options;
+    let lastError: unknown;
+    for (let attempt = 1; attempt <= bootAttempts; attempt++) {
+      spec.signal?.throwIfAborted();
+      try {
+        return await E2bSandbox.create(spec.template ?? this.options.template, {
+          apiKey,
+          apiUrl,
+          sandboxUrl,
+          domain,
+          timeoutMs: spec.lifetimeMs,
+          metadata: { ...spec.metadata },
+          allowInternetAccess: spec.network,
+          signal: spec.signal,
+        });
+      } catch (error) {
+        if (spec.signal?.aborted) throw spec.signal.reason;
+        if (error instanceof AuthenticationError) {
+          throw new SandboxUnavailableError(`E2B refused the API key: ${error.message}`, {
+            cause: error,
+          });
+        }
+        lastError = error;
+        if (attempt < bootAttempts) {
+          await sleep(bootBackoffMs * 2 ** (attempt - 1) * (0.5 + Math.random()), spec.signal);
+        }
+      }
+    }
+    throw new SandboxUnavailableError(
+      `E2B could not boot a sandbox after ${bootAttempts} attempts: ${
+        (lastError as Error)?.message ?? lastError
+      }`,
+      { cause: lastError },
+    );
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.#live].map((sandbox) => sandbox.kill()));
+  }
+}
+
+class RemoteSandbox implements Sandbox {
+  readonly backend = "e2b";
+  #killed: Promise<void> | null = null;
+
+  constructor(
+    readonly remote: E2bSandbox,
+    /** The sandbox user's home, where setup commands run before the work tree exists. */
+    readonly home: string,
+    readonly workdir: string,
+    readonly tmpdir: string,
+    readonly onKilled: (sandbox: RemoteSandbox) => void,
+  ) {}
+
+  get id(): string {
+    return this.remote.sandboxId;
+  }
+
+  /** The work tree at the base commit: cloned from the uploaded bundle, or reset in the image. */
+  async setup(spec: SandboxSpec, bundle: { path: string; commit: string } | null): Promise<void> {
+    const q = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
+    let command: string;
+    if (bundle) {
+      const remoteBundle = `${this.tmpdir}/base.bundle`;
+      await this.writeFile(remoteBundle, await Deno.readFile(bundle.path));
+      command = `git clone --quiet --no-checkout ${q(remoteBundle)} ${q(this.workdir)} && ` +
+        `git -C ${q(this.workdir)} checkout --quiet --detach ${bundle.commit} && rm -f ${
+          q(remoteBundle)
+        }`;
+    } else {
+      command =
+        `git -C ${q(this.workdir)} checkout --quiet --force --detach ${q(spec.commit)} && ` +
+        `git -C ${q(this.workdir)} clean --quiet -fdx`;
+    }
+    const result = await this.exec(`mkdir -p ${q(this.tmpdir)} && ${command}`, {
+      timeoutMs: SETUP_TIMEOUT_MS,
+      cwd: this.home,
+      signal: spec.signal,
+    });
+    if (result.exitCode !== 0) {
+      throw new RepoError(
+        `Cannot check out "${spec.commit}" in the E2B sandbox: ${
+          result.timedOut ? "timed out" : result.stderr.trim().split("\n").slice(-3).join(" ")
+        }`,
+      );
+    }
+  }
+
+  async exec(command: string, options: ExecOptions): Promise<ExecResult> {
+    if (this.#killed) throw new Error(`Sandbox ${this.id} was killed`);
+    const started = performance.now();
+    const cap = options.outputBytes ?? DEFAULT_OUTPUT_BYTES;
+    const stdout = new OutputTail(cap);
+    const stderr = new OutputTail(cap);
+    const encoder = new TextEncoder();
+    // The SDK's own errors (a sandbox gone, envd unreachable) mean the backend failed, not the task.
+    const lost = (error: unknown) =>
+      new SandboxUnavailableError(
+        `E2B sandbox ${this.id} failed: ${(error as Error)?.message ?? error}`,
+        { cause: error },
+      );
+    const handle = await this.remote.commands.run(command, {
+      background: true,
+      cwd: options.cwd ?? this.workdir,
+      envs: { ...options.env },
+      user: options.user ?? "user",
+      timeoutMs: 0, // the timer below kills it; the SDK's own timeout only drops the stream
+      onStdout: (data) => stdout.push(encoder.encode(data)),
+      onStderr: (data) => stderr.push(encoder.encode(data)),
+    }).catch((error) => {
+      throw lost(error);
+    });
+    let timedOut = false;
+    let stopped = false;
+    const stop = () => {
+      stopped = true;
+      handle.kill().catch(() => {});
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      stop();
+    }, options.timeoutMs);
+    options.signal?.addEventListener("abort", stop, { once: true });
+    if (options.signal?.aborted) stop(); // an abort event already past never fires again
+    let exitCode: number | null;
+    try {
+      exitCode = (await handle.wait()).exitCode;
+    } catch (error) {
+      if (error instanceof CommandExitError) exitCode = error.exitCode;
+      else if (stopped) exitCode = null;
+      else throw lost(error);
+    } finally {
+      clearTimeout(timer);
+      options.signal?.removeEventListener("abort", stop);
+    }
+    return {
+      exitCode: stopped ? null : exitCode,
+      stdout: stdout.text(),
+      stderr: stderr.text(),
+      timedOut,
+      truncated: stdout.truncated || stderr.truncated,
+      durationMs: Math.round(performance.now() - started),
+    };
+  }
+
+  async writeFile(path: string, content: string | Uint8Array): Promise<void> {
+    const data = typeof content === "string" ? content : content.buffer.slice(
+      content.byteOffset,
+      content.byteOffset + content.byteLength,
+    ) as ArrayBuffer;
+    await this.remote.files.write(path, data);
+  }
+
+  async readFile(path: string): Promise<Uint8Array> {
+    return await this.remote.files.read(path, { format: "bytes" });
+  }
+
+  kill(): Promise<void> {
+    this.#killed ??= (async () => {
+      try {
+        await this.remote.kill();
+      } catch (error) {
+        // A sandbox that is already gone is killed; anything else must not go unnoticed.
+        console.error(`Cannot kill E2B sandbox ${this.id}: ${describe(error)}`);
+      }
+      this.onKilled(this);
+    })();
+    return this.#killed;
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      signal?.removeEventListener("abort", abort);
+      resolve();
+    }
+    function abort() {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    }
+    signal?.addEventListener("abort", abort, { once: true });
+  });
+}

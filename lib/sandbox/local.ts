@@ -1,0 +1,300 @@
+/**
+ * The local sandbox backend: a temporary git work tree of the task's repository on this machine,
+ * every command run under bubblewrap (Debian package `bubblewrap`). A timeout kills the whole
+ * process tree (bwrap's PID namespace dies with it); `kill()` removes the work tree.
+ *
+ * @module
+ */
+import { bwrapArgs, type HostRoot, LOCAL_PATHS } from "./bwrap_args.ts";
+import { describe, HOST_GIT_ENV } from "./git_bundle.ts";
+import { hostCommand } from "./host_command.ts";
+import { drainInto, OutputTail } from "./output_tail.ts";
+import { resolveInside } from "./paths.ts";
+import {
+  existingFolders,
+  killTree,
+  readHostRoots,
+  removeOrphans,
+  removeTree,
+  writeOwner,
+} from "./_local_host.ts";
+import {
+  DEFAULT_OUTPUT_BYTES,
+  type ExecOptions,
+  type ExecResult,
+  RepoError,
+  type Sandbox,
+  type SandboxBackend,
+  type SandboxSpec,
+  SandboxUnavailableError,
+} from "./sandbox.ts";
+
+/** How the local backend is set up. */
+export interface LocalBackendOptions {
+  /** Host folder holding one folder per sandbox. */
+  readonly root: string;
+  /** Host paths hidden inside every sandbox (the gateway's data). */
+  readonly hidden?: readonly string[];
+  /** The bubblewrap executable. */
+  readonly bwrap?: string;
+}
+
+/** Sandboxes from bubblewrap on this machine. */
+export class LocalBackend implements SandboxBackend {
+  readonly name = "local";
+  readonly #root: string;
+  readonly #bwrap: string;
+  readonly #hiddenWanted: readonly string[];
+  readonly #live = new Set<LocalSandbox>();
+  readonly #closing = new AbortController();
+  #ready: Promise<Environment> | null = null;
+
+  constructor(options: LocalBackendOptions) {
+    this.#root = options.root.replace(/\/+$/, "");
+    this.#bwrap = options.bwrap ?? "bwrap";
+    this.#hiddenWanted = [this.#root, ...(options.hidden ?? [])];
+  }
+
+  /** Checks bubblewrap once and removes folders left by crashed owners. */
+  #environment(): Promise<Environment> {
+    this.#ready ??= this.#prepare();
+    this.#ready.catch(() => (this.#ready = null));
+    return this.#ready;
+  }
+
+  async #prepare(): Promise<Environment> {
+    await Deno.mkdir(this.#root, { recursive: true });
+    const hostRoots = await readHostRoots();
+    const hidden = await existingFolders(this.#hiddenWanted);
+    await removeOrphans(this.#root);
+    const env: Environment = { hostRoots, hidden };
+    // One sandboxed `true` proves that bubblewrap is installed and namespaces are allowed.
+    const probe = await Deno.makeTempDir({ dir: this.#root, prefix: "probe-" });
+    try {
+      const dirs = { repo: probe, home: probe, tmp: probe };
+      await hostCommand(
+        this.#bwrap,
+        bwrapArgs({
+          ...env,
+          dirs,
+          command: "true",
+          cwd: "/",
+          env: {},
+          user: "user",
+          network: false,
+        }),
+      );
+    } catch (error) {
+      const reason = error instanceof Deno.errors.NotFound
+        ? `"${this.#bwrap}" is not installed (Debian: apt-get install bubblewrap)`
+        : `bubblewrap cannot create a sandbox here: ${(error as Error).message}`;
+      throw new SandboxUnavailableError(`Local sandboxes are unavailable: ${reason}`, {
+        cause: error,
+      });
+    } finally {
+      await Deno.remove(probe, { recursive: true }).catch(() => {});
+    }
+    return env;
+  }
+
+  async create(request: SandboxSpec): Promise<Sandbox> {
+    // A create still cloning when the backend closes is aborted, not left to finish after it.
+    const signal = AbortSignal.any([
+      this.#closing.signal,
+      ...(request.signal ? [request.signal] : []),
+    ]);
+    const spec = { ...request, signal };
+    spec.signal.throwIfAborted();
+    const env = await this.#environment();
+    const id = `sbx_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
+    const dir = `${this.#root}/${id}`;
+    await Deno.mkdir(dir);
+    await writeOwner(dir);
+    const dirs = { repo: `${dir}/repo`, home: `${dir}/home`, tmp: `${dir}/tmp` };
+    await Promise.all([Deno.mkdir(dirs.home), Deno.mkdir(dirs.tmp)]);
+    const sandbox = new LocalSandbox(id, dir, dirs, env, this.#bwrap, spec, (s) => {
+      this.#live.delete(s);
+    });
+    this.#live.add(sandbox);
+    try {
+      await checkout(spec, dirs.repo);
+      spec.signal?.throwIfAborted();
+    } catch (error) {
+      await sandbox.kill();
+      throw error;
+    }
+    sandbox.startLifetime();
+    return sandbox;
+  }
+
+  async close(): Promise<void> {
+    this.#closing.abort(new SandboxUnavailableError("The local sandbox backend is closing"));
+    await Promise.all([...this.#live].map((sandbox) => sandbox.kill()));
+  }
+}
+
+interface Environment {
+  readonly hostRoots: readonly HostRoot[];
+  readonly hidden: readonly string[];
+}
+
+/** The work tree at `spec.commit`, detached and clean, from a host path or a URL. */
+async function checkout(spec: SandboxSpec, target: string): Promise<void> {
+  const { repo, commit } = spec;
+  let source: string;
+  if (repo.kind === "path") {
+    try {
+      await hostCommand("git", ["-C", repo.path, "rev-parse", "--git-dir"]);
+    } catch (error) {
+      throw new RepoError(`Repository "${repo.path}" is not a git repository on this machine`, {
+        cause: error,
+      });
+    }
+    source = repo.path;
+  } else if (repo.kind === "url") {
+    source = repo.url;
+  } else {
+    throw new RepoError(
+      `The local backend has no images: the task's repository must be a local path or a git URL, not an image folder "${repo.dir}"`,
+    );
+  }
+  const git = (args: string[]) =>
+    hostCommand("git", args, { signal: spec.signal, env: HOST_GIT_ENV });
+  try {
+    // Objects are copied, not hard-linked: a sandboxed process must not reach the source's files.
+    await git(["clone", "--quiet", "--no-checkout", "--no-hardlinks", "--", source, target]);
+  } catch (error) {
+    spec.signal?.throwIfAborted(); // the caller gave up: no fault of the repository
+    throw new RepoError(`Cannot clone "${source}": ${describe(error)}`, { cause: error });
+  }
+  try {
+    await git(["-C", target, "checkout", "--quiet", "--detach", commit]);
+  } catch (error) {
+    spec.signal?.throwIfAborted();
+    throw new RepoError(
+      `Commit "${commit}" cannot be checked out from "${source}": ${describe(error)}`,
+      {
+        cause: error,
+      },
+    );
+  }
+}
+
+class LocalSandbox implements Sandbox {
+  readonly backend = "local";
+  readonly workdir = LOCAL_PATHS.workdir;
+  readonly tmpdir = LOCAL_PATHS.tmpdir;
+  /** Running commands, each with what stops it. */
+  readonly #children = new Map<Deno.ChildProcess, () => void>();
+  #lifetime: ReturnType<typeof setTimeout> | undefined;
+  #killed: Promise<void> | null = null;
+
+  constructor(
+    readonly id: string,
+    readonly dir: string,
+    readonly dirs: { readonly repo: string; readonly home: string; readonly tmp: string },
+    readonly env: Environment,
+    readonly bwrap: string,
+    readonly spec: SandboxSpec,
+    readonly onKilled: (sandbox: LocalSandbox) => void,
+  ) {}
+
+  /**
+   * Starts the clock of `spec.lifetimeMs` once the work tree is checked out (a kill during the
+   * checkout would remove the folder while git writes into it).
+   */
+  startLifetime(): void {
+    if (this.#killed) return;
+    this.#lifetime = setTimeout(() => {
+      // Nobody awaits this kill: a failure must not become an unhandled rejection (a crash).
+      this.kill().catch((error) => console.error(`Cannot kill sandbox ${this.id}: ${error}`));
+    }, this.spec.lifetimeMs);
+  }
+
+  async exec(command: string, options: ExecOptions): Promise<ExecResult> {
+    if (this.#killed) throw new Error(`Sandbox ${this.id} was killed`);
+    const started = performance.now();
+    const args = bwrapArgs({
+      ...this.env,
+      dirs: this.dirs,
+      command,
+      cwd: options.cwd ?? this.workdir,
+      env: options.env ?? {},
+      user: options.user ?? "user",
+      network: this.spec.network,
+    });
+    const child = new Deno.Command(this.bwrap, {
+      args,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+      detached: true, // a session and process group of its own, for `killTree`
+    }).spawn();
+    let exited = false;
+    child.status.then(() => (exited = true));
+    const cap = options.outputBytes ?? DEFAULT_OUTPUT_BYTES;
+    const stdout = new OutputTail(cap);
+    const stderr = new OutputTail(cap);
+    let timedOut = false;
+    let stopped = false;
+    const stop = () => {
+      stopped = true;
+      if (!exited) killTree(child); // once reaped, its pid may name another process
+    };
+    this.#children.set(child, stop);
+    const timer = setTimeout(() => {
+      timedOut = true;
+      stop();
+    }, options.timeoutMs);
+    options.signal?.addEventListener("abort", stop, { once: true });
+    if (options.signal?.aborted) stop(); // an abort event already past never fires again
+    try {
+      const [status] = await Promise.all([
+        child.status,
+        drainInto(child.stdout, stdout),
+        drainInto(child.stderr, stderr),
+      ]);
+      return {
+        exitCode: stopped || status.signal !== null ? null : status.code,
+        stdout: stdout.text(),
+        stderr: stderr.text(),
+        timedOut,
+        truncated: stdout.truncated || stderr.truncated,
+        durationMs: Math.round(performance.now() - started),
+      };
+    } finally {
+      clearTimeout(timer);
+      options.signal?.removeEventListener("abort", stop);
+      this.#children.delete(child);
+    }
+  }
+
+  async writeFile(path: string, content: string | Uint8Array): Promise<void> {
+    const host = await resolveInside(path, this.#mounts(), { create: true });
+    const data = typeof content === "string" ? new TextEncoder().encode(content) : content;
+    await Deno.writeFile(host, data);
+  }
+
+  async readFile(path: string): Promise<Uint8Array> {
+    return await Deno.readFile(await resolveInside(path, this.#mounts(), { create: false }));
+  }
+
+  #mounts() {
+    return [
+      { inside: LOCAL_PATHS.workdir, host: this.dirs.repo },
+      { inside: LOCAL_PATHS.home, host: this.dirs.home },
+      { inside: LOCAL_PATHS.tmpdir, host: this.dirs.tmp },
+    ];
+  }
+
+  kill(): Promise<void> {
+    this.#killed ??= (async () => {
+      clearTimeout(this.#lifetime);
+      for (const stop of this.#children.values()) stop();
+      await Promise.all([...this.#children.keys()].map((child) => child.status));
+      await removeTree(this.dir);
+      this.onKilled(this);
+    })();
+    return this.#killed;
+  }
+}

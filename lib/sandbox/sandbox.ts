@@ -1,0 +1,113 @@
+/**
+ * The sandbox contract every backend keeps: a fresh, isolated machine (or work tree) holding a
+ * task's repository at its base commit, in which commands run with a timeout and files are read
+ * and written; killed, it leaves nothing behind.
+ *
+ * @module
+ */
+
+/** Where the repository of a sandbox comes from. */
+export type RepoSource =
+  /** A git repository on the gateway's machine, copied into the sandbox. */
+  | { readonly kind: "path"; readonly path: string }
+  /** A git URL, cloned by the sandbox. */
+  | { readonly kind: "url"; readonly url: string }
+  /** A checkout already inside the sandbox's image (an E2B template), at `dir`. */
+  | { readonly kind: "image"; readonly dir: string };
+
+/** What a sandbox is made from. */
+export interface SandboxSpec {
+  readonly repo: RepoSource;
+  /** The commit the work tree is checked out at (detached, clean). */
+  readonly commit: string;
+  /** E2B template (image) name; the local backend ignores it. */
+  readonly template?: string;
+  /** Labels kept with the sandbox (E2B metadata), for finding and cleaning it up. */
+  readonly metadata?: Readonly<Record<string, string>>;
+  /** Whether commands may reach the network. Evaluation sandboxes have none. */
+  readonly network: boolean;
+  /** Longest the sandbox may live, in milliseconds; a backend kills it after this. */
+  readonly lifetimeMs: number;
+  /** Aborted when the caller gives up: a boot in progress stops and nothing is left. */
+  readonly signal?: AbortSignal;
+}
+
+/** How one command runs. */
+export interface ExecOptions {
+  /** Killed, with every process it started, after this many milliseconds. */
+  readonly timeoutMs: number;
+  /** Working directory inside the sandbox; the work tree when unset. */
+  readonly cwd?: string;
+  /** Extra environment variables. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** `"user"` (unprivileged, the default) or `"root"`. */
+  readonly user?: SandboxUser;
+  /** Bytes of stdout and of stderr kept, each; the last bytes are kept. */
+  readonly outputBytes?: number;
+  /** Aborted when the caller gives up: the command is killed as on a timeout. */
+  readonly signal?: AbortSignal;
+}
+
+/** Who a command runs as. */
+export type SandboxUser = "user" | "root";
+
+/** What one command did. */
+export interface ExecResult {
+  /** Exit status; `null` when it was killed (timeout, abort). */
+  readonly exitCode: number | null;
+  /** The last bytes of stdout, up to the cap. */
+  readonly stdout: string;
+  /** The last bytes of stderr, up to the cap. */
+  readonly stderr: string;
+  /** It ran past its timeout and was killed. */
+  readonly timedOut: boolean;
+  /** Output beyond the cap was dropped (from the start). */
+  readonly truncated: boolean;
+  readonly durationMs: number;
+}
+
+/** One live sandbox. `kill()` is idempotent and leaves no process or file behind. */
+export interface Sandbox {
+  readonly id: string;
+  /** The backend that made it: `local` or `e2b`. */
+  readonly backend: string;
+  /** Absolute path of the repository's work tree inside the sandbox. */
+  readonly workdir: string;
+  /** Absolute path of a scratch folder inside the sandbox, private to it. */
+  readonly tmpdir: string;
+  exec(command: string, options: ExecOptions): Promise<ExecResult>;
+  writeFile(path: string, content: string | Uint8Array): Promise<void>;
+  readFile(path: string): Promise<Uint8Array>;
+  kill(): Promise<void>;
+}
+
+/** Makes sandboxes. */
+export interface SandboxBackend {
+  /** `local` or `e2b`. */
+  readonly name: string;
+  create(spec: SandboxSpec): Promise<Sandbox>;
+  /** Kills every sandbox this backend still has alive (at shutdown). */
+  close(): Promise<void>;
+}
+
+/** The backend cannot make sandboxes now (not installed, unreachable, out of capacity). */
+export class SandboxUnavailableError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "SandboxUnavailableError";
+  }
+}
+
+/**
+ * The task's repository cannot be provided: the path is not a git repository, the commit does
+ * not exist, the clone failed. A fault of the task, not of the backend.
+ */
+export class RepoError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "RepoError";
+  }
+}
+
+/** Default cap on the output kept per stream of one command. */
+export const DEFAULT_OUTPUT_BYTES = 1024 * 1024;

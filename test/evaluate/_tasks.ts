@@ -1,0 +1,112 @@
+/**
+ * Test helpers for evaluations: the fixture tasks with their patches, scratch git repositories,
+ * and evaluation dependencies over a backend.
+ *
+ * @module
+ */
+import {
+  type EvaluateDeps,
+  FIXTURE_TASKS_DIR,
+  loadJudgers,
+  type Task,
+  TaskSchema,
+} from "../../lib/evaluate/mod.ts";
+import type { SandboxBackend } from "../../lib/sandbox/mod.ts";
+import { git } from "../_git_repo.ts";
+
+/** The fixture tasks. */
+export const FIXTURES = ["python_unittest", "python_pytest", "node_test"] as const;
+
+/** A fixture task and its three patches. */
+export interface FixtureTask {
+  readonly task: Task;
+  readonly gold: string;
+  readonly wrong: string;
+  readonly malformed: string;
+}
+
+/** Reads fixture `name`. */
+export async function fixtureTask(name: string): Promise<FixtureTask> {
+  const dir = `${FIXTURE_TASKS_DIR}${name}`;
+  const read = (file: string) => Deno.readTextFile(`${dir}/${file}`);
+  return {
+    task: TaskSchema.parse(JSON.parse(await read("task.json"))),
+    gold: await read("gold.patch"),
+    wrong: await read("wrong.patch"),
+    malformed: await read("malformed.patch"),
+  };
+}
+
+/** Evaluation deps over `backend` with the built-in judger, caching fixtures under `cacheDir`. */
+export async function evaluateDeps(
+  backend: SandboxBackend,
+  cacheDir: string,
+  overrides: Partial<EvaluateDeps> = {},
+): Promise<EvaluateDeps> {
+  return {
+    backend,
+    judgers: await loadJudgers({}, "tests", Deno.cwd()),
+    defaultJudger: "tests",
+    timeoutMs: 60_000,
+    outputBytes: 1024 * 1024,
+    cacheDir,
+    ...overrides,
+  };
+}
+
+/** A git repository under `dir` with one commit of `files`; returns its path and commit id. */
+export async function scratchRepo(
+  dir: string,
+  files: Record<string, string>,
+): Promise<{ path: string; commit: string }> {
+  const path = await Deno.makeTempDir({ dir, prefix: "repo-" });
+  for (const [name, content] of Object.entries(files)) {
+    const file = `${path}/${name}`;
+    await Deno.mkdir(file.slice(0, file.lastIndexOf("/")), { recursive: true });
+    await Deno.writeTextFile(file, content);
+  }
+  await git(path, "init", "--quiet");
+  await git(path, "add", "--all");
+  await git(path, "commit", "--quiet", "-m", "base");
+  return { path, commit: (await git(path, "rev-parse", "HEAD")).trim() };
+}
+
+/** Processes whose command line contains `marker`. */
+export async function processesWith(marker: string): Promise<number[]> {
+  const found: number[] = [];
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name) || Number(entry.name) === Deno.pid) continue;
+    try {
+      const cmdline = await Deno.readTextFile(`/proc/${entry.name}/cmdline`);
+      if (cmdline.includes(marker)) found.push(Number(entry.name));
+    } catch { /* exited while we looked */ }
+  }
+  return found;
+}
+
+/** The names in a folder (empty when it does not exist). */
+export async function listDir(path: string): Promise<string[]> {
+  const names: string[] = [];
+  try {
+    for await (const entry of Deno.readDir(path)) names.push(entry.name);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  return names.sort();
+}
+
+/**
+ * Resolves once `condition` holds, checking every 10 ms; fails after `limitMs` (a guard
+ * against a hung test, not a timing assertion).
+ */
+export async function waitFor(
+  condition: () => Promise<boolean>,
+  what: string,
+  limitMs = 30_000,
+): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`Gave up waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

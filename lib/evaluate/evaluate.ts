@@ -9,7 +9,8 @@ import type { ExecResult, RepoSource, Sandbox, SandboxBackend } from "../sandbox
 import { type EvaluationReason, type Evidence, logTail } from "./evidence.ts";
 import { fixtureRepo } from "./fixture_repos.ts";
 import { type Judger, type Reward } from "./judgers.ts";
-import { checkPatchPaths, PatchPathError } from "./patch_paths.ts";
+import { checkPatchPaths, PatchPathError, patchPaths } from "./patch_paths.ts";
+import { restoreScript, tamperedPaths } from "./protect.ts";
 import { parseTestOutput } from "./test_report.ts";
 import { gradingMode, runnerCommand, scriptCommand, shellQuote, type Task } from "./task.ts";
 
@@ -122,7 +123,10 @@ export async function evaluate(
   }
 }
 
-/** Runs the pre-commands, applies the patch and runs the tests, within one time limit. */
+/**
+ * Runs the pre-commands, applies the patch, puts protected paths back and applies the task's
+ * test patch, then runs the tests, all within one time limit.
+ */
 async function grade(
   sandbox: Sandbox,
   task: Task,
@@ -174,6 +178,34 @@ async function grade(
       return failure("patch_failed", `git apply: ${applyErrors(result.stdout)}`, false, result);
     }
   }
+  let tampered: string[] = [];
+  const guarded = [
+    ...task.protected_paths,
+    ...(task.test_patch ? patchPaths(task.test_patch) : []),
+  ];
+  if (guarded.length > 0) {
+    const result = await run(restoreScript([...new Set(guarded)]));
+    if (result.timedOut) {
+      return timedOut(result, "restoring protected paths ran past the time limit", true);
+    }
+    if (result.exitCode !== 0) {
+      throw new Error(`Cannot restore protected paths: ${result.stdout.slice(-500)}`);
+    }
+    tampered = tamperedPaths(result.stdout);
+  }
+  if (task.test_patch) {
+    const path = `${scratch}/test.diff`;
+    await sandbox.writeFile(
+      path,
+      task.test_patch.endsWith("\n") ? task.test_patch : `${task.test_patch}\n`,
+    );
+    const result = await run(`git apply --verbose --whitespace=nowarn ${shellQuote(path)}`);
+    if (result.timedOut) return timedOut(result, "git apply ran past the time limit", true);
+    if (result.exitCode !== 0) {
+      const detail = `test_patch: git apply: ${applyErrors(result.stdout)}`;
+      return { ...failure("test_patch_failed", detail, true, result), tampered };
+    }
+  }
   timings.apply_ms = Math.round(performance.now() - phase);
 
   phase = performance.now();
@@ -216,6 +248,7 @@ async function grade(
     reason: passed ? "passed" : "tests_failed",
     detail: null,
     tests,
+    tampered,
     exit_code: result.exitCode,
     log_tail: logTail(result.stdout),
   };
@@ -242,6 +275,7 @@ function failure(
     reason,
     detail,
     tests: { passed: [], failed: [] },
+    tampered: [],
     exit_code: result?.exitCode ?? null,
     log_tail: logTail(result?.stdout ?? ""),
   };

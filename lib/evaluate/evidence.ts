@@ -18,7 +18,9 @@ export type EvaluationReason =
   /** The patch touches paths outside the repository; it was never applied. */
   | "patch_rejected"
   /** A task's pre-command failed: the task's environment, not the patch, is at fault. */
-  | "pre_command_failed";
+  | "pre_command_failed"
+  /** The task's `test_patch` did not apply over the patch: the task is at fault. */
+  | "test_patch_failed";
 
 /** The evidence of one evaluation. Field names are those of the `/evaluate` response. */
 export interface Evidence {
@@ -28,6 +30,8 @@ export interface Evidence {
   readonly detail: string | null;
   /** Tests by outcome; with test lists, only the listed tests (a missing one counts as failed). */
   readonly tests: { readonly passed: string[]; readonly failed: string[] };
+  /** Protected paths (and `test_patch` paths) the patch changed; they were put back. */
+  readonly tampered: string[];
   /** Exit status of the last command run; `null` when it was killed or none ran. */
   readonly exit_code: number | null;
   /** The end of the last command's output (stdout and stderr interleaved). */

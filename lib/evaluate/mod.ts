@@ -7,3 +7,4 @@ export * from "./patch_paths.ts";
 export * from "./slots.ts";
 export * from "./task.ts";
 export * from "./test_report.ts";
+export * from "./protect.ts";

@@ -7,12 +7,16 @@
  */
 import { z } from "zod";
 import { FIXTURE_NAME } from "./fixture_repos.ts";
+import { checkPatchPaths } from "./patch_paths.ts";
 
 /** A git URL the sandbox may clone. */
 const GIT_URL = /^(?:https?|ssh|git|file):\/\/\S+$|^[\w.-]+@[\w.-]+:\S+$/;
 
 /** A git revision that cannot be read as an option (no leading `-`). */
 const REVISION = /^[A-Za-z0-9][A-Za-z0-9._/^~-]{0,254}$/;
+
+/** A path inside the repository: relative, no `..`, not an option. */
+const REPO_PATH = /^(?![/-])(?!(?:.*\/)?\.\.(?:\/|$)).{1,4096}$/;
 
 /** Test runners a task's test lists can name. */
 export const RUNNERS = ["unittest", "pytest", "node"] as const;
@@ -58,6 +62,16 @@ export const TaskSchema = z.object({
   runner: z.enum(RUNNERS).optional(),
   /** A command running the listed tests, `{tests}` standing for their ids; overrides `runner`. */
   test_cmd: z.string().min(1).max(100_000).optional(),
+  /**
+   * Paths (files or folders) a patch may not change: put back as at the base commit after the
+   * patch is applied, so an agent cannot pass by editing the tests.
+   */
+  protected_paths: z.array(
+    z.string().regex(REPO_PATH, "expected a relative path inside the repository"),
+  )
+    .max(1000).default([]),
+  /** A diff of the task's own (tests) applied after the patch, its paths protected first. */
+  test_patch: z.string().min(1).max(10_000_000).optional(),
   /** Environment variables of the pre-commands and the tests. */
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
   /** Longest the whole evaluation may take, in milliseconds. */
@@ -91,6 +105,13 @@ export const TaskSchema = z.object({
       path: ["f2p_cmd"],
       message: "f2p_filename has no known extension (.py, .js, .mjs, .cjs, .sh): give f2p_cmd",
     });
+  }
+  if (task.test_patch !== undefined) {
+    try {
+      checkPatchPaths(task.test_patch);
+    } catch (error) {
+      ctx.addIssue({ code: "custom", path: ["test_patch"], message: (error as Error).message });
+    }
   }
   if (task.repo === undefined && task.repo_dir === undefined) {
     ctx.addIssue({ code: "custom", path: ["repo"], message: "field required" });

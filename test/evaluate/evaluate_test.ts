@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import {
   evaluate,
   type EvaluationResult,
+  FIXTURE_TASKS_DIR,
   TaskSchema,
   UnknownJudgerError,
 } from "../../lib/evaluate/mod.ts";
@@ -351,5 +352,81 @@ Deno.test("evaluate() refuses a repository that is not there and a judger that i
     });
     await assert.rejects(evaluate(deps, { task: judged, patch: "" }), UnknownJudgerError);
     assert.deepEqual(await listDir(`${root}/sandboxes`), []);
+  });
+});
+
+Deno.test("evaluate() puts protected paths back: a patch that edits the tests does not pass", async () => {
+  await withBackend(async (backend, root) => {
+    const deps = await evaluateDeps(backend, root);
+    const fixture = await fixtureTask("python_unittest");
+    const cheat = await Deno.readTextFile(`${FIXTURE_TASKS_DIR}python_unittest/cheat.patch`);
+    assert.deepEqual(fixture.task.protected_paths, ["tests"]);
+    const guarded = await evaluate(deps, { task: fixture.task, patch: cheat });
+    assert.deepEqual(
+      [guarded.score, guarded.reason, guarded.applied_cleanly, guarded.tampered],
+      [0, "tests_failed", true, ["tests/test_calc.py"]],
+    );
+    assert.deepEqual(guarded.tests.failed, [
+      "tests.test_calc.TestCalc.test_divide_fraction",
+      "tests.test_calc.TestCalc.test_mean_fraction",
+    ]);
+    // Without protection the same patch passes: the guard is what stops it.
+    const open = TaskSchema.parse({ ...fixture.task, protected_paths: [] });
+    const unguarded = await evaluate(deps, { task: open, patch: cheat });
+    assert.deepEqual([unguarded.score, unguarded.tampered], [1, []]);
+    // The gold patch touches no protected path.
+    const gold = await evaluate(deps, { task: fixture.task, patch: fixture.gold });
+    assert.deepEqual([gold.score, gold.tampered], [1, []]);
+  });
+});
+
+Deno.test("evaluate() applies the task's test_patch over the patch, replacing the agent's own version", async () => {
+  await withBackend(async (backend, root) => {
+    const repo = await scratchRepo(root, { "lib.sh": "answer() { echo 41; }\n" });
+    const testPatch = [
+      "diff --git a/check.sh b/check.sh",
+      "new file mode 100644",
+      "--- /dev/null",
+      "+++ b/check.sh",
+      "@@ -0,0 +1,2 @@",
+      "+. ./lib.sh",
+      '+test "$(answer)" = 42 && echo "ok 1 - answer is 42" || { echo "not ok 1 - answer is 42"; exit 1; }',
+      "",
+    ].join("\n");
+    // The agent writes its own check.sh that always passes, and leaves the bug.
+    const agentPatch = [
+      "diff --git a/check.sh b/check.sh",
+      "new file mode 100644",
+      "--- /dev/null",
+      "+++ b/check.sh",
+      "@@ -0,0 +1 @@",
+      '+echo "ok 1 - answer is 42"',
+      "",
+    ].join("\n");
+    const fix = [
+      "--- a/lib.sh",
+      "+++ b/lib.sh",
+      "@@ -1 +1 @@",
+      "-answer() { echo 41; }",
+      "+answer() { echo 42; }",
+      "",
+    ].join("\n");
+    const task = TaskSchema.parse({
+      repo: repo.path,
+      base_commit: repo.commit,
+      test_patch: testPatch,
+      eval_cmd: "bash check.sh",
+    });
+    const deps = await evaluateDeps(backend, root);
+    const cheat = await evaluate(deps, { task, patch: agentPatch });
+    assert.deepEqual(
+      [cheat.score, cheat.reason, cheat.tampered, cheat.tests],
+      [0, "tests_failed", ["check.sh"], { passed: [], failed: ["answer is 42"] }],
+    );
+    const fixed = await evaluate(deps, { task, patch: fix });
+    assert.deepEqual(
+      [fixed.score, fixed.tampered, fixed.tests],
+      [1, [], { passed: ["answer is 42"], failed: [] }],
+    );
   });
 });

@@ -23,6 +23,7 @@ function evidence(passed: string[], failed: string[]): Evidence {
     reason: failed.length === 0 ? "passed" : "tests_failed",
     detail: null,
     tests: { passed, failed },
+    tampered: [],
     exit_code: failed.length === 0 ? 0 : 1,
     log_tail: "",
   };

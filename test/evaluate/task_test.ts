@@ -13,6 +13,7 @@ Deno.test("TaskSchema takes the minimal eval_cmd task and fills the defaults", (
     eval_cmd: "make test",
     f2p_filename: "test_f2p.py",
     pass_to_pass: [],
+    protected_paths: [],
     env: {},
   });
   assert.equal(gradingMode(task), "eval_cmd");
@@ -66,6 +67,10 @@ Deno.test("TaskSchema refuses relative paths, option-like commits and bad fixtur
     [{ repo: "fixture:Bad-Name", base_commit: SHA }, "repo"],
     [{ repo: "/r", base_commit: "--upload-pack=evil" }, "base_commit"],
     [{ base_commit: SHA }, "repo"],
+    [{ repo: "/r", base_commit: SHA, protected_paths: ["../tests"] }, "protected_paths.0"],
+    [{ repo: "/r", base_commit: SHA, protected_paths: ["/etc"] }, "protected_paths.0"],
+    [{ repo: "/r", base_commit: SHA, protected_paths: ["--force"] }, "protected_paths.0"],
+    [{ repo: "/r", base_commit: SHA, test_patch: "--- a/x\n+++ b/../x\n" }, "test_patch"],
   ];
   for (const [fields, path] of cases) {
     const parsed = TaskSchema.safeParse({ ...fields, eval_cmd: "true" });

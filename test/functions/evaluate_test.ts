@@ -52,6 +52,7 @@ Deno.test("POST /evaluate takes the minimal body and answers with the reward and
       "reason",
       "sandbox",
       "score",
+      "tampered",
       "tests",
       "timings",
     ]);
@@ -63,6 +64,7 @@ Deno.test("POST /evaluate takes the minimal body and answers with the reward and
         reason: "passed",
         detail: null,
         tests: { passed: [], failed: [] },
+        tampered: [],
         exit_code: 0,
         log_tail: "checked\n",
         duration_ms: 0,

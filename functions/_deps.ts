@@ -11,7 +11,15 @@ import { ChainCache, sharedSecret } from "../lib/kv/mod.ts";
 import { type CachedChain, cachedChainTokens, type TurnDeps } from "../lib/session/mod.ts";
 import { type ChatTokenizer, loadTokenizer, renderDelta } from "../lib/template/mod.ts";
 import { type ScriptedEngine, startScriptedEngine } from "../fixtures/scripted_engine.ts";
-import { type Judger, JudgerConfigError, loadJudgers, Slots } from "../lib/evaluate/mod.ts";
+import {
+  type EvaluateDeps,
+  type Judger,
+  JudgerConfigError,
+  loadJudgers,
+  Slots,
+} from "../lib/evaluate/mod.ts";
+import { findClaudeBinary, RolloutWorker } from "../lib/rollout/mod.ts";
+import type { LifecycleDeps } from "../lib/session/mod.ts";
 import { E2bBackend, LocalBackend, type SandboxBackend } from "../lib/sandbox/mod.ts";
 
 /** Everything the functions are built from. */
@@ -23,8 +31,18 @@ export interface Deps extends TurnDeps {
   readonly adminToken: string;
   /** The built-in scripted engine, when no `SGLANG_URL` is set. */
   readonly scripted: ScriptedEngine | null;
-  /** Where evaluation sandboxes come from. */
+  /** Where sandboxes come from unless a request says: `SANDBOX_BACKEND`. */
   readonly sandbox: SandboxBackend;
+  /** Every sandbox backend this gateway can use, by name (`e2b` when configured). */
+  readonly sandboxes: ReadonlyMap<string, SandboxBackend>;
+  /** How `/evaluate` (and rollouts' grading) run. */
+  readonly evaluation: EvaluateDeps;
+  /** Session lifecycle settings of the trainer API and rollouts. */
+  readonly lifecycle: LifecycleDeps;
+  /** The rollout worker of this process; started by `serve.ts` once it listens. */
+  readonly rollout: RolloutWorker;
+  /** Tells the rollout worker where this process listens (agents reach the gateway there). */
+  setListening(url: string): void;
   /** Judgers by name, loaded and checked at start-up. */
   readonly judgers: ReadonlyMap<string, Judger>;
   /** Evaluations running in this process, at most `EVAL_CONCURRENCY`. */
@@ -76,7 +94,50 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     });
   }
   const contextLength = config.contextLength ?? tokenizer.modelMaxLength ?? 32_768;
-  const sandbox = overrides.sandbox ?? sandboxBackend(config);
+  const sandboxes = overrides.sandbox
+    ? new Map([[overrides.sandbox.name, overrides.sandbox]])
+    : sandboxBackends(config);
+  const sandbox = overrides.sandbox ?? sandboxes.get(config.sandboxBackend)!;
+  const holder = `${Deno.hostname()}:${Deno.pid}`;
+  const lease = { ttlMs: config.leaseTtlMs, waitMs: config.lockWaitMs };
+  const lifecycle: LifecycleDeps = { kv, lease, holder, retentionMs: config.sessionRetentionMs };
+  const evaluation: EvaluateDeps = {
+    backend: sandbox,
+    judgers,
+    defaultJudger: config.defaultJudger,
+    timeoutMs: config.evalTimeoutMs,
+    outputBytes: config.sandboxOutputBytes,
+    cacheDir: `${config.sandboxRoot}/cache`,
+  };
+  const claudeBinary = await findClaudeBinary(config.rollout.claudeCodeBin);
+  if (config.rollout.claudeCodeBin !== null && claudeBinary === null) {
+    throw new ConfigError(
+      "CLAUDE_CODE_BIN",
+      `Invalid CLAUDE_CODE_BIN: no file at "${config.rollout.claudeCodeBin}"`,
+    );
+  }
+  let listening: string | null = null;
+  const rollout = new RolloutWorker({
+    kv,
+    lifecycle,
+    backends: sandboxes,
+    defaultBackend: sandbox.name,
+    evaluate: evaluation,
+    gatewayUrl: () => {
+      const url = config.rollout.gatewayUrl ?? listening;
+      if (url === null) {
+        throw new Error("The gateway's own URL is unknown: set ROLLOUT_GATEWAY_URL");
+      }
+      return url;
+    },
+    modelId: config.modelId,
+    claudeBinary,
+    claudePackage: config.rollout.claudeCodePackage,
+    bootSlots: config.rollout.bootConcurrency,
+    leaseTtlMs: config.leaseTtlMs,
+    holder,
+    outputBytes: config.sandboxOutputBytes,
+  }, { concurrency: config.rollout.concurrency, pollMs: config.rollout.pollMs });
   return {
     config,
     kv,
@@ -85,16 +146,22 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     cache: new ChainCache<CachedChain>(config.chainCacheTokens, cachedChainTokens),
     contextLength,
     roundtripPolicy: config.roundtripPolicy,
-    lease: { ttlMs: config.leaseTtlMs, waitMs: config.lockWaitMs },
-    holder: `${Deno.hostname()}:${Deno.pid}`,
+    lease,
+    holder,
     signingSecret: config.signingSecret ?? await sharedSecret(kv, "thinking_signature"),
     adminToken: config.adminToken ?? await sharedSecret(kv, "admin_token"),
     scripted,
     sandbox,
+    sandboxes,
+    evaluation,
+    lifecycle,
+    rollout,
+    setListening: (url) => void (listening = url),
     judgers,
     evalSlots: new Slots(config.evalConcurrency),
     close: async () => {
-      if (!overrides.sandbox) await sandbox.close();
+      await rollout.stop();
+      if (!overrides.sandbox) await Promise.all([...sandboxes.values()].map((s) => s.close()));
       if (!overrides.engine) await engine.close();
       await scripted?.close();
       if (!overrides.kv) kv.close();
@@ -102,23 +169,33 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   };
 }
 
-/** The configured sandbox backend; local sandboxes never see the gateway's KV folder. */
-function sandboxBackend(config: Config): SandboxBackend {
-  if (config.sandboxBackend === "e2b") {
-    const { e2b } = config;
-    return new E2bBackend({
-      apiKey: e2b.apiKey!,
-      apiUrl: e2b.apiUrl ?? undefined,
-      sandboxUrl: e2b.sandboxUrl ?? undefined,
-      domain: e2b.domain ?? undefined,
-      template: e2b.template,
-      bootAttempts: e2b.bootAttempts,
-      bootBackoffMs: e2b.bootBackoffMs,
-      scratchDir: `${config.sandboxRoot}/bundles`,
-    });
-  }
+/**
+ * The sandbox backends: local always (its sandboxes never see the gateway's KV folder), E2B
+ * when an API key is configured.
+ */
+function sandboxBackends(config: Config): Map<string, SandboxBackend> {
   const kvDir = config.kvPath === ":memory:" ? [] : [dirOf(config.kvPath)];
-  return new LocalBackend({ root: `${config.sandboxRoot}/sandboxes`, hidden: kvDir });
+  const backends = new Map<string, SandboxBackend>([[
+    "local",
+    new LocalBackend({ root: `${config.sandboxRoot}/sandboxes`, hidden: kvDir }),
+  ]]);
+  const { e2b } = config;
+  if (e2b.apiKey !== null) {
+    backends.set(
+      "e2b",
+      new E2bBackend({
+        apiKey: e2b.apiKey!,
+        apiUrl: e2b.apiUrl ?? undefined,
+        sandboxUrl: e2b.sandboxUrl ?? undefined,
+        domain: e2b.domain ?? undefined,
+        template: e2b.template,
+        bootAttempts: e2b.bootAttempts,
+        bootBackoffMs: e2b.bootBackoffMs,
+        scratchDir: `${config.sandboxRoot}/bundles`,
+      }),
+    );
+  }
+  return backends;
 }
 
 function dirOf(path: string): string {
@@ -145,6 +222,11 @@ export function banner(deps: Deps, listening: string): string {
     `  sandboxes:  ${deps.sandbox.name}${
       deps.sandbox.name === "local" ? ` (${deps.config.sandboxRoot}/sandboxes)` : ""
     }, judgers: ${[...deps.judgers.keys()].join(", ")}`,
+    `  rollouts:   ${
+      deps.config.rollout.worker
+        ? `worker on, ${deps.config.rollout.concurrency} at once`
+        : "worker off (API only)"
+    }, Claude Code: ${deps.rollout.deps.claudeBinary ?? "not installed"}`,
   ];
   if (!deps.config.adminToken) {
     lines.push(`  admin token (generated, kept in KV): ${deps.adminToken}`);

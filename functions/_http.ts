@@ -25,6 +25,7 @@ import {
 import { TemplateError } from "../lib/template/mod.ts";
 import { RepoError, SandboxUnavailableError } from "../lib/sandbox/mod.ts";
 import { JudgerError, UnknownJudgerError } from "../lib/evaluate/mod.ts";
+import { JobNotFoundError } from "../lib/rollout/mod.ts";
 
 /** The body exceeds the configured limit (HTTP 413). */
 export class BodyTooLargeError extends Error {
@@ -168,7 +169,7 @@ export function classifyError(
     return { type: "authentication_error", message: error.message };
   }
   if (error instanceof PermissionError) return { type: "permission_error", message: error.message };
-  if (error instanceof SessionNotFoundError) {
+  if (error instanceof SessionNotFoundError || error instanceof JobNotFoundError) {
     return { type: "not_found_error", message: error.message };
   }
   if (

@@ -9,7 +9,7 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
-import { evaluate, type EvaluateDeps, TaskSchema } from "../lib/evaluate/mod.ts";
+import { evaluate, TaskSchema } from "../lib/evaluate/mod.ts";
 import { admin } from "./_admin.ts";
 import { type Deps, lazyApp } from "./_deps.ts";
 import { errorResponse, newRequestId, readJson, validate } from "./_http.ts";
@@ -23,20 +23,12 @@ const EvaluateBody = z.object({
 /** The evaluate app over `deps`. */
 export function createEvaluateApp(deps: Deps): Hono {
   const app = new Hono();
-  const evaluateDeps: EvaluateDeps = {
-    backend: deps.sandbox,
-    judgers: deps.judgers,
-    defaultJudger: deps.config.defaultJudger,
-    timeoutMs: deps.config.evalTimeoutMs,
-    outputBytes: deps.config.sandboxOutputBytes,
-    cacheDir: `${deps.config.sandboxRoot}/cache`,
-  };
   app.use("/evaluate", admin(deps));
   app.post("/evaluate", async (c) => {
     const body = validate(EvaluateBody, await readJson(c.req.raw, deps.config.maxBodyBytes));
     const signal = c.req.raw.signal;
     const request = { task: body.task, patch: body.patch, signal };
-    const result = await deps.evalSlots.run(() => evaluate(evaluateDeps, request), signal);
+    const result = await deps.evalSlots.run(() => evaluate(deps.evaluation, request), signal);
     return c.json(result);
   });
   app.onError((error) => errorResponse(error, newRequestId()));

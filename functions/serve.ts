@@ -11,6 +11,7 @@ import { errorResponse, newRequestId } from "./_http.ts";
 import { createMessagesApp } from "./messages.ts";
 import { createSessionsApp } from "./sessions.ts";
 import { createEvaluateApp } from "./evaluate.ts";
+import { createRolloutApp } from "./rollout.ts";
 import { sweepExpiredSessions } from "../lib/session/mod.ts";
 
 /** How often expired sessions are looked for. */
@@ -22,6 +23,7 @@ export function createGatewayApp(deps: Deps): Hono {
   app.route("/", createMessagesApp(deps));
   app.route("/", createSessionsApp(deps));
   app.route("/", createEvaluateApp(deps));
+  app.route("/", createRolloutApp(deps));
   app.onError((error) => errorResponse(error, newRequestId()));
   app.notFound((c) => {
     const requestId = newRequestId();
@@ -54,15 +56,23 @@ async function main(): Promise<void> {
   const server = Deno.serve({
     hostname: config.host,
     port: config.port,
-    onListen: ({ hostname, port }) => console.log(banner(deps, `http://${hostname}:${port}`)),
+    onListen: ({ hostname, port }) => {
+      // Agents in local sandboxes share this machine's network: loopback reaches us.
+      const local = hostname === "0.0.0.0" || hostname === "::" ? "127.0.0.1" : hostname;
+      deps.setListening(`http://${local.includes(":") ? `[${local}]` : local}:${port}`);
+      console.log(banner(deps, `http://${hostname}:${port}`));
+    },
   }, app.fetch);
+  if (config.rollout.worker) deps.rollout.start();
   // Deletes closed sessions past their retention; every process may run it, it is idempotent.
   const sweeper = setInterval(() => {
     sweepExpiredSessions(deps.kv).catch((error) => console.error("Sweep failed:", error));
   }, SWEEP_INTERVAL_MS);
   const stop = async () => {
     clearInterval(sweeper);
-    console.log("Shutting down: waiting for in-flight requests");
+    // Running rollouts first: their agents are in-flight requests that would never end.
+    console.log("Shutting down: handing running rollouts back, then waiting for requests");
+    await deps.rollout.stop();
     await server.shutdown();
     await deps.close();
     Deno.exit(0);

@@ -10,18 +10,8 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import {
-  rawRecord,
-  readSessionSegments,
-  selectSegments,
-  toJsonl,
-  toSample,
-  toSlime,
-  toVerl,
-} from "../lib/segment/mod.ts";
-import {
   closeSession,
   describeSession,
-  type LifecycleDeps,
   listSessionViews,
   openSession,
   removeSession,
@@ -30,6 +20,7 @@ import {
 } from "../lib/session/mod.ts";
 import { admin } from "./_admin.ts";
 import { type Deps, lazyApp } from "./_deps.ts";
+import { exportSamples, SamplesQuery } from "./_samples.ts";
 import { errorResponse, newRequestId, readJson, validate } from "./_http.ts";
 
 const Allocation = z.enum(["uniform", "copy", "final_only"]);
@@ -50,24 +41,10 @@ const ListQuery = z.object({
   cursor: z.string().min(1).optional(),
 });
 
-const SamplesQuery = z.object({
-  format: z.enum(["samples", "raw", "slime", "verl", "jsonl"]).default("samples"),
-  allocation: Allocation.optional(),
-  include_side: z.enum(["true", "false"]).transform((v) => v === "true").optional(),
-  max_segments: z.coerce.number().int().min(1).optional(),
-  max_segment_tokens: z.coerce.number().int().min(0).optional(),
-  overlong: z.enum(["drop", "mask"]).optional(),
-});
-
 /** The sessions app over `deps`. */
 export function createSessionsApp(deps: Deps): Hono {
   const app = new Hono();
-  const lifecycle: LifecycleDeps = {
-    kv: deps.kv,
-    lease: deps.lease,
-    holder: deps.holder,
-    retentionMs: deps.config.sessionRetentionMs,
-  };
+  const { lifecycle } = deps;
   app.use("/sessions", admin(deps));
   app.use("/sessions/*", admin(deps));
 
@@ -111,31 +88,13 @@ export function createSessionsApp(deps: Deps): Hono {
   });
 
   app.get("/sessions/:id/samples", async (c) => {
-    const id = c.req.param("id");
     const query = validate(SamplesQuery, c.req.query());
-    if (query.format === "raw") return c.json(await rawRecord(deps.kv, id));
-    const { session, segments: all } = await readSessionSegments(deps.kv, id);
-    const { segments, dropped } = selectSegments(session, all, {
-      allocation: query.allocation ?? session.allocation ?? deps.config.rewardAllocation,
-      includeSide: query.include_side ?? deps.config.trainSideSegments,
-      maxSegments: query.max_segments ?? deps.config.maxSegments,
-      maxSegmentTokens: query.max_segment_tokens ?? deps.config.maxSegmentTokens,
-      overlong: query.overlong ?? deps.config.overlongSegments,
+    const exported = await exportSamples(deps, c.req.param("id"), query);
+    if (query.format !== "jsonl") return c.json(exported);
+    const { records } = exported as { records: unknown[] };
+    return c.body(records.map((record) => JSON.stringify(record) + "\n").join(""), 200, {
+      "content-type": "application/x-ndjson",
     });
-    switch (query.format) {
-      case "samples":
-        return c.json({ samples: segments.map((s) => toSample(session, s)), dropped });
-      case "slime":
-        return c.json({ samples: segments.map((s) => toSlime(session, s)), dropped });
-      case "verl":
-        return c.json({ samples: segments.map((s) => toVerl(session, s)), dropped });
-      case "jsonl":
-        return c.body(
-          segments.map((s) => JSON.stringify(toJsonl(session, s, deps.tokenizer)) + "\n").join(""),
-          200,
-          { "content-type": "application/x-ndjson" },
-        );
-    }
   });
 
   app.onError((error) => errorResponse(error, newRequestId()));

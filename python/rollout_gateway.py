@@ -17,6 +17,8 @@ API key, scores the episode, closes the session and reads the recorded tokens ba
 
 import http.client
 import json
+import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -26,8 +28,12 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
 __all__ = [
     "Gateway", "Session", "GatewayError", "GatewayConnectionError", "InvalidRequestError",
     "AuthenticationError", "PermissionDeniedError", "NotFoundError", "ConflictError",
-    "RequestTooLargeError", "OverloadedError", "UnavailableError",
+    "RequestTooLargeError", "OverloadedError", "UnavailableError", "RolloutGroup",
+    "FINAL_PHASES",
 ]
+
+#: Phases a rollout job never leaves.
+FINAL_PHASES = frozenset({"done", "failed", "aborted"})
 
 
 class GatewayError(Exception):
@@ -119,6 +125,14 @@ class Session:
     id: str
     token: str = field(repr=False)
     created_at: str
+
+
+@dataclass(frozen=True)
+class RolloutGroup:
+    """A submitted rollout group: ``group_id`` and one job id per sample, in order."""
+
+    group_id: str
+    job_ids: List[str]
 
 
 class Gateway:
@@ -241,6 +255,106 @@ class Gateway:
         text = self._request("POST", "/evaluate", body=body, timeout=timeout)
         return json.loads(text.decode("utf-8"))
 
+    def submit_rollout(
+        self,
+        task: Mapping[str, Any],
+        n: int = 1,
+        *,
+        agent: Optional[Mapping[str, Any]] = None,
+        sandbox: Optional[Mapping[str, Any]] = None,
+        budgets: Optional[Mapping[str, Any]] = None,
+        reward_mode: Optional[str] = None,
+        max_attempts: Optional[int] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
+    ) -> RolloutGroup:
+        """Queues ``n`` episodes of ``task`` (the same spec as :meth:`evaluate`, with a
+        ``problem_statement``) with the current policy; returns their ids at once.
+
+        ``agent`` (``prompt_template``, ``permission_mode``, ``disallowed_tools``,
+        ``max_turns``, ``auto_compact_window``, ``model``, ``env``), ``sandbox`` (``backend``,
+        ``template``), ``budgets`` (``agent_ms``, ``eval_ms``, ``margin_ms``,
+        ``on_agent_timeout``), ``reward_mode`` (``"uniform"``, ``"copy"``, ``"final_only"``)
+        and ``metadata`` (kept on every sample's session) default to the gateway's settings.
+        """
+        body: Dict[str, Any] = {"task": dict(task), "n": n}
+        for name, value in (
+            ("agent", agent), ("sandbox", sandbox), ("budgets", budgets),
+            ("reward_mode", reward_mode), ("max_attempts", max_attempts), ("metadata", metadata),
+        ):
+            if value is not None:
+                body[name] = dict(value) if isinstance(value, Mapping) else value
+        answer = self._json("POST", "/rollout", body=body)
+        return RolloutGroup(answer["group_id"], [job["id"] for job in answer["jobs"]])
+
+    def rollout(self, job_id: str, format: str = "samples") -> Dict[str, Any]:
+        """A job's view: ``phase`` (``queued``, ``booting``, ``agent``, ``evaluating``,
+        ``done``, ``failed``, ``aborted``), ``reason`` and ``detail`` when it did not finish,
+        ``progress`` (``turns``, ``tokens``, ``elapsed_ms``), ``session_id``, and ``result``:
+        ``reward`` (the evaluation's payload), ``patch``, ``agent`` (``exit_code``,
+        ``num_turns``, ``log_tail``…) and, once done, ``samples`` in ``format`` (as
+        :meth:`samples`: a dict with ``samples``, or ``records`` for ``"jsonl"``).
+        """
+        query = urllib.parse.urlencode({"format": format})
+        return self._json("GET", f"/rollout/{_quote(job_id)}?{query}")
+
+    def rollout_group(self, group_id: str) -> List[Dict[str, Any]]:
+        """The views of a group's jobs (without samples), in sample order."""
+        query = urllib.parse.urlencode({"group_id": group_id})
+        return self._json("GET", f"/rollout?{query}")["jobs"]
+
+    def cancel_rollout(self, job_id: str) -> Dict[str, Any]:
+        """Cancels a job: its agent is stopped, its sandbox killed and its session closed as
+        aborted. Returns the job's view (``phase`` ``"aborted"``, ``reason`` ``"cancelled"``
+        once stopped; a finished job is left as it was)."""
+        return self._json("DELETE", f"/rollout/{_quote(job_id)}")
+
+    def wait_rollout(
+        self,
+        group: RolloutGroup,
+        poll: float = 2.0,
+        timeout: Optional[float] = None,
+        progress: Optional[Any] = sys.stderr,
+    ) -> List[Dict[str, Any]]:
+        """Waits until every job of ``group`` has finished; returns their final views.
+
+        Every ``poll`` seconds it reads the group and, when anything changed, writes one line to
+        ``progress`` (a text stream; ``None`` for silence)::
+
+            grp_1a2b…: 3/4 finished (done 3) · agent 1 · 57 turns · 412k tokens · 95 s
+
+        Raises TimeoutError after ``timeout`` seconds.
+        """
+        started = time.monotonic()
+        last = ""
+        while True:
+            views = self.rollout_group(group.group_id)
+            line = _progress_line(group.group_id, views, time.monotonic() - started)
+            if progress is not None and line.split(" · ")[:-1] != last.split(" · ")[:-1]:
+                print(line, file=progress, flush=True)
+                last = line
+            if all(view["phase"] in FINAL_PHASES for view in views):
+                return views
+            if timeout is not None and time.monotonic() - started > timeout:
+                raise TimeoutError(f"Rollout group {group.group_id} unfinished: {line}")
+            time.sleep(poll)
+
+    def rollout_samples(
+        self, group: RolloutGroup, format: str = "slime"
+    ) -> List[Dict[str, Any]]:
+        """The training samples of every finished (``done``) job of ``group``, in sample order,
+        in ``format`` (``"slime"``, ``"verl"``, ``"samples"``, or ``"jsonl"`` records); each
+        carries its share of the job's reward. Jobs that failed or were aborted have none.
+        """
+        out: List[Dict[str, Any]] = []
+        for job_id in group.job_ids:
+            view = self.rollout(job_id, format=format)
+            result = view.get("result") or {}
+            exported = result.get("samples")
+            if view["phase"] != "done" or not exported:
+                continue
+            out.extend(exported["records" if format == "jsonl" else "samples"])
+        return out
+
     def _json(self, method: str, path: str, body: Optional[Any] = None) -> Dict[str, Any]:
         return json.loads(self._request(method, path, body).decode("utf-8"))
 
@@ -272,6 +386,26 @@ class Gateway:
             raise GatewayConnectionError(
                 0, None, f"Cannot reach {self.base_url}: {reason}"
             ) from error
+
+
+def _progress_line(group_id: str, views: List[Dict[str, Any]], elapsed: float) -> str:
+    """One line of a group's state: finished count by outcome, running phases, totals."""
+    finished = [v for v in views if v["phase"] in FINAL_PHASES]
+    outcomes = ", ".join(
+        f"{phase} {sum(v['phase'] == phase for v in finished)}"
+        for phase in ("done", "failed", "aborted")
+        if any(v["phase"] == phase for v in finished)
+    )
+    running = [
+        f"{phase} {sum(v['phase'] == phase for v in views)}"
+        for phase in ("queued", "booting", "agent", "evaluating")
+        if any(v["phase"] == phase for v in views)
+    ]
+    turns = sum(v["progress"]["turns"] for v in views)
+    tokens = sum(v["progress"]["tokens"] for v in views)
+    parts = [f"{group_id}: {len(finished)}/{len(views)} finished" + (f" ({outcomes})" if outcomes else "")]
+    parts += running + [f"{turns} turns", f"{tokens / 1000:.0f}k tokens", f"{elapsed:.0f} s"]
+    return " · ".join(parts)
 
 
 def _error_from(status: int, headers: Any, body: bytes) -> GatewayError:

@@ -84,6 +84,8 @@ export async function startGateway(
     kv?: Deno.Kv;
     /** A sandbox backend of the test's own; closed by the test. */
     sandbox?: SandboxBackend;
+    /** Run this gateway's rollout worker (off by default: most tests submit no rollouts). */
+    worker?: boolean;
   } = {},
 ): Promise<TestGateway> {
   const tok = await qwen3();
@@ -136,6 +138,8 @@ export async function startGateway(
     return new Response(body, { status: response.status, headers: response.headers });
   });
   const url = `http://127.0.0.1:${server.addr.port}`;
+  deps.setListening(url);
+  if (options.worker) deps.rollout.start();
   const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" };
   return {
     url,

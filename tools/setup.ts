@@ -4,10 +4,11 @@
  *
  * - Debian packages, with apt-get (as root, or through sudo): `git` and `bubblewrap` (local
  *   sandboxes) for serving; with `--tests` also `python3-pytest` (a fixture task's runner).
- * - With `--tests`: the pinned Claude Code CLI in tools/claude-code (npm ci).
+ * - The pinned Claude Code CLI in tools/claude-code (npm ci): the agent of `/rollout`, and of
+ *   the tests that drive the real CLI.
  *
- * A package that cannot be installed (no root, no apt) is reported, not fatal: the gateway
- * serves without it and `/evaluate` answers 503 naming what is missing.
+ * What cannot be installed (no root, no apt, no registry) is reported, not fatal, when serving:
+ * the gateway serves without it, and what needs it answers with the reason. The tests need all.
  *
  * @module
  */
@@ -87,9 +88,9 @@ async function installClaudeCode(): Promise<void> {
   }).output();
   if (!npm.success || (await installedVersion()) !== pinned) {
     console.error("Cannot install the Claude Code CLI: npm ci failed in tools/claude-code");
-    Deno.exit(1);
+    if (tests) Deno.exit(1);
   }
 }
 
 await installSystemPackages();
-if (tests) await installClaudeCode();
+await installClaudeCode();

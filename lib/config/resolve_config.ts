@@ -85,6 +85,26 @@ export interface Config {
   readonly defaultJudger: string;
   /** E2B connection and boot settings; the API key is required when the backend is `e2b`. */
   readonly e2b: E2bConfig;
+  /** How rollouts run in this process. */
+  readonly rollout: RolloutConfig;
+}
+
+/** How rollouts run. */
+export interface RolloutConfig {
+  /** This process runs rollout jobs (else it only serves the API). */
+  readonly worker: boolean;
+  /** Samples this process runs at once. */
+  readonly concurrency: number;
+  /** Sandbox boots at once across every process on the KV. */
+  readonly bootConcurrency: number;
+  /** How often KV is scanned for jobs (and running jobs checked for a cancel), in ms. */
+  readonly pollMs: number;
+  /** The URL agents in sandboxes reach the gateway at; `null`: this process's own address. */
+  readonly gatewayUrl: string | null;
+  /** The host's Claude Code binary; `null`: the one tools/setup.ts installs. */
+  readonly claudeCodeBin: string | null;
+  /** What an E2B sandbox without `claude` installs with npm. */
+  readonly claudeCodePackage: string;
 }
 
 /** A judger as configuration names it. */
@@ -274,6 +294,29 @@ const VARIABLES = {
   E2B_SANDBOX_URL: { schema: z.url({ protocol: /^https?$/ }), expected: "an http(s) URL" },
   E2B_DOMAIN: { schema: z.string().regex(/^[\w.-]+$/), expected: "a domain name" },
   E2B_TEMPLATE: { schema: z.string().min(1), expected: "an E2B template name", fallback: "base" },
+  ROLLOUT_WORKER: { schema: bool, expected: "true or false", fallback: "true" },
+  ROLLOUT_CONCURRENCY: {
+    schema: int(1, 1024),
+    expected: "an integer from 1 to 1024",
+    fallback: "4",
+  },
+  ROLLOUT_BOOT_CONCURRENCY: {
+    schema: int(1, 1024),
+    expected: "an integer from 1 to 1024",
+    fallback: "4",
+  },
+  ROLLOUT_POLL_MS: {
+    schema: int(10, 60_000),
+    expected: "an integer from 10 to 60000",
+    fallback: "1000",
+  },
+  ROLLOUT_GATEWAY_URL: { schema: z.url({ protocol: /^https?$/ }), expected: "an http(s) URL" },
+  CLAUDE_CODE_BIN: { schema: z.string().regex(/^\//), expected: "an absolute file path" },
+  CLAUDE_CODE_PACKAGE: {
+    schema: z.string().min(1),
+    expected: "an npm package spec",
+    fallback: "@anthropic-ai/claude-code@2.1.329",
+  },
   E2B_BOOT_ATTEMPTS: { schema: int(1, 100), expected: "an integer from 1 to 100", fallback: "3" },
   E2B_BOOT_BACKOFF_MS: {
     schema: int(0, 600_000),
@@ -377,5 +420,14 @@ export function resolveConfig(env: Record<string, string | undefined>): Readonly
     judgers: Object.freeze(read("JUDGERS")!),
     defaultJudger: read("DEFAULT_JUDGER")!,
     e2b,
+    rollout: Object.freeze({
+      worker: read("ROLLOUT_WORKER")!,
+      concurrency: read("ROLLOUT_CONCURRENCY")!,
+      bootConcurrency: read("ROLLOUT_BOOT_CONCURRENCY")!,
+      pollMs: read("ROLLOUT_POLL_MS")!,
+      gatewayUrl: read("ROLLOUT_GATEWAY_URL")?.replace(/\/+$/, "") ?? null,
+      claudeCodeBin: read("CLAUDE_CODE_BIN") ?? null,
+      claudeCodePackage: read("CLAUDE_CODE_PACKAGE")!,
+    }),
   });
 }

@@ -254,8 +254,8 @@ async function grade(
   };
 }
 
-/** The repository of a task as a sandbox source. */
-async function repoSource(task: Task, cacheDir: string): Promise<RepoSource> {
+/** The repository of a task as a sandbox source; fixtures are built under `cacheDir` first. */
+export async function repoSource(task: Task, cacheDir: string): Promise<RepoSource> {
   const repo = task.repo;
   if (repo === undefined) return { kind: "image", dir: task.repo_dir! };
   if (repo.startsWith("fixture:")) {

@@ -67,6 +67,35 @@ export const keys = {
   expiry: (expiresAt: number, sessionId: string): Deno.KvKey => ["expiry", expiresAt, sessionId],
   /** Prefix of all expiry entries, in time order. */
   expiries: (): Deno.KvKey => ["expiry"],
+  /** A rollout group: its settings and job ids. */
+  rolloutGroup: (groupId: string): Deno.KvKey => ["rollout_group", groupId],
+  /** Prefix of the chunks of a group's task spec (a blob). */
+  rolloutTask: (groupId: string): Deno.KvKey => ["rollout_task", groupId],
+  /** A rollout job: one sample's phase, attempts and outcome. */
+  rolloutJob: (jobId: string): Deno.KvKey => ["rollout_job", jobId],
+  /** Present while a job is not finished: what workers scan for work. */
+  rolloutActive: (jobId: string): Deno.KvKey => ["rollout_active", jobId],
+  /** Prefix of all unfinished jobs. */
+  rolloutActives: (): Deno.KvKey => ["rollout_active"],
+  /** The lock of the worker running a job. */
+  rolloutLease: (jobId: string): Deno.KvKey => ["rollout_lease", jobId],
+  /** Prefix of the chunks of one attempt's blob (`patch`, `reward`, `agent_log`). */
+  rolloutBlob: (jobId: string, attempt: number, name: string): Deno.KvKey => [
+    "rollout_blob",
+    jobId,
+    attempt,
+    name,
+  ],
+  /** Prefix of every blob of one attempt of a job. */
+  rolloutAttemptBlobs: (jobId: string, attempt: number): Deno.KvKey => [
+    "rollout_blob",
+    jobId,
+    attempt,
+  ],
+  /** Prefix of every blob of a job. */
+  rolloutBlobs: (jobId: string): Deno.KvKey => ["rollout_blob", jobId],
+  /** One of the sandbox boot slots every gateway process on this KV shares. */
+  rolloutBootSlot: (slot: number): Deno.KvKey => ["rollout_boot_slot", slot],
   /** A gateway-wide secret shared by every process on this KV. */
   secret: (name: string): Deno.KvKey => ["secret", name],
 } as const;

@@ -7,3 +7,5 @@ export * from "./session_store.ts";
 export * from "./chain_cache.ts";
 export * from "./secrets.ts";
 export * from "./lease.ts";
+export * from "./blob.ts";
+export * from "./rollout_store.ts";

@@ -22,6 +22,11 @@ export interface SessionRecord {
   readonly closedAt: number | null;
   /** When a closed session is deleted; `null` while open. */
   readonly expiresAt: number | null;
+  /**
+   * How a closed session ended: `completed` (closed by its trainer or its rollout), or
+   * `aborted` (its rollout was cancelled, timed out or lost its worker). Absent while open.
+   */
+  readonly closedAs?: "completed" | "aborted";
   readonly metadata: Record<string, unknown>;
   /** The reward set by the trainer; `null` until then. */
   readonly reward: RewardPayload | null;

@@ -33,14 +33,19 @@ export async function writeOwner(dir: string): Promise<void> {
  * PID 1 cloned meanwhile, which stays in the group (no --new-session).
  */
 export function killTree(child: Deno.ChildProcess): void {
+  killBwrap(child.pid);
+}
+
+/** {@linkcode killTree} by bwrap's pid. */
+function killBwrap(pid: number): void {
   let inits: number[] = [];
   try {
-    const children = Deno.readTextFileSync(`/proc/${child.pid}/task/${child.pid}/children`);
+    const children = Deno.readTextFileSync(`/proc/${pid}/task/${pid}/children`);
     inits = children.split(/\s+/).filter(Boolean).map(Number);
   } catch { /* bwrap already exited */ }
-  for (const pid of inits.length > 0 ? inits : [-child.pid]) {
+  for (const target of inits.length > 0 ? inits : [-pid]) {
     try {
-      Deno.kill(pid, "SIGKILL");
+      Deno.kill(target, "SIGKILL");
     } catch { /* already exited */ }
   }
 }
@@ -96,7 +101,26 @@ export async function removeOrphans(root: string): Promise<void> {
       continue; // being created right now, or not ours
     }
     if (owner.host !== Deno.hostname() || await processAlive(owner.pid)) continue;
+    await killLeftovers(dir);
     await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
+/**
+ * Kills the bubblewrap processes of a dead owner's sandbox folder `dir`. They normally die with
+ * their owner (`--die-with-parent`), but one that was starting when its owner was killed may
+ * not yet have asked to: it is found by the folder in its command line.
+ */
+async function killLeftovers(dir: string): Promise<void> {
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const argv = (await Deno.readTextFile(`/proc/${entry.name}/cmdline`)).split("\0");
+      if (argv[0]?.endsWith("bwrap") && argv.some((arg) => arg.startsWith(`${dir}/`))) {
+        killBwrap(Number(entry.name));
+        Deno.kill(Number(entry.name), "SIGKILL");
+      }
+    } catch { /* exited while we looked */ }
   }
 }
 

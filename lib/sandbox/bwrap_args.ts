@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { SandboxUser } from "./sandbox.ts";
+import type { HostBind, SandboxUser } from "./sandbox.ts";
 
 /** Where a local sandbox's writable folders appear inside it. */
 export const LOCAL_PATHS = {
@@ -37,6 +37,8 @@ export interface BwrapCommand {
   readonly dirs: { readonly repo: string; readonly home: string; readonly tmp: string };
   /** Host paths hidden behind an empty folder (the gateway's data, other sandboxes). */
   readonly hidden: readonly string[];
+  /** Host files or folders shown read-only inside (tools lent from the host). */
+  readonly binds?: readonly HostBind[];
   readonly command: string;
   readonly cwd: string;
   readonly env: Readonly<Record<string, string>>;
@@ -106,6 +108,7 @@ export function bwrapArgs(spec: BwrapCommand): string[] {
     "--bind",
     spec.dirs.repo,
     LOCAL_PATHS.workdir,
+    ...(spec.binds ?? []).flatMap((bind) => ["--ro-bind", bind.host, bind.inside]),
     "--chdir",
     spec.cwd,
     "--clearenv",

@@ -9,6 +9,7 @@
 import { AuthenticationError, CommandExitError, Sandbox as E2bSandbox } from "e2b";
 import { bundleCommit, describe } from "./git_bundle.ts";
 import { OutputTail } from "./output_tail.ts";
+import { sleep } from "./sleep.ts";
 import {
   DEFAULT_OUTPUT_BYTES,
   type ExecOptions,
@@ -247,19 +248,4 @@ class RemoteSandbox implements Sandbox {
     })();
     return this.#killed;
   }
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      signal?.removeEventListener("abort", abort);
-      resolve();
-    }
-    function abort() {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    }
-    signal?.addEventListener("abort", abort, { once: true });
-  });
 }

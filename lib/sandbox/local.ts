@@ -222,6 +222,7 @@ class LocalSandbox implements Sandbox {
       env: options.env ?? {},
       user: options.user ?? "user",
       network: this.spec.network,
+      binds: this.spec.binds,
     });
     const child = new Deno.Command(this.bwrap, {
       args,

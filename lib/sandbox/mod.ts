@@ -7,3 +7,4 @@ export * from "./output_tail.ts";
 export * from "./paths.ts";
 export * from "./e2b.ts";
 export * from "./git_bundle.ts";
+export * from "./sleep.ts";

@@ -26,10 +26,21 @@ export interface SandboxSpec {
   readonly metadata?: Readonly<Record<string, string>>;
   /** Whether commands may reach the network. Evaluation sandboxes have none. */
   readonly network: boolean;
+  /**
+   * Host files or folders shown read-only inside at `inside` (a path under `/sandbox/tools/`):
+   * tools the local backend lends from the host. The E2B backend has none; it installs instead.
+   */
+  readonly binds?: readonly HostBind[];
   /** Longest the sandbox may live, in milliseconds; a backend kills it after this. */
   readonly lifetimeMs: number;
   /** Aborted when the caller gives up: a boot in progress stops and nothing is left. */
   readonly signal?: AbortSignal;
+}
+
+/** A host file or folder shown read-only inside a local sandbox. */
+export interface HostBind {
+  readonly host: string;
+  readonly inside: string;
 }
 
 /** How one command runs. */

@@ -42,6 +42,8 @@ export interface SessionView {
   readonly status: "open" | "closed";
   readonly created_at: string;
   readonly closed_at: string | null;
+  /** `completed` or `aborted` once closed (see {@linkcode closeSession}); `null` while open. */
+  readonly closed_as: "completed" | "aborted" | null;
   readonly expires_at: string | null;
   readonly metadata: Record<string, unknown>;
   readonly reward: RewardPayload | null;
@@ -112,6 +114,7 @@ function view(session: SessionRecord, chains: readonly ChainHeader[]): SessionVi
     status: session.status,
     created_at: new Date(session.createdAt).toISOString(),
     closed_at: iso(session.closedAt),
+    closed_as: session.closedAs ?? null,
     expires_at: iso(session.expiresAt),
     metadata: session.metadata,
     reward: session.reward,
@@ -228,11 +231,16 @@ async function underLease<T>(
 
 /**
  * Freezes the session once any turn in flight has finished; it is deleted after the retention.
- * Closing a closed session changes nothing.
+ * `as: "aborted"` marks a session whose episode was cut short (its rollout was cancelled, timed
+ * out or lost its worker). Closing a closed session changes nothing.
  *
  * @throws {SessionNotFoundError}, {LeaseTimeoutError} when a turn holds the session too long.
  */
-export async function closeSession(deps: LifecycleDeps, sessionId: string): Promise<SessionView> {
+export async function closeSession(
+  deps: LifecycleDeps,
+  sessionId: string,
+  options: { readonly as?: "completed" | "aborted" } = {},
+): Promise<SessionView> {
   await underLease(deps, sessionId, "close", () => {
     const closedAt = now(deps);
     return modify(deps.kv, sessionId, (session) =>
@@ -241,6 +249,7 @@ export async function closeSession(deps: LifecycleDeps, sessionId: string): Prom
         status: "closed",
         closedAt,
         expiresAt: closedAt + deps.retentionMs,
+        closedAs: options.as ?? "completed",
       }, closedAt);
   });
   return await describeSession(deps.kv, sessionId);

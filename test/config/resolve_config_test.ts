@@ -67,6 +67,15 @@ Deno.test("resolveConfig() fills every setting with its default on an empty envi
       bootAttempts: 3,
       bootBackoffMs: 1000,
     },
+    rollout: {
+      worker: true,
+      concurrency: 4,
+      bootConcurrency: 4,
+      pollMs: 1000,
+      gatewayUrl: null,
+      claudeCodeBin: null,
+      claudeCodePackage: "@anthropic-ai/claude-code@2.1.329",
+    },
   });
 });
 
@@ -114,6 +123,13 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     E2B_TEMPLATE: "swe-python",
     E2B_BOOT_ATTEMPTS: "5",
     E2B_BOOT_BACKOFF_MS: "250",
+    ROLLOUT_WORKER: "false",
+    ROLLOUT_CONCURRENCY: "8",
+    ROLLOUT_BOOT_CONCURRENCY: "2",
+    ROLLOUT_POLL_MS: "250",
+    ROLLOUT_GATEWAY_URL: "http://gateway.internal:8080/",
+    CLAUDE_CODE_BIN: "/opt/claude/bin/claude",
+    CLAUDE_CODE_PACKAGE: "@anthropic-ai/claude-code@2.1.330",
   });
   assert.deepEqual({ ...config }, {
     port: 9000,
@@ -160,6 +176,15 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
       bootAttempts: 5,
       bootBackoffMs: 250,
     },
+    rollout: {
+      worker: false,
+      concurrency: 8,
+      bootConcurrency: 2,
+      pollMs: 250,
+      gatewayUrl: "http://gateway.internal:8080",
+      claudeCodeBin: "/opt/claude/bin/claude",
+      claudeCodePackage: "@anthropic-ai/claude-code@2.1.330",
+    },
   });
 });
 
@@ -167,6 +192,8 @@ Deno.test("resolveConfig() lists every variable it reads in CONFIG_VARIABLES", (
   assert.deepEqual([...CONFIG_VARIABLES].sort(), [
     "ADMIN_TOKEN",
     "CHAIN_CACHE_TOKENS",
+    "CLAUDE_CODE_BIN",
+    "CLAUDE_CODE_PACKAGE",
     "CONTEXT_LENGTH",
     "DEFAULT_JUDGER",
     "DEV_OPEN_SESSIONS",
@@ -197,6 +224,11 @@ Deno.test("resolveConfig() lists every variable it reads in CONFIG_VARIABLES", (
     "PORT",
     "RETRY_AFTER_MS",
     "REWARD_ALLOCATION",
+    "ROLLOUT_BOOT_CONCURRENCY",
+    "ROLLOUT_CONCURRENCY",
+    "ROLLOUT_GATEWAY_URL",
+    "ROLLOUT_POLL_MS",
+    "ROLLOUT_WORKER",
     "ROUNDTRIP_POLICY",
     "SANDBOX_BACKEND",
     "SANDBOX_OUTPUT_BYTES",
@@ -251,6 +283,11 @@ Deno.test("resolveConfig() throws a ConfigError naming the variable for each bad
     ["DEFAULT_JUDGER", "two words"],
     ["E2B_API_URL", "api.e2b.app"],
     ["E2B_BOOT_ATTEMPTS", "0"],
+    ["ROLLOUT_WORKER", "sometimes"],
+    ["ROLLOUT_CONCURRENCY", "0"],
+    ["ROLLOUT_POLL_MS", "5"],
+    ["ROLLOUT_GATEWAY_URL", "gateway:8080"],
+    ["CLAUDE_CODE_BIN", "claude"],
   ];
   for (const [variable, value] of bad) assertRefused(variable, value);
 });

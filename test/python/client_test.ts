@@ -6,20 +6,23 @@
 import assert from "node:assert/strict";
 import type { Script } from "../../fixtures/scripted_engine.ts";
 import { ADMIN_TOKEN, startGateway } from "../_gateway.ts";
+import { bash, FIX_CALC } from "../rollout/_rollout.ts";
 
 /** The model's replies, chosen by the last user turn of the prompt. */
 const script: Script = (_call, promptText) => {
   const prompt = promptText();
   const lastUser = prompt.slice(prompt.lastIndexOf("<|im_start|>user"));
   if (lastUser.includes("<tool_response>")) return "There are two entries: README.md and src.";
+  // A rollout of the python_unittest fixture: its problem statement names calc.divide.
+  if (lastUser.includes("calc.divide")) return bash(FIX_CALC);
   if (lastUser.includes("List the files")) {
     return '<tool_call>\n{"name": "Bash", "arguments": {"command": "ls"}}\n</tool_call>';
   }
   return "You are welcome.";
 };
 
-Deno.test("the Python client drives a session and reads slime and verl samples", async () => {
-  const gw = await startGateway({ script });
+Deno.test("the Python client drives a session, evaluations and a rollout group, and reads slime and verl samples", async () => {
+  const gw = await startGateway({ script, worker: true });
   try {
     const root = new URL("../../", import.meta.url);
     const output = await new Deno.Command("python3", {

@@ -6,6 +6,7 @@ Needs GATEWAY_URL and ADMIN_TOKEN in the environment, and a gateway whose engine
 """
 
 import http.server
+import io
 import json
 import os
 import threading
@@ -25,6 +26,7 @@ from rollout_gateway import (
     OverloadedError,
     PermissionDeniedError,
     RequestTooLargeError,
+    RolloutGroup,
     Session,
     UnavailableError,
 )
@@ -460,6 +462,51 @@ class EvaluateTest(unittest.TestCase):
         with self.assertRaises(InvalidRequestError) as caught:
             gateway().evaluate({"repo": "fixture:python_unittest", "base_commit": "abc1234"}, "")
         self.assertIn("exactly one of eval_cmd", str(caught.exception))
+
+
+class RolloutTest(unittest.TestCase):
+    """A rollout group from submit to samples: the gateway's scripted model makes Claude Code
+    fix the python_unittest fixture in a sandbox; the client waits and reads slime and verl."""
+
+    def test_a_group_from_submit_to_samples(self):
+        gw = gateway()
+        task = json.loads(read_fixture("task.json"))
+        group = gw.submit_rollout(task, n=2, metadata={"rollout_suite": RUN})
+        self.assertIsInstance(group, RolloutGroup)
+        self.assertEqual(len(group.job_ids), 2)
+        lines = io.StringIO()
+        views = gw.wait_rollout(group, poll=0.2, timeout=180, progress=lines)
+        self.assertEqual([v["phase"] for v in views], ["done", "done"], views)
+        self.assertIn("2/2 finished (done 2)", lines.getvalue())
+        self.assertEqual([v["index"] for v in views], [0, 1])
+
+        slime = gw.rollout_samples(group, format="slime")
+        self.assertEqual(len(slime), 2)
+        for sample in slime:
+            self.assertEqual(sample["reward"], 1)
+            self.assertEqual(len(sample["loss_mask"]), sample["response_length"])
+            self.assertEqual(len(sample["rollout_log_probs"]), sample["response_length"])
+            self.assertTrue(all(isinstance(t, int) for t in sample["tokens"]))
+        verl = gw.rollout_samples(group, format="verl")
+        self.assertEqual([s["reward_score"] for s in verl], [1, 1])
+
+        view = gw.rollout(group.job_ids[0])
+        self.assertIn("+    return a / b", view["result"]["patch"])
+        self.assertEqual(view["result"]["reward"]["reason"], "passed")
+        session = gw.get_session(view["session_id"])
+        self.assertEqual(session["metadata"]["rollout_suite"], RUN)
+        self.assertEqual(session["closed_as"], "completed")
+
+    def test_cancelling_a_finished_job_changes_nothing_and_unknown_jobs_are_not_found(self):
+        gw = gateway()
+        task = json.loads(read_fixture("task.json"))
+        group = gw.submit_rollout(task)
+        gw.wait_rollout(group, poll=0.2, timeout=180, progress=None)
+        self.assertEqual(gw.cancel_rollout(group.job_ids[0])["phase"], "done")
+        with self.assertRaises(NotFoundError):
+            gw.rollout("job_000000000000000000000000")
+        with self.assertRaises(InvalidRequestError):
+            gw.submit_rollout({"repo": "fixture:python_unittest"})
 
 
 if __name__ == "__main__":

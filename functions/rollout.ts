@@ -1,0 +1,96 @@
+/**
+ * The rollout API (admin token): `POST /rollout` queues a group of agent episodes, `GET
+ * /rollout/:id` shows one (with its samples once done), `GET /rollout?group_id=` lists a group,
+ * `DELETE /rollout/:id` cancels one. The jobs run on the rollout workers of every gateway process
+ * sharing the KV.
+ *
+ * Served alone with `deno serve -A functions/rollout.ts`, or with the others by `serve.ts`.
+ *
+ * @module
+ */
+import { Hono } from "hono";
+import { z } from "zod";
+import { InvalidRequestError } from "../lib/anthropic/mod.ts";
+import { FINAL_PHASES, getRolloutGroup } from "../lib/kv/mod.ts";
+import {
+  describeJob,
+  JobNotFoundError,
+  requestCancel,
+  RolloutRequestSchema,
+  submitGroup,
+  viewOf,
+  waitFinished,
+} from "../lib/rollout/mod.ts";
+import { SessionNotFoundError } from "../lib/session/mod.ts";
+import { admin } from "./_admin.ts";
+import { type Deps, lazyApp } from "./_deps.ts";
+import { errorResponse, newRequestId, readJson, validate } from "./_http.ts";
+import { exportSamples, SamplesQuery } from "./_samples.ts";
+
+const GroupQuery = z.object({ group_id: z.string().regex(/^grp_[0-9a-f]{24}$/, "a group id") });
+
+/** The rollout app over `deps`. */
+export function createRolloutApp(deps: Deps): Hono {
+  const app = new Hono();
+  app.use("/rollout", admin(deps));
+  app.use("/rollout/*", admin(deps));
+
+  app.post("/rollout", async (c) => {
+    const body = validate(
+      RolloutRequestSchema,
+      await readJson(c.req.raw, deps.config.maxBodyBytes),
+    );
+    const backend = body.sandbox.backend;
+    if (backend !== undefined && !deps.sandboxes.has(backend)) {
+      throw new InvalidRequestError(
+        `sandbox.backend: "${backend}" is not configured here (e2b needs E2B_API_KEY)`,
+      );
+    }
+    const { groupId, jobIds } = await submitGroup(deps.kv, body);
+    deps.rollout.kick();
+    return c.json({ group_id: groupId, jobs: jobIds.map((id) => ({ id })) }, 202);
+  });
+
+  app.get("/rollout", async (c) => {
+    const { group_id } = validate(GroupQuery, c.req.query());
+    const group = await getRolloutGroup(deps.kv, group_id);
+    if (!group) throw new JobNotFoundError(group_id);
+    const jobs = await Promise.all(group.jobs.map((id) => describeJob(deps.kv, id)));
+    return c.json({ group_id, jobs });
+  });
+
+  app.get("/rollout/:id", async (c) => {
+    const query = validate(SamplesQuery, c.req.query());
+    const view = await describeJob(deps.kv, c.req.param("id"));
+    // The samples are the session's, read when asked: the job keeps no copy of the tokens.
+    let samples: unknown = null;
+    if (view.phase === "done" && view.session_id !== null) {
+      samples = await exportSamples(deps, view.session_id, query).catch((error) => {
+        if (error instanceof SessionNotFoundError) return null; // past its retention
+        throw error;
+      });
+    }
+    return c.json({ ...view, result: view.result && { ...view.result, samples } });
+  });
+
+  app.delete("/rollout/:id", async (c) => {
+    const id = c.req.param("id");
+    await requestCancel(deps.kv, id);
+    // Stopped at once when it runs here; elsewhere, its worker sees the record; when nobody
+    // runs it, this process's next scan finishes it.
+    if (!deps.rollout.cancelLocal(id)) deps.rollout.kick();
+    const job = await waitFinished(deps.kv, id, deps.config.lockWaitMs);
+    if (job === null) throw new JobNotFoundError(id);
+    // 202 when it is still stopping (a worker elsewhere that has not yet looked).
+    return c.json(await viewOf(deps.kv, job), FINAL_PHASES.has(job.phase) ? 200 : 202);
+  });
+
+  app.onError((error) => errorResponse(error, newRequestId()));
+  return app;
+}
+
+export default lazyApp((deps) => {
+  // Served alone, this process runs jobs too (it needs ROLLOUT_GATEWAY_URL for its agents).
+  if (deps.config.rollout.worker) deps.rollout.start();
+  return createRolloutApp(deps);
+});

@@ -1,0 +1,75 @@
+/**
+ * A JSON value of any size kept in KV as chunks below the 64 KiB value limit, under one key
+ * prefix: `[...prefix, 0]`, `[...prefix, 1]`, … Written before the record that names it, so a
+ * reader never sees a record whose blob is missing.
+ *
+ * @module
+ */
+import { commit } from "./atomic.ts";
+import { CHUNK_BYTES } from "./chunked.ts";
+import { KV_MAX_COMMIT_BYTES, KV_MAX_GET_MANY } from "./keys.ts";
+
+/**
+ * Writes `value` as JSON chunks under `prefix`; returns how many chunks it took.
+ *
+ * @example
+ * ```ts
+ * const chunks = await writeBlob(kv, ["rollout_task", "grp_1"], task);
+ * const task = await readBlob(kv, ["rollout_task", "grp_1"], chunks);
+ * ```
+ */
+export async function writeBlob(kv: Deno.Kv, prefix: Deno.KvKey, value: unknown): Promise<number> {
+  const bytes = new TextEncoder().encode(JSON.stringify(value));
+  const chunks: Uint8Array[] = [];
+  for (let at = 0; at < bytes.length || chunks.length === 0; at += CHUNK_BYTES) {
+    chunks.push(bytes.slice(at, at + CHUNK_BYTES));
+  }
+  const perCommit = Math.max(1, Math.floor((KV_MAX_COMMIT_BYTES - 4096) / CHUNK_BYTES));
+  for (let first = 0; first < chunks.length; first += perCommit) {
+    const batch = chunks.slice(first, first + perCommit);
+    const result = await commit(() => {
+      const op = kv.atomic();
+      batch.forEach((chunk, j) => op.set([...prefix, first + j], chunk));
+      return op;
+    });
+    if (!result.ok) throw new Error(`Cannot write blob ${JSON.stringify(prefix)}`);
+  }
+  return chunks.length;
+}
+
+/**
+ * The JSON value written under `prefix` in `count` chunks.
+ *
+ * @throws {Error} naming the prefix when a chunk is missing.
+ */
+export async function readBlob<T>(kv: Deno.Kv, prefix: Deno.KvKey, count: number): Promise<T> {
+  const parts: Uint8Array[] = [];
+  for (let first = 0; first < count; first += KV_MAX_GET_MANY) {
+    const batch = Array.from(
+      { length: Math.min(KV_MAX_GET_MANY, count - first) },
+      (_, j) => [...prefix, first + j],
+    );
+    for (const entry of await kv.getMany<Uint8Array[]>(batch)) {
+      if (entry.value === null) {
+        throw new Error(
+          `Cannot read blob ${JSON.stringify(prefix)}: chunk ${
+            String(entry.key.at(-1))
+          } is missing`,
+        );
+      }
+      parts.push(entry.value);
+    }
+  }
+  const bytes = new Uint8Array(parts.reduce((size, part) => size + part.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    bytes.set(part, at);
+    at += part.length;
+  }
+  return JSON.parse(new TextDecoder().decode(bytes)) as T;
+}
+
+/** Deletes every chunk under `prefix`. */
+export async function deleteBlob(kv: Deno.Kv, prefix: Deno.KvKey): Promise<void> {
+  for await (const entry of kv.list({ prefix })) await kv.delete(entry.key);
+}

@@ -1,0 +1,195 @@
+/**
+ * Rollout groups and jobs in Deno KV. A group is written with its jobs in one commit (its task
+ * spec first, as a blob); a job changes only by compare-and-set on its record, and leaves the
+ * index of unfinished jobs in the same commit that finishes it.
+ *
+ * @module
+ */
+import { commit } from "./atomic.ts";
+import { readBlob, writeBlob } from "./blob.ts";
+import { keys } from "./keys.ts";
+
+/** Where a sample is. `done`, `failed` and `aborted` are final. */
+export type RolloutPhase =
+  | "queued"
+  | "booting"
+  | "agent"
+  | "evaluating"
+  | "done"
+  | "failed"
+  | "aborted";
+
+/** Phases a job never leaves. */
+export const FINAL_PHASES: ReadonlySet<RolloutPhase> = new Set(["done", "failed", "aborted"]);
+
+/** How the agent of an attempt ended. */
+export interface AgentOutcome {
+  /** The agent process's exit status; `null` when it was killed. */
+  readonly exitCode: number | null;
+  /** It ran past its time budget and was stopped. */
+  readonly timedOut: boolean;
+  /** Turns the agent reported (Claude Code's `num_turns`), when it said. */
+  readonly numTurns: number | null;
+  /** The agent's own account of how it ended (Claude Code's result `subtype`), when it said. */
+  readonly result: string | null;
+}
+
+/** One sample of a group. */
+export interface RolloutJobRecord {
+  readonly id: string;
+  readonly groupId: string;
+  /** Position in the group, from 0. */
+  readonly index: number;
+  readonly phase: RolloutPhase;
+  /** Why a job failed or was aborted (`wall_clock_timeout`, `cancelled`, `worker_lost`, …). */
+  readonly reason: string | null;
+  /** The reason in words. */
+  readonly detail: string | null;
+  /** Attempts started; 0 while first queued. */
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  /** The session of the current (or last) attempt. */
+  readonly sessionId: string | null;
+  /** Every attempt's session, oldest first. */
+  readonly sessions: readonly string[];
+  readonly createdAt: number;
+  /** When the current attempt started. */
+  readonly startedAt: number | null;
+  readonly finishedAt: number | null;
+  /** The wall-clock guard of the current attempt. */
+  readonly deadlineAt: number | null;
+  /** DELETE asked for it: the worker stops it. */
+  readonly cancelRequested: boolean;
+  /** Holder id of the worker of the current attempt. */
+  readonly worker: string | null;
+  readonly agent: AgentOutcome | null;
+  /** Chunk counts of the current attempt's blobs (`patch`, `reward`, `agent_log`). */
+  readonly blobs: Readonly<Record<string, number>>;
+}
+
+/** A group of samples of one task. */
+export interface RolloutGroupRecord {
+  readonly id: string;
+  readonly createdAt: number;
+  readonly jobs: readonly string[];
+  /** Chunks of the task spec blob. */
+  readonly taskChunks: number;
+  /** The request's settings besides the task (agent, sandbox, budgets, reward mode). */
+  readonly settings: unknown;
+}
+
+/**
+ * Writes a group, its task and its queued jobs.
+ *
+ * @throws {Error} when the group id is taken.
+ */
+export async function createRolloutGroup(
+  kv: Deno.Kv,
+  group: Omit<RolloutGroupRecord, "taskChunks">,
+  task: unknown,
+  jobs: readonly RolloutJobRecord[],
+): Promise<RolloutGroupRecord> {
+  const taskChunks = await writeBlob(kv, keys.rolloutTask(group.id), task);
+  const record: RolloutGroupRecord = { ...group, taskChunks };
+  const result = await commit(() => {
+    const op = kv.atomic()
+      .check({ key: keys.rolloutGroup(group.id), versionstamp: null })
+      .set(keys.rolloutGroup(group.id), record);
+    for (const job of jobs) {
+      op.check({ key: keys.rolloutJob(job.id), versionstamp: null })
+        .set(keys.rolloutJob(job.id), job)
+        .set(keys.rolloutActive(job.id), job.createdAt);
+    }
+    return op;
+  });
+  if (!result.ok) throw new Error(`Rollout group "${group.id}" exists already`);
+  return record;
+}
+
+/** A job's entry (value `null` when unknown). */
+export function getRolloutJob(
+  kv: Deno.Kv,
+  jobId: string,
+): Promise<Deno.KvEntryMaybe<RolloutJobRecord>> {
+  return kv.get<RolloutJobRecord>(keys.rolloutJob(jobId));
+}
+
+/** A group's record, or `null`. */
+export async function getRolloutGroup(
+  kv: Deno.Kv,
+  groupId: string,
+): Promise<RolloutGroupRecord | null> {
+  return (await kv.get<RolloutGroupRecord>(keys.rolloutGroup(groupId))).value;
+}
+
+/** A group's task spec. */
+export function readRolloutTask<T>(kv: Deno.Kv, group: RolloutGroupRecord): Promise<T> {
+  return readBlob<T>(kv, keys.rolloutTask(group.id), group.taskChunks);
+}
+
+/**
+ * Replaces a job's record if it is still `entry`; a final phase also leaves the index of
+ * unfinished jobs. Resolves to the new entry, or `null` when someone changed it first.
+ */
+export async function updateRolloutJob(
+  kv: Deno.Kv,
+  entry: Deno.KvEntry<RolloutJobRecord>,
+  next: RolloutJobRecord,
+): Promise<Deno.KvEntry<RolloutJobRecord> | null> {
+  const result = await commit(() => {
+    const op = kv.atomic().check(entry).set(entry.key, next);
+    if (FINAL_PHASES.has(next.phase)) op.delete(keys.rolloutActive(next.id));
+    return op;
+  });
+  return result.ok ? { key: entry.key, value: next, versionstamp: result.versionstamp } : null;
+}
+
+/**
+ * Applies `change` to the job's current record until it commits; resolves to the new entry,
+ * or `null` when `change` returns `null` (nothing to do) or the job is unknown.
+ */
+export async function modifyRolloutJob(
+  kv: Deno.Kv,
+  jobId: string,
+  change: (job: RolloutJobRecord) => RolloutJobRecord | null,
+): Promise<Deno.KvEntry<RolloutJobRecord> | null> {
+  for (;;) {
+    const entry = await getRolloutJob(kv, jobId);
+    if (entry.value === null) return null;
+    const next = change(entry.value);
+    if (next === null) return null;
+    const written = await updateRolloutJob(kv, entry as Deno.KvEntry<RolloutJobRecord>, next);
+    if (written) return written;
+  }
+}
+
+/** Ids of the jobs not yet finished, oldest first. */
+export async function listActiveRolloutJobs(kv: Deno.Kv): Promise<string[]> {
+  const found: { id: string; at: number }[] = [];
+  for await (const entry of kv.list<number>({ prefix: keys.rolloutActives() })) {
+    found.push({ id: String(entry.key[1]), at: entry.value });
+  }
+  return found.sort((a, b) => a.at - b.at).map((job) => job.id);
+}
+
+/** Writes one attempt's blob; returns its chunk count. */
+export function writeRolloutBlob(
+  kv: Deno.Kv,
+  jobId: string,
+  attempt: number,
+  name: string,
+  value: unknown,
+): Promise<number> {
+  return writeBlob(kv, keys.rolloutBlob(jobId, attempt, name), value);
+}
+
+/** One attempt's blob, or `null` when the job's record names none. */
+export async function readRolloutBlob<T>(
+  kv: Deno.Kv,
+  job: RolloutJobRecord,
+  name: string,
+): Promise<T | null> {
+  const chunks = job.blobs[name];
+  if (chunks === undefined) return null;
+  return await readBlob<T>(kv, keys.rolloutBlob(job.id, job.attempt, name), chunks);
+}

@@ -1,0 +1,89 @@
+/**
+ * Sandbox boots bounded across every gateway process on one KV: `slots` leases, one per boot in
+ * progress. A boot waits for a free slot; a crashed holder's slot frees itself when its lease
+ * runs out.
+ *
+ * @module
+ */
+import { type HeldLease, keys, type LeaseOptions, tryLease } from "../kv/mod.ts";
+import {
+  type Sandbox,
+  type SandboxBackend,
+  type SandboxSpec,
+  SandboxUnavailableError,
+  sleep,
+} from "../sandbox/mod.ts";
+
+/** How boot slots behave. */
+export interface BootSlotOptions {
+  /** Boots at once across all processes. */
+  readonly slots: number;
+  /** Lease lifetime of a slot, renewed while the boot runs. */
+  readonly ttlMs: number;
+  /** Stops waiting (the sample was cancelled): the wait throws the signal's reason. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Takes a free boot slot, waiting (with back-off up to 500 ms) while all are taken.
+ *
+ * @example
+ * ```ts
+ * const slot = await acquireBootSlot(kv, "host:123/job_1", { slots: 4, ttlMs: 15_000 });
+ * try { sandbox = await backend.create(spec); } finally { await slot.release(); }
+ * ```
+ */
+export async function acquireBootSlot(
+  kv: Deno.Kv,
+  holder: string,
+  options: BootSlotOptions,
+): Promise<HeldLease> {
+  const lease: LeaseOptions = { ttlMs: options.ttlMs, waitMs: 0 };
+  let delay = 20;
+  for (;;) {
+    options.signal?.throwIfAborted();
+    // Start at a random slot so that waiters do not all contend for slot 0.
+    const start = Math.floor(Math.random() * options.slots);
+    for (let i = 0; i < options.slots; i++) {
+      const slot = (start + i) % options.slots;
+      const attempt = await tryLease(kv, keys.rolloutBootSlot(slot), holder, lease);
+      if ("lease" in attempt) return attempt.lease;
+    }
+    await sleep(delay * (0.5 + Math.random()), options.signal);
+    delay = Math.min(delay * 2, 500);
+  }
+}
+
+/** Boots tried per sandbox before giving up (the E2B backend also retries inside). */
+const BOOT_TRIES = 3;
+
+/**
+ * `backend` with its boots bounded: each holds one of the boot slots shared by every process on
+ * the KV (`holder` names it in the slot's lease), and a boot the backend reports unavailable is
+ * retried with backoff.
+ *
+ * @example
+ * ```ts
+ * const sandbox = await boundedBackend(kv, backend, { holder, slots: 4, ttlMs: 15_000 }).create(spec);
+ * ```
+ */
+export function boundedBackend(
+  kv: Deno.Kv,
+  backend: SandboxBackend,
+  options: Omit<BootSlotOptions, "signal"> & { readonly holder: string },
+): SandboxBackend {
+  const boot = async (spec: SandboxSpec): Promise<Sandbox> => {
+    for (let tries = 1;; tries++) {
+      const slot = await acquireBootSlot(kv, options.holder, { ...options, signal: spec.signal });
+      try {
+        return await backend.create(spec);
+      } catch (error) {
+        if (!(error instanceof SandboxUnavailableError) || tries >= BOOT_TRIES) throw error;
+      } finally {
+        await slot.release();
+      }
+      await sleep(1000 * 2 ** (tries - 1), spec.signal);
+    }
+  };
+  return { name: backend.name, create: boot, close: () => backend.close() };
+}

@@ -1,0 +1,101 @@
+/**
+ * The Claude Code harness: the CLI run headless in the sandbox's work tree, pointed at the
+ * gateway with the session's token, its settings from the request, its stream-json log read
+ * for how it ended.
+ *
+ * @module
+ */
+import { shellQuote, type Task } from "../evaluate/mod.ts";
+import type { AgentOutcome } from "../kv/mod.ts";
+import { type AgentSettings, PROBLEM_FILE } from "./request.ts";
+
+/** Where a local sandbox shows the host's Claude Code binary. */
+export const CLAUDE_INSIDE = "/sandbox/tools/claude";
+
+/** The npm package an E2B sandbox installs when it has no `claude`: the version tests pin. */
+export const CLAUDE_CODE_PACKAGE = "@anthropic-ai/claude-code@2.1.329";
+
+/**
+ * The pinned CLI's binary on this machine: `configured` when given, else the platform binary
+ * that `npm ci` put in `tools/claude-code`, else `null`.
+ */
+export async function findClaudeBinary(configured: string | null): Promise<string | null> {
+  const tools = new URL("../../tools/claude-code/node_modules/", import.meta.url).pathname;
+  const arch = Deno.build.arch === "aarch64" ? "arm64" : "x64";
+  const candidates = configured !== null ? [configured] : [
+    `${tools}@anthropic-ai/claude-code-linux-${arch}/claude`,
+    `${tools}@anthropic-ai/claude-code-linux-${arch}-musl/claude`,
+  ];
+  for (const path of candidates) {
+    try {
+      if ((await Deno.stat(path)).isFile) return await Deno.realPath(path);
+    } catch { /* try the next one */ }
+  }
+  return null;
+}
+
+/** The prompt: the template with the task's problem statement filled in. */
+export function fillPrompt(template: string, task: Task): string {
+  return template.replaceAll("{problem_statement}", task.problem_statement)
+    .replaceAll("{problem_file}", PROBLEM_FILE);
+}
+
+/** The shell command that runs the CLI (`binary`) headless with `prompt`. */
+export function claudeCodeCommand(binary: string, settings: AgentSettings, prompt: string): string {
+  const args = [
+    "-p",
+    prompt,
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--permission-mode",
+    settings.permission_mode,
+  ];
+  if (settings.max_turns !== undefined) args.push("--max-turns", String(settings.max_turns));
+  if (settings.allowed_tools?.length) args.push("--allowedTools", settings.allowed_tools.join(","));
+  if (settings.disallowed_tools.length > 0) {
+    args.push("--disallowedTools", settings.disallowed_tools.join(","));
+  }
+  return [binary, ...args].map(shellQuote).join(" ");
+}
+
+/** The CLI's environment: the gateway as its Anthropic API, the session token as its key. */
+export function claudeCodeEnv(
+  settings: AgentSettings,
+  connection: { readonly baseUrl: string; readonly token: string; readonly model: string },
+): Record<string, string> {
+  const model = settings.model ?? connection.model;
+  return {
+    ANTHROPIC_BASE_URL: connection.baseUrl,
+    ANTHROPIC_AUTH_TOKEN: connection.token,
+    ANTHROPIC_MODEL: model,
+    ANTHROPIC_SMALL_FAST_MODEL: model,
+    DISABLE_TELEMETRY: "1",
+    DISABLE_AUTOUPDATER: "1",
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    // --permission-mode bypassPermissions refuses to start as root without it.
+    IS_SANDBOX: "1",
+    ...(settings.auto_compact_window !== undefined
+      ? { CLAUDE_CODE_AUTO_COMPACT_WINDOW: String(settings.auto_compact_window) }
+      : {}),
+    ...settings.env,
+  };
+}
+
+/** How the CLI said it ended: the last `result` event of its stream-json output. */
+export function readAgentLog(
+  stdout: string,
+): Pick<AgentOutcome, "numTurns" | "result"> {
+  let numTurns: number | null = null;
+  let result: string | null = null;
+  for (const line of stdout.split("\n")) {
+    if (!line.startsWith("{") || !line.includes('"result"')) continue;
+    try {
+      const event = JSON.parse(line);
+      if (event.type !== "result") continue;
+      numTurns = typeof event.num_turns === "number" ? event.num_turns : null;
+      result = typeof event.subtype === "string" ? event.subtype : null;
+    } catch { /* a line cut by the output cap */ }
+  }
+  return { numTurns, result };
+}

@@ -1,0 +1,11 @@
+/** Rollouts: groups of agent episodes run in sandboxes, graded and recorded, by durable jobs. @module */
+export * from "./request.ts";
+export * from "./claude_code.ts";
+export * from "./boot_slots.ts";
+export * from "./run_attempt.ts";
+export * from "./next_step.ts";
+export * from "./worker.ts";
+export * from "./submit.ts";
+export * from "./job_view.ts";
+export * from "./cancel.ts";
+export * from "./work_tree.ts";

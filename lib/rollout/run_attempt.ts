@@ -1,0 +1,269 @@
+/**
+ * One attempt at one sample: a session, a sandbox with the task's repository, the agent run in
+ * it against the gateway with the session's token, its patch collected, graded in a fresh
+ * sandbox, the reward attached to the session — and, whatever happens, every sandbox killed and
+ * the session closed.
+ *
+ * @module
+ */
+import {
+  evaluate,
+  type EvaluateDeps,
+  type EvaluationResult,
+  JudgerError,
+  logTail,
+  repoSource,
+  type Task,
+} from "../evaluate/mod.ts";
+import {
+  type AgentOutcome,
+  modifyRolloutJob,
+  type RolloutJobRecord,
+  type RolloutPhase,
+} from "../kv/mod.ts";
+import {
+  type ExecResult,
+  type HostBind,
+  RepoError,
+  type Sandbox,
+  type SandboxBackend,
+  SandboxUnavailableError,
+} from "../sandbox/mod.ts";
+import { closeSession, type LifecycleDeps, openSession, setReward } from "../session/mod.ts";
+import { boundedBackend } from "./boot_slots.ts";
+import {
+  CLAUDE_INSIDE,
+  claudeCodeCommand,
+  claudeCodeEnv,
+  fillPrompt,
+  readAgentLog,
+} from "./claude_code.ts";
+import type { RolloutSettings } from "./request.ts";
+import { collectPatch, installClaude, prepareWorkTree, SetupError } from "./work_tree.ts";
+
+/** What an attempt needs from the gateway. */
+export interface AttemptDeps {
+  readonly kv: Deno.Kv;
+  readonly lifecycle: LifecycleDeps;
+  /** Sandbox backends by name (`local`, and `e2b` when configured). */
+  readonly backends: ReadonlyMap<string, SandboxBackend>;
+  /** The backend of requests that name none. */
+  readonly defaultBackend: string;
+  /** How evaluations run (its `backend` is replaced by the sample's). */
+  readonly evaluate: EvaluateDeps;
+  /** The URL agents in sandboxes reach the gateway at. */
+  readonly gatewayUrl: () => string;
+  /** The model id agents ask for unless the request says. */
+  readonly modelId: string;
+  /** The host's Claude Code binary (lent to local sandboxes), or `null` when not installed. */
+  readonly claudeBinary: string | null;
+  /** What an E2B sandbox without `claude` installs with npm. */
+  readonly claudePackage: string;
+  /** Sandbox boots at once across every process on the KV. */
+  readonly bootSlots: number;
+  readonly leaseTtlMs: number;
+  /** Identifies this process in leases. */
+  readonly holder: string;
+  /** Bytes of output kept per command. */
+  readonly outputBytes: number;
+}
+
+/** How an attempt ended. */
+export type AttemptOutcome =
+  | {
+    readonly phase: "done";
+    readonly agent: AgentOutcome;
+    readonly agentLog: string;
+    readonly patch: string;
+    readonly reward: EvaluationResult;
+  }
+  | {
+    readonly phase: "failed" | "aborted";
+    readonly reason: string;
+    readonly detail: string;
+    readonly agent?: AgentOutcome;
+    readonly agentLog?: string;
+    readonly patch?: string;
+  };
+
+/** Why an attempt was stopped from outside: the abort reason the worker gives its signal. */
+export class AttemptStop extends Error {
+  constructor(readonly reason: string, detail: string) {
+    super(detail);
+    this.name = "AttemptStop";
+  }
+}
+
+/** How long an agent's sandbox outlives the attempt's deadline before its backend kills it. */
+const LIFETIME_SLACK_MS = 30_000;
+
+/**
+ * Runs attempt `job.attempt` of `job` until it ends; `signal` aborts it with an
+ * {@linkcode AttemptStop} reason (cancelled, wall-clock guard, shutdown).
+ */
+export async function runAttempt(
+  deps: AttemptDeps,
+  job: RolloutJobRecord,
+  task: Task,
+  settings: RolloutSettings,
+  signal: AbortSignal,
+): Promise<AttemptOutcome> {
+  const setPhase = (phase: RolloutPhase) =>
+    modifyRolloutJob(
+      deps.kv,
+      job.id,
+      (current) =>
+        current.attempt === job.attempt && current.phase !== phase ? { ...current, phase } : null,
+    );
+  const backendName = settings.sandbox.backend ?? deps.defaultBackend;
+  const backend = deps.backends.get(backendName);
+  if (!backend) {
+    return failed("sandbox_unavailable", `The ${backendName} sandbox backend is not configured`);
+  }
+  if (backend.name === "local" && deps.claudeBinary === null) {
+    return failed(
+      "agent_unavailable",
+      "Claude Code is not installed on this machine: run tools/setup.ts or set CLAUDE_CODE_BIN",
+    );
+  }
+  const session = await openSession(deps.kv, {
+    id: job.sessionId!,
+    metadata: {
+      ...settings.metadata,
+      group_id: job.groupId,
+      sample_index: job.index,
+      rollout_job: job.id,
+      attempt: job.attempt,
+    },
+    allocation: settings.reward_mode,
+  });
+  let sandbox: Sandbox | null = null;
+  let agent: AgentOutcome | undefined;
+  let agentLog: string | undefined;
+  let patch: string | undefined;
+  try {
+    const binds: HostBind[] = backend.name === "local"
+      ? [{ host: deps.claudeBinary!, inside: CLAUDE_INSIDE }]
+      : [];
+    sandbox = await boundedBackend(deps.kv, backend, slotsOf(deps, job.id)).create({
+      repo: await repoSource(task, deps.evaluate.cacheDir),
+      commit: task.base_commit,
+      template: settings.sandbox.template ?? task.template,
+      metadata: { purpose: "agent", rollout_job: job.id },
+      network: true,
+      binds,
+      // A backstop behind the wall-clock guard, which stops the attempt first.
+      lifetimeMs: Math.max(0, (job.deadlineAt ?? Date.now()) - Date.now()) + LIFETIME_SLACK_MS,
+      signal,
+    });
+    const base = await prepareWorkTree(sandbox, task, {
+      timeoutMs: task.timeout_ms ?? deps.evaluate.timeoutMs,
+      outputBytes: deps.outputBytes,
+    }, signal);
+
+    await setPhase("agent");
+    const env = claudeCodeEnv(settings.agent, {
+      baseUrl: deps.gatewayUrl(),
+      token: session.token,
+      model: deps.modelId,
+    });
+    const binary = backend.name === "local"
+      ? CLAUDE_INSIDE
+      : await installClaude(sandbox, deps.claudePackage, settings.agent.env, {
+        timeoutMs: settings.budgets.agent_ms,
+        outputBytes: deps.outputBytes,
+      }, signal);
+
+    const command = claudeCodeCommand(
+      binary,
+      settings.agent,
+      fillPrompt(settings.agent.prompt_template, task),
+    );
+    const run = await sandbox.exec(command, {
+      timeoutMs: settings.budgets.agent_ms,
+      env,
+      outputBytes: deps.outputBytes,
+      signal,
+    });
+    signal.throwIfAborted();
+    agent = { exitCode: run.exitCode, timedOut: run.timedOut, ...readAgentLog(run.stdout) };
+    agentLog = agentLogOf(run);
+    patch = await collectPatch(sandbox, base, deps, signal);
+    await sandbox.kill();
+    sandbox = null;
+    if (run.timedOut && settings.budgets.on_agent_timeout === "abort") {
+      await closeSession(deps.lifecycle, session.session.id, { as: "aborted" });
+      return {
+        phase: "aborted",
+        reason: "wall_clock_timeout",
+        detail: `The agent ran past its budget of ${settings.budgets.agent_ms} ms`,
+        agent,
+        agentLog,
+        patch,
+      };
+    }
+
+    await setPhase("evaluating");
+    const graded = settings.budgets.eval_ms === undefined
+      ? task
+      : { ...task, timeout_ms: settings.budgets.eval_ms };
+    const reward = await evaluate(
+      { ...deps.evaluate, backend: boundedBackend(deps.kv, backend, slotsOf(deps, job.id)) },
+      { task: graded, patch, signal },
+    );
+    signal.throwIfAborted();
+    await setReward(deps.lifecycle, session.session.id, reward);
+    await closeSession(deps.lifecycle, session.session.id);
+    return { phase: "done", agent, agentLog, patch, reward };
+  } catch (error) {
+    await sandbox?.kill();
+    sandbox = null;
+    await closeSession(deps.lifecycle, session.session.id, { as: "aborted" }).catch((closing) =>
+      console.error(`Cannot close session ${session.session.id}: ${closing}`)
+    );
+    const stop = signal.aborted ? signal.reason : null;
+    if (stop instanceof AttemptStop) {
+      return {
+        phase: "aborted",
+        reason: stop.reason,
+        detail: stop.message,
+        agent,
+        agentLog,
+        patch,
+      };
+    }
+    return {
+      phase: "failed",
+      reason: failureReason(error),
+      detail: (error as Error)?.message ?? String(error),
+      agent,
+      agentLog,
+      patch,
+    };
+  } finally {
+    await sandbox?.kill();
+  }
+}
+
+/** The boot slots of this attempt's sandboxes. */
+function slotsOf(deps: AttemptDeps, jobId: string) {
+  return { holder: `${deps.holder}/${jobId}`, slots: deps.bootSlots, ttlMs: deps.leaseTtlMs };
+}
+
+function failureReason(error: unknown): string {
+  if (error instanceof SandboxUnavailableError) return "sandbox_unavailable";
+  if (error instanceof SetupError) return "setup_failed";
+  if (error instanceof RepoError) return "repo_unavailable";
+  if (error instanceof JudgerError) return "judger_failed";
+  console.error("Rollout attempt failed:", error);
+  return "internal_error";
+}
+
+/** The end of the agent's output: its stream-json log, then what it wrote to stderr. */
+function agentLogOf(run: ExecResult): string {
+  return logTail(run.stderr.trim() ? `${run.stdout}\n[stderr]\n${run.stderr}` : run.stdout);
+}
+
+function failed(reason: string, detail: string): AttemptOutcome {
+  return { phase: "failed", reason, detail };
+}

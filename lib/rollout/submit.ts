@@ -1,0 +1,82 @@
+/**
+ * Submitting a group: n queued jobs sharing one task spec and one set of settings, written to
+ * KV in one commit, for any worker on the KV to take.
+ *
+ * @module
+ */
+import { createRolloutGroup, type RolloutJobRecord } from "../kv/mod.ts";
+import type { RolloutRequest, RolloutSettings } from "./request.ts";
+
+/** The ids a submission returns. */
+export interface SubmittedGroup {
+  readonly groupId: string;
+  readonly jobIds: string[];
+}
+
+/**
+ * Writes a group of `request.n` queued jobs.
+ *
+ * @example
+ * ```ts
+ * const { groupId, jobIds } = await submitGroup(kv, RolloutRequestSchema.parse(body));
+ * worker.kick();
+ * ```
+ */
+export async function submitGroup(
+  kv: Deno.Kv,
+  request: RolloutRequest,
+  now = Date.now(),
+): Promise<SubmittedGroup> {
+  const groupId = `grp_${randomHex(12)}`;
+  const { task, ...settings } = request;
+  const jobs = Array.from({ length: request.n }, (_, index) =>
+    queuedJob({
+      id: `job_${randomHex(12)}`,
+      groupId,
+      index,
+      maxAttempts: request.max_attempts,
+      createdAt: now,
+    }));
+  await createRolloutGroup(
+    kv,
+    {
+      id: groupId,
+      createdAt: now,
+      jobs: jobs.map((job) => job.id),
+      settings: settings satisfies RolloutSettings,
+    },
+    task,
+    jobs,
+  );
+  return { groupId, jobIds: jobs.map((job) => job.id) };
+}
+
+/** A job record as it is first written: queued, never attempted. */
+export function queuedJob(
+  job: Pick<RolloutJobRecord, "id" | "groupId" | "index" | "maxAttempts" | "createdAt">,
+): RolloutJobRecord {
+  return {
+    ...job,
+    phase: "queued",
+    reason: null,
+    detail: null,
+    attempt: 0,
+    sessionId: null,
+    sessions: [],
+    startedAt: null,
+    finishedAt: null,
+    deadlineAt: null,
+    cancelRequested: false,
+    worker: null,
+    agent: null,
+    blobs: {},
+  };
+}
+
+function randomHex(bytes: number): string {
+  return Array.from(
+    crypto.getRandomValues(new Uint8Array(bytes)),
+    (b) => b.toString(16).padStart(2, "0"),
+  )
+    .join("");
+}

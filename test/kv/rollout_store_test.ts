@@ -1,0 +1,74 @@
+import assert from "node:assert/strict";
+import {
+  createRolloutGroup,
+  getRolloutJob,
+  listActiveRolloutJobs,
+  modifyRolloutJob,
+  readRolloutBlob,
+  readRolloutTask,
+  type RolloutJobRecord,
+  updateRolloutJob,
+  writeRolloutBlob,
+} from "../../lib/kv/mod.ts";
+import { queuedJob } from "../../lib/rollout/mod.ts";
+
+function job(id: string, createdAt: number): RolloutJobRecord {
+  return queuedJob({ id, groupId: "grp_1", index: 0, maxAttempts: 2, createdAt });
+}
+
+Deno.test("createRolloutGroup() writes the task, the group and its queued jobs; a taken id is refused", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const task = { repo: "/r", problem_statement: "y".repeat(200_000) };
+    const group = await createRolloutGroup(
+      kv,
+      { id: "grp_1", createdAt: 1, jobs: ["job_b", "job_a"], settings: { n: 2 } },
+      task,
+      [job("job_b", 2), job("job_a", 1)],
+    );
+    assert.deepEqual(await readRolloutTask(kv, group), task);
+    assert.deepEqual(await listActiveRolloutJobs(kv), ["job_a", "job_b"], "oldest first");
+    assert.equal((await getRolloutJob(kv, "job_a")).value?.phase, "queued");
+    await assert.rejects(
+      createRolloutGroup(kv, { id: "grp_1", createdAt: 1, jobs: [], settings: {} }, task, []),
+      /exists already/,
+    );
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("updateRolloutJob() is compare-and-set, and a final phase leaves the active index", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    await createRolloutGroup(kv, { id: "grp_1", createdAt: 1, jobs: ["job_a"], settings: {} }, {}, [
+      job("job_a", 1),
+    ]);
+    const entry = (await getRolloutJob(kv, "job_a")) as Deno.KvEntry<RolloutJobRecord>;
+    const running = await updateRolloutJob(kv, entry, {
+      ...entry.value,
+      phase: "agent",
+      attempt: 1,
+    });
+    assert.ok(running);
+    assert.equal(
+      await updateRolloutJob(kv, entry, { ...entry.value, phase: "booting" }),
+      null,
+      "stale",
+    );
+    assert.deepEqual(await listActiveRolloutJobs(kv), ["job_a"]);
+    const chunks = await writeRolloutBlob(kv, "job_a", 1, "patch", "diff --git a/x b/x\n");
+    const done = await modifyRolloutJob(kv, "job_a", (current) => ({
+      ...current,
+      phase: "done",
+      blobs: { patch: chunks },
+    }));
+    assert.equal(done?.value.phase, "done");
+    assert.deepEqual(await listActiveRolloutJobs(kv), []);
+    assert.equal(await readRolloutBlob(kv, done!.value, "patch"), "diff --git a/x b/x\n");
+    assert.equal(await readRolloutBlob(kv, done!.value, "reward"), null);
+    assert.equal(await modifyRolloutJob(kv, "job_missing", (current) => current), null);
+  } finally {
+    kv.close();
+  }
+});

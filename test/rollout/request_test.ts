@@ -1,0 +1,49 @@
+import assert from "node:assert/strict";
+import { DEFAULT_PROMPT, RolloutRequestSchema } from "../../lib/rollout/mod.ts";
+
+const TASK = {
+  repo: "/srv/r",
+  base_commit: "abc1234",
+  problem_statement: "Fix it.",
+  eval_cmd: "make test",
+};
+
+Deno.test("RolloutRequestSchema fills every default around the minimal body", () => {
+  const request = RolloutRequestSchema.parse({ task: TASK, n: 1 });
+  assert.deepEqual({ ...request, task: null }, {
+    task: null,
+    n: 1,
+    agent: {
+      harness: "claude_code",
+      prompt_template: DEFAULT_PROMPT,
+      permission_mode: "bypassPermissions",
+      disallowed_tools: [],
+      env: {},
+    },
+    sandbox: {},
+    budgets: { agent_ms: 1_800_000, margin_ms: 120_000, on_agent_timeout: "abort" },
+    max_attempts: 2,
+    metadata: {},
+  });
+});
+
+Deno.test("RolloutRequestSchema refuses unknown settings and out-of-range values, naming them", () => {
+  const cases: [Record<string, unknown>, string][] = [
+    [{ n: 0 }, "n"],
+    [{ n: 257 }, "n"],
+    [{ agent: { harness: "aider" } }, "agent.harness"],
+    [{ agent: { auto_compact_window: 50_000 } }, "agent.auto_compact_window"],
+    [{ agent: { disallowed_tools: ["Bash,Edit"] } }, "agent.disallowed_tools.0"],
+    [{ agent: { temperature: 1 } }, "agent"],
+    [{ sandbox: { backend: "docker" } }, "sandbox.backend"],
+    [{ budgets: { agent_ms: 10 } }, "budgets.agent_ms"],
+    [{ budgets: { on_agent_timeout: "ignore" } }, "budgets.on_agent_timeout"],
+    [{ max_attempts: 0 }, "max_attempts"],
+    [{ task: { repo: "/r" } }, "task.base_commit"],
+  ];
+  for (const [fields, path] of cases) {
+    const parsed = RolloutRequestSchema.safeParse({ task: TASK, ...fields });
+    assert.equal(parsed.success, false, JSON.stringify(fields));
+    assert.equal(parsed.error!.issues[0].path.join("."), path, JSON.stringify(fields));
+  }
+});

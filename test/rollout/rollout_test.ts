@@ -1,0 +1,247 @@
+/**
+ * Whole episodes end to end on one machine: the real Claude Code CLI in a local bubblewrap
+ * sandbox, the scripted engine as the model, the gateway recording, the patch graded.
+ */
+import assert from "node:assert/strict";
+import { startFakeE2b } from "../../fixtures/fake_e2b.ts";
+import { assertChainExact } from "../_chain_exact.ts";
+import { ADMIN_TOKEN, startGateway } from "../_gateway.ts";
+import { fixtureTask, listDir, processesWith } from "../evaluate/_tasks.ts";
+import { awaitJob, FIX_CALC, HALF_FIX_CALC, job, oneCommand, submit } from "./_rollout.ts";
+
+Deno.test("a rollout solves a fixture task with the real Claude Code CLI: reward 1, exact samples, the patch", async () => {
+  const gw = await startGateway({
+    script: oneCommand(FIX_CALC, "Done: true division."),
+    worker: true,
+  });
+  try {
+    const { task, gold } = await fixtureTask("python_unittest");
+    const submitted = await submit(gw, { task, n: 1 });
+    assert.equal(submitted.jobs.length, 1);
+    const view = await awaitJob(gw, submitted.jobs[0].id);
+    assert.equal(view.phase, "done", JSON.stringify(view));
+    assert.equal(view.result.reward.score, 1, view.result.reward.log_tail);
+    assert.equal(view.result.patch, gold, "the agent's sed made exactly the gold patch");
+    assert.equal(view.result.agent.exit_code, 0);
+    assert.equal(view.result.agent.result, "success");
+    assert.equal(view.progress.turns, 2);
+    // The samples are the session's, token-exact against what the engine saw and sampled.
+    const calls = gw.engine.calls.filter((call) => call.output && call.output.length > 0);
+    assert.equal(calls.length, 2);
+    assertChainExact(calls, view.result.samples.samples);
+    assert.equal(view.result.samples.samples[0].reward, 1);
+    assert.deepEqual(await listDir(`${gw.deps.config.sandboxRoot}/sandboxes`), []);
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("a rollout whose agent makes a wrong fix gets reward 0, the failing test named", async () => {
+  const gw = await startGateway({ script: oneCommand(HALF_FIX_CALC), worker: true });
+  try {
+    const { task } = await fixtureTask("python_unittest");
+    const view = await awaitJob(gw, (await submit(gw, { task })).jobs[0].id);
+    assert.equal(view.phase, "done", JSON.stringify(view));
+    assert.deepEqual(
+      [view.result.reward.score, view.result.reward.tests.failed],
+      [0, ["tests.test_calc.TestCalc.test_mean_fraction"]],
+    );
+    assert.equal(view.result.samples.samples[0].reward, 0);
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("a rollout whose agent never finishes is aborted with wall_clock_timeout, leaving nothing", async () => {
+  const marker = `rg_forever_${crypto.randomUUID().slice(0, 8)}`;
+  const gw = await startGateway({
+    // Claude Code refuses a plain `sleep N`; a program that waits is not refused.
+    script: oneCommand(
+      `python3 -c 'import time; time.sleep(1000)' # ${marker}`,
+      "unreachable",
+      600_000,
+    ),
+    worker: true,
+  });
+  try {
+    const { task } = await fixtureTask("python_unittest");
+    const submitted = await submit(gw, { task, budgets: { agent_ms: 2000 } });
+    const view = await awaitJob(gw, submitted.jobs[0].id);
+    assert.deepEqual(
+      [view.phase, view.reason, view.detail],
+      ["aborted", "wall_clock_timeout", "The agent ran past its budget of 2000 ms"],
+    );
+    assert.equal(view.result.agent.timed_out, true);
+    assert.equal(view.result.reward, null);
+    assert.deepEqual(await processesWith(marker), [], "the agent and its command are gone");
+    assert.deepEqual(await listDir(`${gw.deps.config.sandboxRoot}/sandboxes`), []);
+    const session = await (await fetch(`${gw.url}/sessions/${view.session_id}`, {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    })).json();
+    assert.deepEqual([session.status, session.closed_as], ["closed", "aborted"]);
+    assert.equal(gw.engine.inFlight(), 0);
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("the wall-clock guard aborts a sample stuck anywhere, here in a pre-command", async () => {
+  const marker = `rg_stuck_${crypto.randomUUID().slice(0, 8)}`;
+  const gw = await startGateway({ script: oneCommand(FIX_CALC), worker: true });
+  try {
+    const { task } = await fixtureTask("python_unittest");
+    const stuck = { ...task, pre_commands: [`sleep 1000 # ${marker}`], timeout_ms: 3_600_000 };
+    const submitted = await submit(gw, {
+      task: stuck,
+      budgets: { agent_ms: 1000, eval_ms: 1000, margin_ms: 0 },
+    });
+    const view = await awaitJob(gw, submitted.jobs[0].id);
+    assert.deepEqual(
+      [view.phase, view.reason, view.detail],
+      ["aborted", "wall_clock_timeout", "The sample ran past its wall-clock limit of 2000 ms"],
+    );
+    assert.deepEqual(await processesWith(marker), []);
+    assert.deepEqual(await listDir(`${gw.deps.config.sandboxRoot}/sandboxes`), []);
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("a group of four runs at once and every sample finishes with its reward", async () => {
+  const gw = await startGateway({
+    script: oneCommand(FIX_CALC),
+    worker: true,
+    env: { ROLLOUT_CONCURRENCY: "4", ROLLOUT_BOOT_CONCURRENCY: "4" },
+  });
+  try {
+    const { task } = await fixtureTask("python_unittest");
+    const submitted = await submit(gw, { task, n: 4 });
+    assert.equal(submitted.jobs.length, 4);
+    const views = await Promise.all(submitted.jobs.map(({ id }) => awaitJob(gw, id)));
+    assert.deepEqual(
+      views.map((v) => [v.phase, v.result.reward.score]),
+      Array(4).fill(["done", 1]),
+    );
+    assert.deepEqual(views.map((v) => v.group_id), Array(4).fill(submitted.group_id));
+    assert.deepEqual(views.map((v) => v.index).sort(), [0, 1, 2, 3]);
+    // They overlapped: every sample started before the first one finished.
+    const firstEnd = Math.min(...views.map((v) => Date.parse(v.finished_at)));
+    assert.ok(
+      views.every((v) => Date.parse(v.started_at) < firstEnd),
+      JSON.stringify(views.map((v) => [v.started_at, v.finished_at])),
+    );
+    // The group listing shows the same four.
+    const group = await (await fetch(`${gw.url}/rollout?group_id=${submitted.group_id}`, {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    })).json();
+    assert.deepEqual(group.jobs.map((v: { id: string }) => v.id), submitted.jobs.map((j) => j.id));
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("DELETE of a running job leaves no process, sandbox or open engine request", async () => {
+  const marker = `rg_cancel_${crypto.randomUUID().slice(0, 8)}`;
+  // The model takes long to answer: the agent waits on the gateway, which waits on the engine.
+  const gw = await startGateway({
+    script: [{ text: "Thinking for a long time.", latencyMs: 2000 }],
+    worker: true,
+  });
+  try {
+    const { task } = await fixtureTask("python_unittest");
+    const submitted = await submit(gw, {
+      task,
+      agent: { prompt_template: `{problem_statement}\n${marker}` },
+    });
+    const id = submitted.jobs[0].id;
+    await awaitJob(gw, id, () => gw.engine.inFlight() > 0);
+    assert.ok((await processesWith(marker)).length > 0, "the agent runs");
+    const response = await fetch(`${gw.url}/rollout/${id}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    const view = await response.json();
+    assert.equal(response.status, 200, JSON.stringify(view));
+    assert.deepEqual([view.phase, view.reason], ["aborted", "cancelled"]);
+    assert.deepEqual(await processesWith(marker), [], "the agent is gone");
+    assert.deepEqual(await listDir(`${gw.deps.config.sandboxRoot}/sandboxes`), []);
+    assert.equal(gw.engine.inFlight(), 0, "the engine request was aborted");
+    assert.equal(gw.engine.abortRequests.length, 1);
+    const session = await (await fetch(`${gw.url}/sessions/${view.session_id}`, {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    })).json();
+    assert.deepEqual([session.status, session.closed_as], ["closed", "aborted"]);
+    // Cancelling again changes nothing.
+    const again = await fetch(`${gw.url}/rollout/${id}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    assert.deepEqual([again.status, (await again.json()).reason], [200, "cancelled"]);
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("a rollout through E2B installs Claude Code in the sandbox with npm and solves the task", async () => {
+  const fake = await startFakeE2b();
+  const gw = await startGateway({
+    script: oneCommand(FIX_CALC),
+    worker: true,
+    env: { SANDBOX_BACKEND: "e2b", ...fake.env, E2B_BOOT_BACKOFF_MS: "1" },
+  });
+  try {
+    const { task, gold } = await fixtureTask("python_unittest");
+    // The real package from the registry; tools/setup.ts's npm ci left it in this user's cache.
+    const cache = new TextDecoder().decode(
+      (await new Deno.Command("npm", { args: ["config", "get", "cache"] }).output()).stdout,
+    ).trim();
+    const agent = { env: { npm_config_cache: cache } };
+    const view = await awaitJob(gw, (await submit(gw, { task, agent })).jobs[0].id);
+    assert.equal(view.phase, "done", JSON.stringify(view));
+    assert.deepEqual([view.result.reward.score, view.result.reward.sandbox.backend], [1, "e2b"]);
+    assert.equal(view.result.patch, gold);
+    // The agent's sandbox had network (for the gateway); the evaluation's had none.
+    const creates = fake.creates as Record<string, Record<string, string>>[];
+    assert.deepEqual(
+      creates.map((body) => [body.metadata.purpose, body.allow_internet_access]),
+      [["agent", true], ["evaluate", false]],
+    );
+    assert.deepEqual(fake.live(), []);
+  } finally {
+    await gw.close();
+    await fake.close();
+  }
+});
+
+Deno.test("a gateway that shuts down hands its running job back, and another one finishes it", async () => {
+  const marker = `rg_handback_${crypto.randomUUID().slice(0, 8)}`;
+  const first = await startGateway({
+    script: [{ text: "Thinking for a long time.", latencyMs: 2000 }],
+    worker: true,
+  });
+  const second = await startGateway({ script: oneCommand(FIX_CALC), kv: first.kv });
+  try {
+    const { task } = await fixtureTask("python_unittest");
+    const submitted = await submit(first, {
+      task,
+      agent: { prompt_template: `{problem_statement}\n${marker}` },
+    });
+    const id = submitted.jobs[0].id;
+    await awaitJob(first, id, () => first.engine.inFlight() > 0);
+    await first.deps.rollout.stop();
+    const handedBack = await job(first, id);
+    assert.deepEqual(
+      [handedBack.phase, handedBack.attempt, handedBack.detail],
+      ["queued", 1, "Attempt 1 was stopped by a shutdown"],
+    );
+    assert.deepEqual(await processesWith(marker), []);
+    assert.equal(first.engine.inFlight(), 0);
+    second.deps.rollout.start();
+    const view = await awaitJob(second, id);
+    assert.deepEqual([view.phase, view.attempt, view.result.reward.score], ["done", 2, 1]);
+    assert.equal(view.sessions.length, 2);
+  } finally {
+    await second.close();
+    await first.close();
+  }
+});

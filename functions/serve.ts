@@ -13,6 +13,7 @@ import { createSessionsApp } from "./sessions.ts";
 import { createEvaluateApp } from "./evaluate.ts";
 import { createRolloutApp } from "./rollout.ts";
 import { sweepExpiredSessions } from "../lib/session/mod.ts";
+import { sweepExpiredRollouts } from "../lib/kv/mod.ts";
 
 /** How often expired sessions are looked for. */
 const SWEEP_INTERVAL_MS = 60_000;
@@ -64,9 +65,11 @@ async function main(): Promise<void> {
     },
   }, app.fetch);
   if (config.rollout.worker) deps.rollout.start();
-  // Deletes closed sessions past their retention; every process may run it, it is idempotent.
+  // Deletes closed sessions and finished rollout jobs past their retention; every process may
+  // run it, it is idempotent.
   const sweeper = setInterval(() => {
     sweepExpiredSessions(deps.kv).catch((error) => console.error("Sweep failed:", error));
+    sweepExpiredRollouts(deps.kv).catch((error) => console.error("Rollout sweep failed:", error));
   }, SWEEP_INTERVAL_MS);
   const stop = async () => {
     clearInterval(sweeper);

@@ -94,6 +94,14 @@ export const keys = {
   ],
   /** Prefix of every blob of a job. */
   rolloutBlobs: (jobId: string): Deno.KvKey => ["rollout_blob", jobId],
+  /** When a finished job is due for deletion. */
+  rolloutExpiry: (expiresAt: number, jobId: string): Deno.KvKey => [
+    "rollout_expiry",
+    expiresAt,
+    jobId,
+  ],
+  /** Prefix of all job expiry entries, in time order. */
+  rolloutExpiries: (): Deno.KvKey => ["rollout_expiry"],
   /** One of the sandbox boot slots every gateway process on this KV shares. */
   rolloutBootSlot: (slot: number): Deno.KvKey => ["rollout_boot_slot", slot],
   /** A gateway-wide secret shared by every process on this KV. */

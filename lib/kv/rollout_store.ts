@@ -6,8 +6,8 @@
  * @module
  */
 import { commit } from "./atomic.ts";
-import { readBlob, writeBlob } from "./blob.ts";
-import { keys } from "./keys.ts";
+import { deleteBlob, readBlob, writeBlob } from "./blob.ts";
+import { keys, KV_MAX_GET_MANY } from "./keys.ts";
 
 /** Where a sample is. `done`, `failed` and `aborted` are final. */
 export type RolloutPhase =
@@ -65,6 +65,8 @@ export interface RolloutJobRecord {
   readonly agent: AgentOutcome | null;
   /** Chunk counts of the current attempt's blobs (`patch`, `reward`, `agent_log`). */
   readonly blobs: Readonly<Record<string, number>>;
+  /** When a finished job is deleted (its session keeps its own retention); `null` before. */
+  readonly expiresAt?: number | null;
 }
 
 /** A group of samples of one task. */
@@ -129,7 +131,8 @@ export function readRolloutTask<T>(kv: Deno.Kv, group: RolloutGroupRecord): Prom
 
 /**
  * Replaces a job's record if it is still `entry`; a final phase also leaves the index of
- * unfinished jobs. Resolves to the new entry, or `null` when someone changed it first.
+ * unfinished jobs and, with `expiresAt`, enters the expiry index. Resolves to the new entry, or
+ * `null` when someone changed it first.
  */
 export async function updateRolloutJob(
   kv: Deno.Kv,
@@ -138,7 +141,10 @@ export async function updateRolloutJob(
 ): Promise<Deno.KvEntry<RolloutJobRecord> | null> {
   const result = await commit(() => {
     const op = kv.atomic().check(entry).set(entry.key, next);
-    if (FINAL_PHASES.has(next.phase)) op.delete(keys.rolloutActive(next.id));
+    if (FINAL_PHASES.has(next.phase)) {
+      op.delete(keys.rolloutActive(next.id));
+      if (next.expiresAt) op.set(keys.rolloutExpiry(next.expiresAt, next.id), true);
+    }
     return op;
   });
   return result.ok ? { key: entry.key, value: next, versionstamp: result.versionstamp } : null;
@@ -192,4 +198,39 @@ export async function readRolloutBlob<T>(
   const chunks = job.blobs[name];
   if (chunks === undefined) return null;
   return await readBlob<T>(kv, keys.rolloutBlob(job.id, job.attempt, name), chunks);
+}
+
+/**
+ * Deletes finished jobs past their expiry, with their blobs, and the groups left with no job;
+ * returns how many jobs went. Every process may run it: it is idempotent.
+ */
+export async function sweepExpiredRollouts(kv: Deno.Kv, at = Date.now()): Promise<number> {
+  let deleted = 0;
+  const groups = new Set<string>();
+  const due = kv.list<true>({
+    start: keys.rolloutExpiries(),
+    end: [...keys.rolloutExpiries(), at + 1],
+  });
+  for await (const entry of due) {
+    const jobId = String(entry.key[2]);
+    const job = (await getRolloutJob(kv, jobId)).value;
+    if (job) groups.add(job.groupId);
+    await deleteBlob(kv, keys.rolloutBlobs(jobId));
+    await kv.atomic().delete(keys.rolloutJob(jobId)).delete(entry.key).commit();
+    deleted++;
+  }
+  for (const groupId of groups) {
+    const group = await getRolloutGroup(kv, groupId);
+    if (!group) continue;
+    let left = false;
+    for (let i = 0; i < group.jobs.length && !left; i += KV_MAX_GET_MANY) {
+      const batch = group.jobs.slice(i, i + KV_MAX_GET_MANY).map((id) => keys.rolloutJob(id));
+      left = (await kv.getMany(batch)).some((job) => job.value !== null);
+    }
+    if (!left) {
+      await deleteBlob(kv, keys.rolloutTask(groupId));
+      await kv.delete(keys.rolloutGroup(groupId));
+    }
+  }
+  return deleted;
 }

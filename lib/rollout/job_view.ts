@@ -31,6 +31,8 @@ export interface JobView {
   readonly started_at: string | null;
   readonly finished_at: string | null;
   readonly deadline_at: string | null;
+  /** When the finished job is deleted (with the session retention). */
+  readonly expires_at: string | null;
   readonly cancel_requested: boolean;
   readonly progress: {
     readonly turns: number;
@@ -116,6 +118,7 @@ export async function viewOf(
     started_at: iso(job.startedAt),
     finished_at: iso(job.finishedAt),
     deadline_at: iso(job.deadlineAt),
+    expires_at: iso(job.expiresAt ?? null),
     cancel_requested: job.cancelRequested,
     progress: {
       turns,

@@ -261,6 +261,7 @@ export class RolloutWorker {
         reason: outcome.phase === "done" ? null : outcome.reason,
         detail: outcome.phase === "done" ? current.detail : outcome.detail,
         finishedAt: Date.now(),
+        expiresAt: this.#expiry(),
         agent: outcome.agent ?? null,
         blobs,
       };
@@ -284,6 +285,11 @@ export class RolloutWorker {
           ? null
           : { ...current, phase, reason, detail, finishedAt: Date.now() },
     );
+  }
+
+  /** When a job finishing now is deleted: with the session retention. */
+  #expiry(): number {
+    return Date.now() + this.deps.lifecycle.retentionMs;
   }
 
   async #closeAborted(sessionId: string | null): Promise<void> {

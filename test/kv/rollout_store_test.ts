@@ -1,12 +1,14 @@
 import assert from "node:assert/strict";
 import {
   createRolloutGroup,
+  getRolloutGroup,
   getRolloutJob,
   listActiveRolloutJobs,
   modifyRolloutJob,
   readRolloutBlob,
   readRolloutTask,
   type RolloutJobRecord,
+  sweepExpiredRollouts,
   updateRolloutJob,
   writeRolloutBlob,
 } from "../../lib/kv/mod.ts";
@@ -68,6 +70,42 @@ Deno.test("updateRolloutJob() is compare-and-set, and a final phase leaves the a
     assert.equal(await readRolloutBlob(kv, done!.value, "patch"), "diff --git a/x b/x\n");
     assert.equal(await readRolloutBlob(kv, done!.value, "reward"), null);
     assert.equal(await modifyRolloutJob(kv, "job_missing", (current) => current), null);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("sweepExpiredRollouts() deletes expired jobs with their blobs, then their emptied group", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    await createRolloutGroup(
+      kv,
+      { id: "grp_1", createdAt: 1, jobs: ["job_a", "job_b"], settings: {} },
+      { repo: "/r" },
+      [job("job_a", 1), job("job_b", 2)],
+    );
+    const finish = async (id: string, expiresAt: number) => {
+      const chunks = await writeRolloutBlob(kv, id, 1, "patch", "diff");
+      await modifyRolloutJob(kv, id, (current) => ({
+        ...current,
+        phase: "done",
+        attempt: 1,
+        blobs: { patch: chunks },
+        expiresAt,
+      }));
+    };
+    await finish("job_a", 1000);
+    await finish("job_b", 5000);
+    assert.equal(await sweepExpiredRollouts(kv, 999), 0);
+    assert.equal(await sweepExpiredRollouts(kv, 1000), 1);
+    assert.equal((await getRolloutJob(kv, "job_a")).value, null);
+    assert.equal((await getRolloutJob(kv, "job_b")).value?.phase, "done");
+    assert.ok(await getRolloutGroup(kv, "grp_1"), "a job of the group remains");
+    assert.equal(await sweepExpiredRollouts(kv, 5000), 1);
+    assert.equal(await getRolloutGroup(kv, "grp_1"), null);
+    const left: string[] = [];
+    for await (const entry of kv.list({ prefix: [] })) left.push(JSON.stringify(entry.key));
+    assert.deepEqual(left, [], "nothing of the group is left");
   } finally {
     kv.close();
   }

@@ -24,6 +24,11 @@ Deno.test("a rollout solves a fixture task with the real Claude Code CLI: reward
     assert.equal(view.result.patch, gold, "the agent's sed made exactly the gold patch");
     assert.equal(view.result.agent.exit_code, 0);
     assert.equal(view.result.agent.result, "success");
+    // Kept as long as its session: deleted together by the sweeper.
+    assert.equal(
+      Date.parse(view.expires_at) - Date.parse(view.finished_at),
+      gw.deps.config.sessionRetentionMs,
+    );
     assert.equal(view.progress.turns, 2);
     // The samples are the session's, token-exact against what the engine saw and sampled.
     const calls = gw.engine.calls.filter((call) => call.output && call.output.length > 0);
@@ -243,5 +248,39 @@ Deno.test("a gateway that shuts down hands its running job back, and another one
   } finally {
     await second.close();
     await first.close();
+  }
+});
+
+Deno.test("on_agent_timeout: evaluate grades the work of an agent stopped at its budget", async () => {
+  const marker = `rg_graded_${crypto.randomUUID().slice(0, 8)}`;
+  // The agent fixes the file, then starts something that never ends.
+  const gw = await startGateway({
+    script: oneCommand(
+      `${FIX_CALC} && python3 -c 'import time; time.sleep(1000)' # ${marker}`,
+      "unreachable",
+      600_000,
+    ),
+    worker: true,
+  });
+  try {
+    const { task, gold } = await fixtureTask("python_unittest");
+    const submitted = await submit(gw, {
+      task,
+      budgets: { agent_ms: 2000, on_agent_timeout: "evaluate" },
+    });
+    const view = await awaitJob(gw, submitted.jobs[0].id);
+    assert.deepEqual(
+      [
+        view.phase,
+        view.result.agent.timed_out,
+        view.result.agent.exit_code,
+        view.result.reward.score,
+      ],
+      ["done", true, null, 1],
+    );
+    assert.equal(view.result.patch, gold);
+    assert.deepEqual(await processesWith(marker), []);
+  } finally {
+    await gw.close();
   }
 });

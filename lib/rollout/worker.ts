@@ -281,9 +281,14 @@ export class RolloutWorker {
       this.deps.kv,
       job.id,
       (current) =>
-        current.attempt !== job.attempt || FINAL_PHASES.has(current.phase)
-          ? null
-          : { ...current, phase, reason, detail, finishedAt: Date.now() },
+        current.attempt !== job.attempt || FINAL_PHASES.has(current.phase) ? null : {
+          ...current,
+          phase,
+          reason,
+          detail,
+          finishedAt: Date.now(),
+          expiresAt: this.#expiry(),
+        },
     );
   }
 

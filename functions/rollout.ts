@@ -54,7 +54,7 @@ export function createRolloutApp(deps: Deps): Hono {
   app.get("/rollout", async (c) => {
     const { group_id } = validate(GroupQuery, c.req.query());
     const group = await getRolloutGroup(deps.kv, group_id);
-    if (!group) throw new JobNotFoundError(group_id);
+    if (!group) throw new JobNotFoundError(group_id, "group");
     const jobs = await Promise.all(group.jobs.map((id) => describeJob(deps.kv, id)));
     return c.json({ group_id, jobs });
   });

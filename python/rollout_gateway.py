@@ -170,7 +170,8 @@ class Gateway:
     def get_session(self, id: str) -> Dict[str, Any]:
         """The session's view: ``status`` (``"open"``/``"closed"``), ``created_at``,
         ``closed_at`` and ``expires_at`` (ISO 8601 or ``None``; a closed session is deleted at
-        ``expires_at``), ``metadata``, ``reward`` (the last payload set, or ``None``), and
+        ``expires_at``), ``closed_as`` (``"completed"``, ``"aborted"`` for a rollout's session
+        cut short, or ``None`` while open), ``metadata``, ``reward`` (the last payload set, or ``None``), and
         ``chains``: ``{id, kind, turns, tokens}`` in the order they started, ``kind`` being
         ``"final"`` for the current conversation and ``"wipe"`` for one a later request replaced.
         """

@@ -4,28 +4,17 @@
  *
  * @module
  */
+import { findClaudeBinary } from "../lib/rollout/mod.ts";
 
-const TOOLS = new URL("../tools/claude-code/node_modules/", import.meta.url).pathname;
-
-/** The CLI binary: `CLAUDE_BIN`, else the platform package's binary, else the npm bin link. */
+/** The CLI binary: `CLAUDE_BIN`, else the one tools/setup.ts installed (as the gateway finds it). */
 export async function claudeBinary(): Promise<string> {
-  const arch = Deno.build.arch === "aarch64" ? "arm64" : "x64";
-  const candidates = [
-    Deno.env.get("CLAUDE_BIN"),
-    `${TOOLS}@anthropic-ai/claude-code-linux-${arch}/claude`,
-    `${TOOLS}@anthropic-ai/claude-code-linux-${arch}-musl/claude`,
-    `${TOOLS}.bin/claude`,
-  ].filter((path): path is string => Boolean(path));
-  for (const path of candidates) {
-    try {
-      if ((await Deno.stat(path)).isFile) return path;
-    } catch {
-      // try the next one
-    }
+  const found = await findClaudeBinary(Deno.env.get("CLAUDE_BIN") ?? null);
+  if (found === null) {
+    throw new Error(
+      "Claude Code CLI not found: run `npm ci --prefix tools/claude-code` (or set CLAUDE_BIN)",
+    );
   }
-  throw new Error(
-    "Claude Code CLI not found: run `npm ci --prefix tools/claude-code` (or set CLAUDE_BIN)",
-  );
+  return found;
 }
 
 /** One line of `--output-format stream-json`. */

@@ -29,6 +29,12 @@ export function qwen3(): Promise<ChatTokenizer> {
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
 
+/** Headers of a trainer API call with the admin token and a JSON body. */
+export const ADMIN_HEADERS = {
+  authorization: `Bearer ${ADMIN_TOKEN}`,
+  "content-type": "application/json",
+};
+
 /** A running gateway for one test. */
 export interface TestGateway {
   readonly url: string;
@@ -43,6 +49,9 @@ export interface TestGateway {
   openSession(metadata?: Record<string, unknown>): Promise<{ id: string; token: string }>;
   /** The session's samples through the trainer API. */
   samples(id: string): Promise<SampleJson[]>;
+  /** The session's view through the trainer API. */
+  // deno-lint-ignore no-explicit-any
+  session(id: string): Promise<any>;
   close(): Promise<void>;
 }
 
@@ -140,7 +149,7 @@ export async function startGateway(
   const url = `http://127.0.0.1:${server.addr.port}`;
   deps.setListening(url);
   if (options.worker) deps.rollout.start();
-  const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" };
+  const admin = ADMIN_HEADERS;
   return {
     url,
     app,
@@ -166,6 +175,13 @@ export async function startGateway(
         throw new Error(`samples: ${response.status} ${await response.text()}`);
       }
       return (await response.json()).samples;
+    },
+    session: async (id) => {
+      const response = await fetch(`${url}/sessions/${id}`, { headers: admin });
+      if (response.status !== 200) {
+        throw new Error(`session: ${response.status} ${await response.text()}`);
+      }
+      return await response.json();
     },
     close: async () => {
       await server.shutdown();

@@ -5,7 +5,13 @@
  *
  * @module
  */
-import type { ExecResult, RepoSource, Sandbox, SandboxBackend } from "../sandbox/mod.ts";
+import {
+  type ExecResult,
+  interleaved,
+  type RepoSource,
+  type Sandbox,
+  type SandboxBackend,
+} from "../sandbox/mod.ts";
 import { type EvaluationReason, type Evidence, logTail } from "./evidence.ts";
 import { fixtureRepo } from "./fixture_repos.ts";
 import { type Judger, type Reward } from "./judgers.ts";
@@ -139,8 +145,7 @@ async function grade(
   const deadline = performance.now() + timeoutMs;
   const run = async (command: string) => {
     const remaining = Math.max(1, Math.round(deadline - performance.now()));
-    // One stream, so the log reads in the order things happened.
-    const result = await sandbox.exec(`{ ${command}\n} 2>&1`, {
+    const result = await sandbox.exec(interleaved(command), {
       timeoutMs: remaining,
       env: task.env,
       outputBytes: deps.outputBytes,

@@ -16,8 +16,8 @@ export const CLAUDE_INSIDE = "/sandbox/tools/claude";
 export const CLAUDE_CODE_PACKAGE = "@anthropic-ai/claude-code@2.1.329";
 
 /**
- * The pinned CLI's binary on this machine: `configured` when given, else the platform binary
- * that `npm ci` put in `tools/claude-code`, else `null`.
+ * The pinned CLI's binary on this machine (its real path): `configured` when given, else the
+ * platform binary that `npm ci` put in `tools/claude-code` (or its npm bin link), else `null`.
  */
 export async function findClaudeBinary(configured: string | null): Promise<string | null> {
   const tools = new URL("../../tools/claude-code/node_modules/", import.meta.url).pathname;
@@ -25,6 +25,7 @@ export async function findClaudeBinary(configured: string | null): Promise<strin
   const candidates = configured !== null ? [configured] : [
     `${tools}@anthropic-ai/claude-code-linux-${arch}/claude`,
     `${tools}@anthropic-ai/claude-code-linux-${arch}-musl/claude`,
+    `${tools}.bin/claude`,
   ];
   for (const path of candidates) {
     try {

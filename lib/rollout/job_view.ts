@@ -53,10 +53,10 @@ export interface JobView {
   } | null;
 }
 
-/** A job not found (HTTP 404). */
+/** A rollout job, or group, not found (HTTP 404). */
 export class JobNotFoundError extends Error {
-  constructor(jobId: string) {
-    super(`Rollout job "${jobId}" not found`);
+  constructor(id: string, what: "job" | "group" = "job") {
+    super(`Rollout ${what} "${id}" not found`);
     this.name = "JobNotFoundError";
   }
 }

@@ -6,7 +6,7 @@
  * @module
  */
 import { shellQuote, type Task } from "../evaluate/mod.ts";
-import type { Sandbox } from "../sandbox/mod.ts";
+import { interleaved, type Sandbox } from "../sandbox/mod.ts";
 import { PROBLEM_FILE } from "./request.ts";
 
 /** Bounds of one setup command. */
@@ -37,7 +37,7 @@ export async function prepareWorkTree(
   signal: AbortSignal,
 ): Promise<string> {
   const run = async (command: string, what: string) => {
-    const result = await sandbox.exec(`{ ${command}\n} 2>&1`, {
+    const result = await sandbox.exec(interleaved(command), {
       timeoutMs: limits.timeoutMs,
       env: { ...task.env, ...SETUP_COMMIT_ENV },
       outputBytes: limits.outputBytes,

@@ -55,11 +55,6 @@ export class RolloutWorker {
 
   constructor(readonly deps: AttemptDeps, readonly options: WorkerOptions) {}
 
-  /** Jobs this process is running. */
-  get running(): string[] {
-    return [...this.#running.keys()];
-  }
-
   /** Starts scanning every `pollMs`. */
   start(): void {
     this.#started = true;

@@ -1,6 +1,6 @@
 /**
  * What the local backend does on the host itself: reading the host's root, killing a sandbox's
- * process tree, removing its folder, and finding the folders of owners that crashed.
+ * process tree, and finding (and clearing) the folders of owners that crashed.
  *
  * @module
  */
@@ -47,23 +47,6 @@ function killBwrap(pid: number): void {
     try {
       Deno.kill(target, "SIGKILL");
     } catch { /* already exited */ }
-  }
-}
-
-/**
- * Removes a sandbox folder. A process killed a moment ago (a clone aborted by `close()`) may
- * still add a file while the folder is emptied, so "not empty" is retried a few times.
- */
-export async function removeTree(dir: string): Promise<void> {
-  for (let attempt = 1;; attempt++) {
-    try {
-      await Deno.remove(dir, { recursive: true });
-      return;
-    } catch (error) {
-      if (error instanceof Deno.errors.NotFound) return;
-      if (attempt >= 5 || !/not empty/i.test(String(error))) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 20 * attempt));
-    }
   }
 }
 

@@ -15,7 +15,6 @@ import {
   killTree,
   readHostRoots,
   removeOrphans,
-  removeTree,
   writeOwner,
 } from "./_local_host.ts";
 import {
@@ -46,6 +45,8 @@ export class LocalBackend implements SandboxBackend {
   readonly #bwrap: string;
   readonly #hiddenWanted: readonly string[];
   readonly #live = new Set<LocalSandbox>();
+  /** Creates in progress: `close()` aborts them and waits until they have cleaned up. */
+  readonly #creating = new Set<Promise<Sandbox>>();
   readonly #closing = new AbortController();
   #ready: Promise<Environment> | null = null;
 
@@ -97,7 +98,14 @@ export class LocalBackend implements SandboxBackend {
     return env;
   }
 
-  async create(request: SandboxSpec): Promise<Sandbox> {
+  create(request: SandboxSpec): Promise<Sandbox> {
+    const creating = this.#create(request);
+    this.#creating.add(creating);
+    creating.catch(() => {}).finally(() => this.#creating.delete(creating));
+    return creating;
+  }
+
+  async #create(request: SandboxSpec): Promise<Sandbox> {
     // A create still cloning when the backend closes is aborted, not left to finish after it.
     const signal = AbortSignal.any([
       this.#closing.signal,
@@ -105,6 +113,11 @@ export class LocalBackend implements SandboxBackend {
     ]);
     const spec = { ...request, signal };
     spec.signal.throwIfAborted();
+    for (const bind of spec.binds ?? []) {
+      if (!/^\/sandbox\/tools\/[\w.-]+(?:\/[\w.-]+)*$/.test(bind.inside)) {
+        throw new RangeError(`Bind target "${bind.inside}" is not a path under /sandbox/tools/`);
+      }
+    }
     const env = await this.#environment();
     const id = `sbx_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
     const dir = `${this.#root}/${id}`;
@@ -115,20 +128,22 @@ export class LocalBackend implements SandboxBackend {
     const sandbox = new LocalSandbox(id, dir, dirs, env, this.#bwrap, spec, (s) => {
       this.#live.delete(s);
     });
-    this.#live.add(sandbox);
     try {
+      // git is dead when this settles, aborted or not: only then is the folder removed.
       await checkout(spec, dirs.repo);
-      spec.signal?.throwIfAborted();
+      spec.signal.throwIfAborted();
     } catch (error) {
       await sandbox.kill();
       throw error;
     }
+    this.#live.add(sandbox);
     sandbox.startLifetime();
     return sandbox;
   }
 
   async close(): Promise<void> {
     this.#closing.abort(new SandboxUnavailableError("The local sandbox backend is closing"));
+    await Promise.allSettled([...this.#creating]);
     await Promise.all([...this.#live].map((sandbox) => sandbox.kill()));
   }
 }
@@ -293,7 +308,9 @@ class LocalSandbox implements Sandbox {
       clearTimeout(this.#lifetime);
       for (const stop of this.#children.values()) stop();
       await Promise.all([...this.#children.keys()].map((child) => child.status));
-      await removeTree(this.dir);
+      await Deno.remove(this.dir, { recursive: true }).catch((error) => {
+        if (!(error instanceof Deno.errors.NotFound)) throw error;
+      });
       this.onKilled(this);
     })();
     return this.#killed;

@@ -122,3 +122,15 @@ export class RepoError extends Error {
 
 /** Default cap on the output kept per stream of one command. */
 export const DEFAULT_OUTPUT_BYTES = 1024 * 1024;
+
+/**
+ * `command` with its stderr sent to stdout, so one log reads in the order things happened.
+ *
+ * @example
+ * ```ts
+ * await sandbox.exec(interleaved("make test"), { timeoutMs: 60_000 }); // the log is in stdout
+ * ```
+ */
+export function interleaved(command: string): string {
+  return `{ ${command}\n} 2>&1`;
+}

@@ -12,15 +12,8 @@ import {
   UnknownJudgerError,
 } from "../../lib/evaluate/mod.ts";
 import { LocalBackend, RepoError } from "../../lib/sandbox/mod.ts";
-import {
-  evaluateDeps,
-  FIXTURES,
-  fixtureTask,
-  listDir,
-  processesWith,
-  scratchRepo,
-  waitFor,
-} from "./_tasks.ts";
+import { listDir, processesWith, waitFor } from "../_host.ts";
+import { evaluateDeps, FIXTURES, fixtureTask, scratchRepo } from "./_tasks.ts";
 
 /** A local backend in a fresh folder, removed with everything in it afterwards. */
 async function withBackend(

@@ -5,10 +5,11 @@
 import assert from "node:assert/strict";
 import { startFakeE2b } from "../../fixtures/fake_e2b.ts";
 import { LocalBackend } from "../../lib/sandbox/mod.ts";
-import { ADMIN_TOKEN, startGateway, type TestGateway } from "../_gateway.ts";
-import { fixtureTask, listDir, processesWith, scratchRepo, waitFor } from "../evaluate/_tasks.ts";
+import { ADMIN_HEADERS, startGateway, type TestGateway } from "../_gateway.ts";
+import { listDir, processesWith, waitFor } from "../_host.ts";
+import { fixtureTask, scratchRepo } from "../evaluate/_tasks.ts";
 
-const ADMIN = { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" };
+const ADMIN = ADMIN_HEADERS;
 
 async function post(gw: TestGateway, body: unknown, headers: Record<string, string> = ADMIN) {
   const response = await fetch(`${gw.url}/evaluate`, {

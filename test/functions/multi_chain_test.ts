@@ -122,9 +122,7 @@ Deno.test("a sub-agent named by its agent id gets its own chain, dispatched by t
       agent_id: "agent-1",
     });
     assert.equal(assertSegmentsExact(gw, segments).size, gw.engine.calls.length);
-    const view = await (await fetch(`${gw.url}/sessions/${id}`, {
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-    })).json();
+    const view = await gw.session(id);
     assert.deepEqual(
       view.chains.map((c: { id: string; children: string[] }) => [c.id, c.children]),
       [["c0", ["c1"]], ["c1", []]],

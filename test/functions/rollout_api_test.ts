@@ -4,9 +4,9 @@
  */
 import assert from "node:assert/strict";
 import { listActiveRolloutJobs } from "../../lib/kv/mod.ts";
-import { ADMIN_TOKEN, startGateway } from "../_gateway.ts";
+import { ADMIN_HEADERS, startGateway } from "../_gateway.ts";
 
-const ADMIN = { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" };
+const ADMIN = ADMIN_HEADERS;
 const TASK = { repo: "fixture:python_unittest", base_commit: "1bdf00de", eval_cmd: "true" };
 
 Deno.test("the rollout API refuses bad credentials, bad bodies and unknown ids, queueing nothing", async () => {
@@ -94,7 +94,7 @@ Deno.test("the rollout API refuses bad credentials, bad bodies and unknown ids, 
         ADMIN,
         404,
         "not_found_error",
-        /not found/,
+        /^Rollout job "job_0+" not found$/,
       ],
       [
         "DELETE",
@@ -112,7 +112,7 @@ Deno.test("the rollout API refuses bad credentials, bad bodies and unknown ids, 
         ADMIN,
         404,
         "not_found_error",
-        /not found/,
+        /^Rollout group "grp_0+" not found$/,
       ],
       ["GET", "/rollout?group_id=x", undefined, ADMIN, 400, "invalid_request_error", /^group_id: /],
       [

@@ -6,9 +6,17 @@
  */
 import assert from "node:assert/strict";
 import type { Script } from "../../fixtures/scripted_engine.ts";
-import { ADMIN_TOKEN, type TestGateway } from "../_gateway.ts";
+import { ADMIN_HEADERS } from "../_gateway.ts";
+import { waitFor } from "../_host.ts";
 
-export const ADMIN = { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" };
+/** A gateway reached over HTTP: a test gateway, or a gateway process. */
+export interface Reachable {
+  readonly url: string;
+}
+
+/** A job's view, as JSON. */
+// deno-lint-ignore no-explicit-any
+export type JobJson = Record<string, any>;
 
 /** Model text that calls Claude Code's Bash tool with `command`. */
 export function bash(command: string, timeout?: number): string {
@@ -34,12 +42,12 @@ export const HALF_FIX_CALC = "sed -i 's#a // b#a / b#' calc.py";
 
 /** POST /rollout; returns the response body (202 expected). */
 export async function submit(
-  gw: TestGateway,
+  gw: Reachable,
   body: unknown,
 ): Promise<{ group_id: string; jobs: { id: string }[] }> {
   const response = await fetch(`${gw.url}/rollout`, {
     method: "POST",
-    headers: ADMIN,
+    headers: ADMIN_HEADERS,
     body: JSON.stringify(body),
   });
   const json = await response.json();
@@ -48,28 +56,29 @@ export async function submit(
 }
 
 /** GET /rollout/:id. */
-// deno-lint-ignore no-explicit-any
-export async function job(gw: TestGateway, id: string, query = ""): Promise<any> {
-  const response = await fetch(`${gw.url}/rollout/${id}${query}`, { headers: ADMIN });
+export async function job(gw: Reachable, id: string, query = ""): Promise<JobJson> {
+  const response = await fetch(`${gw.url}/rollout/${id}${query}`, { headers: ADMIN_HEADERS });
   const json = await response.json();
   assert.equal(response.status, 200, JSON.stringify(json));
   return json;
 }
 
+/** True once a job has finished. */
+export const finished = (view: JobJson): boolean =>
+  ["done", "failed", "aborted"].includes(view.phase);
+
 /** Polls job `id` until `until` holds (default: finished), failing after `limitMs`. */
 export async function awaitJob(
-  gw: TestGateway,
+  gw: Reachable,
   id: string,
-  // deno-lint-ignore no-explicit-any
-  until: (view: any) => boolean = (view) => ["done", "failed", "aborted"].includes(view.phase),
+  until: (view: JobJson) => boolean = finished,
   limitMs = 120_000,
-  // deno-lint-ignore no-explicit-any
-): Promise<any> {
-  const deadline = Date.now() + limitMs;
-  for (;;) {
-    const view = await job(gw, id);
-    if (until(view)) return view;
-    if (Date.now() > deadline) throw new Error(`Job ${id} stuck: ${JSON.stringify(view)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+): Promise<JobJson> {
+  let view: JobJson = {};
+  await waitFor(
+    async () => until(view = await job(gw, id)),
+    () => `job ${id}: ${JSON.stringify(view)}`,
+    limitMs,
+  );
+  return view;
 }

@@ -1,29 +1,43 @@
 import assert from "node:assert/strict";
 import { keys, type Lease } from "../../lib/kv/mod.ts";
-import { acquireBootSlot } from "../../lib/rollout/mod.ts";
+import { acquireBootSlot, boundedBackend } from "../../lib/rollout/mod.ts";
+import {
+  RepoError,
+  type Sandbox,
+  type SandboxBackend,
+  SandboxUnavailableError,
+} from "../../lib/sandbox/mod.ts";
 
-Deno.test("acquireBootSlot() hands out at most `slots` slots, and a freed one to a waiter", async () => {
+Deno.test("boundedBackend() boots at most `slots` sandboxes at once across processes, and every boot ends", async () => {
   const kv = await Deno.openKv(":memory:");
   try {
-    const options = { slots: 2, ttlMs: 60_000 };
-    const a = await acquireBootSlot(kv, "p1/a", options);
-    const b = await acquireBootSlot(kv, "p2/b", options);
-    let third = false;
-    const waiting = acquireBootSlot(kv, "p3/c", options).then((lease) => {
-      third = true;
-      return lease;
-    });
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    assert.equal(third, false, "two slots are taken: the third boot waits");
-    await a.release();
-    const c = await waiting;
-    const holders: string[] = [];
-    for await (const entry of kv.list<Lease>({ prefix: ["rollout_boot_slot"] })) {
-      holders.push(entry.value.holder);
-    }
-    assert.deepEqual(holders.sort(), ["p2/b", "p3/c"]);
-    await b.release();
-    await c.release();
+    let booting = 0;
+    let most = 0;
+    const backend: SandboxBackend = {
+      name: "fake",
+      create: async () => {
+        most = Math.max(most, ++booting);
+        await new Promise((resolve) => setTimeout(resolve, 20)); // a boot takes time
+        booting--;
+        return { id: "sbx" } as Sandbox;
+      },
+      close: () => Promise.resolve(),
+    };
+    // Two gateway processes on one KV, each with its own view of the same slots.
+    const a = boundedBackend(kv, backend, { holder: "p1", slots: 2, ttlMs: 60_000 });
+    const b = boundedBackend(kv, backend, { holder: "p2", slots: 2, ttlMs: 60_000 });
+    const spec = {
+      repo: { kind: "path", path: "/r" },
+      commit: "HEAD",
+      network: false,
+      lifetimeMs: 1,
+    } as const;
+    const boots = Array.from({ length: 6 }, (_, i) => (i % 2 ? a : b).create(spec));
+    assert.equal((await Promise.all(boots)).length, 6);
+    assert.equal(most, 2);
+    const held: unknown[] = [];
+    for await (const entry of kv.list({ prefix: ["rollout_boot_slot"] })) held.push(entry.key);
+    assert.deepEqual(held, [], "every slot was released");
   } finally {
     kv.close();
   }
@@ -45,6 +59,37 @@ Deno.test("acquireBootSlot() takes over a slot whose holder died, and stops wait
     controller.abort(new Error("cancelled"));
     await assert.rejects(waiting, { message: "cancelled" });
     await slot.release();
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("boundedBackend() retries a boot the backend reports unavailable, not a bad repository", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const failures: Error[] = [new SandboxUnavailableError("no capacity")];
+    let calls = 0;
+    const backend: SandboxBackend = {
+      name: "fake",
+      create: () => {
+        calls++;
+        const failure = failures.shift();
+        return failure ? Promise.reject(failure) : Promise.resolve({ id: "sbx" } as Sandbox);
+      },
+      close: () => Promise.resolve(),
+    };
+    const bounded = boundedBackend(kv, backend, { holder: "p1", slots: 1, ttlMs: 60_000 });
+    const spec = {
+      repo: { kind: "path", path: "/r" },
+      commit: "HEAD",
+      network: false,
+      lifetimeMs: 1,
+    } as const;
+    assert.equal((await bounded.create(spec)).id, "sbx");
+    assert.equal(calls, 2);
+    failures.push(new RepoError("no such commit"));
+    await assert.rejects(bounded.create(spec), RepoError);
+    assert.equal(calls, 3, "a bad repository is not retried");
   } finally {
     kv.close();
   }

@@ -5,8 +5,9 @@
 import assert from "node:assert/strict";
 import { startFakeE2b } from "../../fixtures/fake_e2b.ts";
 import { assertChainExact } from "../_chain_exact.ts";
-import { ADMIN_TOKEN, startGateway } from "../_gateway.ts";
-import { fixtureTask, listDir, processesWith } from "../evaluate/_tasks.ts";
+import { ADMIN_HEADERS, startGateway } from "../_gateway.ts";
+import { listDir, processesWith } from "../_host.ts";
+import { fixtureTask } from "../evaluate/_tasks.ts";
 import { awaitJob, FIX_CALC, HALF_FIX_CALC, job, oneCommand, submit } from "./_rollout.ts";
 
 Deno.test("a rollout solves a fixture task with the real Claude Code CLI: reward 1, exact samples, the patch", async () => {
@@ -80,9 +81,7 @@ Deno.test("a rollout whose agent never finishes is aborted with wall_clock_timeo
     assert.equal(view.result.reward, null);
     assert.deepEqual(await processesWith(marker), [], "the agent and its command are gone");
     assert.deepEqual(await listDir(`${gw.deps.config.sandboxRoot}/sandboxes`), []);
-    const session = await (await fetch(`${gw.url}/sessions/${view.session_id}`, {
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-    })).json();
+    const session = await gw.session(view.session_id);
     assert.deepEqual([session.status, session.closed_as], ["closed", "aborted"]);
     assert.equal(gw.engine.inFlight(), 0);
   } finally {
@@ -137,7 +136,7 @@ Deno.test("a group of four runs at once and every sample finishes with its rewar
     );
     // The group listing shows the same four.
     const group = await (await fetch(`${gw.url}/rollout?group_id=${submitted.group_id}`, {
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      headers: ADMIN_HEADERS,
     })).json();
     assert.deepEqual(group.jobs.map((v: { id: string }) => v.id), submitted.jobs.map((j) => j.id));
   } finally {
@@ -163,7 +162,7 @@ Deno.test("DELETE of a running job leaves no process, sandbox or open engine req
     assert.ok((await processesWith(marker)).length > 0, "the agent runs");
     const response = await fetch(`${gw.url}/rollout/${id}`, {
       method: "DELETE",
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      headers: ADMIN_HEADERS,
     });
     const view = await response.json();
     assert.equal(response.status, 200, JSON.stringify(view));
@@ -172,14 +171,12 @@ Deno.test("DELETE of a running job leaves no process, sandbox or open engine req
     assert.deepEqual(await listDir(`${gw.deps.config.sandboxRoot}/sandboxes`), []);
     assert.equal(gw.engine.inFlight(), 0, "the engine request was aborted");
     assert.equal(gw.engine.abortRequests.length, 1);
-    const session = await (await fetch(`${gw.url}/sessions/${view.session_id}`, {
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-    })).json();
+    const session = await gw.session(view.session_id);
     assert.deepEqual([session.status, session.closed_as], ["closed", "aborted"]);
     // Cancelling again changes nothing.
     const again = await fetch(`${gw.url}/rollout/${id}`, {
       method: "DELETE",
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      headers: ADMIN_HEADERS,
     });
     assert.deepEqual([again.status, (await again.json()).reason], [200, "cancelled"]);
   } finally {

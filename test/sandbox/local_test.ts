@@ -8,6 +8,7 @@ import {
   type SandboxSpec,
 } from "../../lib/sandbox/sandbox.ts";
 import { makeRepo, type TestRepo } from "../_git_repo.ts";
+import { processesWith } from "../_host.ts";
 
 /** A backend on a new root folder, with the three-commit test repository to make sandboxes of. */
 interface Fixture {
@@ -58,21 +59,6 @@ function withSandbox(
 /** A result without its duration, to compare whole. */
 function outcome({ durationMs: _, ...rest }: ExecResult) {
   return rest;
-}
-
-/** The host processes whose command line carries `marker` (zombies have none). */
-async function processesWith(marker: string): Promise<{ pid: number; cmdline: string }[]> {
-  const found = [];
-  for await (const entry of Deno.readDir("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    try {
-      const cmdline = await Deno.readTextFile(`/proc/${entry.name}/cmdline`);
-      if (cmdline.includes(marker)) {
-        found.push({ pid: Number(entry.name), cmdline: cmdline.replaceAll("\0", " ") });
-      }
-    } catch { /* exited meanwhile */ }
-  }
-  return found;
 }
 
 /** The parent of every live (not zombie) process on the host, by pid. */
@@ -530,6 +516,28 @@ Deno.test("create() throws RepoError for an image repository, which the local ba
       assert.match(error.message, /"\/testbed"/);
       return true;
     });
+    assert.deepEqual(names(root), []);
+  });
+});
+
+Deno.test("create() shows a host file read-only under /sandbox/tools/ and refuses a bind elsewhere", async () => {
+  await withBackend(async ({ create, root, repo }) => {
+    const sandbox = await create({
+      binds: [{ host: `${repo.path}/b.txt`, inside: "/sandbox/tools/b.txt" }],
+    });
+    const result = await sandbox.exec("cat /sandbox/tools/b.txt; echo x > /sandbox/tools/b.txt", {
+      timeoutMs: 10_000,
+    });
+    assert.equal(result.stdout, "bee\n");
+    assert.match(result.stderr, /Read-only file system/);
+    await sandbox.kill();
+    await assert.rejects(
+      create({ binds: [{ host: `${repo.path}/b.txt`, inside: "/usr/bin/b" }] }),
+      {
+        name: "RangeError",
+        message: 'Bind target "/usr/bin/b" is not a path under /sandbox/tools/',
+      },
+    );
     assert.deepEqual(names(root), []);
   });
 });

@@ -5,8 +5,17 @@ import {
   RepoError,
   type Sandbox,
   type SandboxBackend,
+  type SandboxSpec,
   SandboxUnavailableError,
 } from "../../lib/sandbox/mod.ts";
+
+/** What the fake backends are asked to boot (they ignore it). */
+const SPEC: SandboxSpec = {
+  repo: { kind: "path", path: "/r" },
+  commit: "HEAD",
+  network: false,
+  lifetimeMs: 1,
+};
 
 Deno.test("boundedBackend() boots at most `slots` sandboxes at once across processes, and every boot ends", async () => {
   const kv = await Deno.openKv(":memory:");
@@ -26,13 +35,7 @@ Deno.test("boundedBackend() boots at most `slots` sandboxes at once across proce
     // Two gateway processes on one KV, each with its own view of the same slots.
     const a = boundedBackend(kv, backend, { holder: "p1", slots: 2, ttlMs: 60_000 });
     const b = boundedBackend(kv, backend, { holder: "p2", slots: 2, ttlMs: 60_000 });
-    const spec = {
-      repo: { kind: "path", path: "/r" },
-      commit: "HEAD",
-      network: false,
-      lifetimeMs: 1,
-    } as const;
-    const boots = Array.from({ length: 6 }, (_, i) => (i % 2 ? a : b).create(spec));
+    const boots = Array.from({ length: 6 }, (_, i) => (i % 2 ? a : b).create(SPEC));
     assert.equal((await Promise.all(boots)).length, 6);
     assert.equal(most, 2);
     const held: unknown[] = [];
@@ -79,16 +82,10 @@ Deno.test("boundedBackend() retries a boot the backend reports unavailable, not 
       close: () => Promise.resolve(),
     };
     const bounded = boundedBackend(kv, backend, { holder: "p1", slots: 1, ttlMs: 60_000 });
-    const spec = {
-      repo: { kind: "path", path: "/r" },
-      commit: "HEAD",
-      network: false,
-      lifetimeMs: 1,
-    } as const;
-    assert.equal((await bounded.create(spec)).id, "sbx");
+    assert.equal((await bounded.create(SPEC)).id, "sbx");
     assert.equal(calls, 2);
     failures.push(new RepoError("no such commit"));
-    await assert.rejects(bounded.create(spec), RepoError);
+    await assert.rejects(bounded.create(SPEC), RepoError);
     assert.equal(calls, 3, "a bad repository is not retried");
   } finally {
     kv.close();

@@ -9,7 +9,12 @@ import { type Config, ConfigError, resolveConfig } from "../lib/config/mod.ts";
 import { type Engine, SglangClient } from "../lib/engine/mod.ts";
 import { ChainCache, sharedSecret } from "../lib/kv/mod.ts";
 import { type CachedChain, cachedChainTokens, type TurnDeps } from "../lib/session/mod.ts";
-import { type ChatTokenizer, loadTokenizer, renderDelta } from "../lib/template/mod.ts";
+import {
+  type ChatTokenizer,
+  checkTemplate,
+  loadTokenizer,
+  withTextTokens,
+} from "../lib/template/mod.ts";
 import { type ScriptedEngine, startScriptedEngine } from "../fixtures/scripted_engine.ts";
 import {
   type EvaluateDeps,
@@ -77,8 +82,11 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       throw error;
     },
   );
-  const tokenizer = overrides.tokenizer ?? await loadTokenizer(config.tokenizerPath);
-  renderDelta(tokenizer, [{ role: "user", content: "start-up check" }]); // fails now, not on a request
+  const tokenizer = withTextTokens(
+    overrides.tokenizer ?? await loadTokenizer(config.tokenizerPath),
+    config.specialTokensInText,
+  );
+  checkTemplate(tokenizer); // fails now, not on a request
   const kv = overrides.kv ?? await openKv(config.kvPath);
   let scripted: ScriptedEngine | null = null;
   let engine = overrides.engine;
@@ -116,6 +124,13 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       `Invalid CLAUDE_CODE_BIN: no file at "${config.rollout.claudeCodeBin}"`,
     );
   }
+  const tarball = config.rollout.claudeCodeTarball;
+  if (tarball !== null && !(await isFile(tarball))) {
+    throw new ConfigError(
+      "CLAUDE_CODE_TARBALL",
+      `Invalid CLAUDE_CODE_TARBALL: no file at "${tarball}"`,
+    );
+  }
   let listening: string | null = null;
   const rollout = new RolloutWorker({
     kv,
@@ -132,7 +147,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     },
     modelId: config.modelId,
     claudeBinary,
-    claudePackage: config.rollout.claudeCodePackage,
+    claudeInstall: { package: config.rollout.claudeCodePackage, tarball },
     bootSlots: config.rollout.bootConcurrency,
     leaseTtlMs: config.leaseTtlMs,
     holder,
@@ -196,6 +211,14 @@ function sandboxBackends(config: Config): Map<string, SandboxBackend> {
     );
   }
   return backends;
+}
+
+async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await Deno.stat(path)).isFile;
+  } catch {
+    return false;
+  }
 }
 
 function dirOf(path: string): string {

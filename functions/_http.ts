@@ -13,7 +13,7 @@ import {
   InvalidRequestError,
 } from "../lib/anthropic/mod.ts";
 import { EngineRejectedError, EngineUnavailableError } from "../lib/engine/mod.ts";
-import { LeaseTimeoutError } from "../lib/kv/mod.ts";
+import { InvalidCursorError, LeaseTimeoutError } from "../lib/kv/mod.ts";
 import {
   AuthenticationError,
   ChainConflictError,
@@ -26,6 +26,7 @@ import { TemplateError } from "../lib/template/mod.ts";
 import { RepoError, SandboxUnavailableError } from "../lib/sandbox/mod.ts";
 import { JudgerError, UnknownJudgerError } from "../lib/evaluate/mod.ts";
 import { JobNotFoundError } from "../lib/rollout/mod.ts";
+import { jsonShapeProblem, LimitError, MAX_JSON_DEPTH } from "../lib/limits/mod.ts";
 
 /** The body exceeds the configured limit (HTTP 413). */
 export class BodyTooLargeError extends Error {
@@ -58,9 +59,11 @@ export function credential(request: Request): string | null {
 }
 
 /**
- * The request body parsed as JSON, read no further than `limit` bytes.
+ * The request body parsed as JSON, read no further than `limit` bytes, nested at most
+ * {@linkcode MAX_JSON_DEPTH} deep and without `__proto__` keys.
  *
- * @throws {BodyTooLargeError} past the limit; {@linkcode InvalidRequestError} for bad JSON.
+ * @throws {BodyTooLargeError} past the limit; {@linkcode InvalidRequestError} for bad JSON or
+ * a bad shape.
  */
 export async function readJson(request: Request, limit: number): Promise<unknown> {
   const declared = request.headers.get("content-length");
@@ -75,11 +78,17 @@ export async function readJson(request: Request, limit: number): Promise<unknown
   if (text.trim().length === 0) {
     throw new InvalidRequestError("Request body is empty: expected JSON");
   }
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (error) {
     throw new InvalidRequestError(`Request body is not valid JSON: ${(error as Error).message}`);
   }
+  const problem = jsonShapeProblem(value, MAX_JSON_DEPTH);
+  if (problem) {
+    throw new InvalidRequestError(`${problem.path || "Request body"}: ${problem.message}`);
+  }
+  return value;
 }
 
 /** A body of unknown length, read no further than `limit` bytes. */
@@ -150,6 +159,9 @@ export function classifyError(
   options: ErrorOptions = DEFAULT_ERROR_OPTIONS,
 ): { type: ErrorType; message: string; headers?: Record<string, string> } {
   if (error instanceof InvalidRequestError || error instanceof ContextOverflowError) {
+    return { type: "invalid_request_error", message: error.message };
+  }
+  if (error instanceof LimitError || error instanceof InvalidCursorError) {
     return { type: "invalid_request_error", message: error.message };
   }
   if (error instanceof RangeError && error.message.startsWith("Invalid session id")) {

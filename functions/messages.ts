@@ -26,9 +26,24 @@ import {
   resolveToken,
   storeOpenedSession,
 } from "../lib/session/mod.ts";
+import { LimitError, MAX_AGENT_ID_CHARS } from "../lib/limits/mod.ts";
 import { type Deps, lazyApp } from "./_deps.ts";
 import { credential, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
 import { settleWithin, sseResponse } from "./_sse.ts";
+
+/**
+ * An agent id header: `null` when absent or empty.
+ *
+ * @throws {LimitError} past {@linkcode MAX_AGENT_ID_CHARS}.
+ */
+function agentHeader(request: Request, name: string): string | null {
+  const value = request.headers.get(name);
+  if (value === null || value === "") return null;
+  if (value.length > MAX_AGENT_ID_CHARS) {
+    throw new LimitError(name, `${value.length} characters, at most ${MAX_AGENT_ID_CHARS}`);
+  }
+  return value;
+}
 
 /** The messages app over `deps`. */
 export function createMessagesApp(deps: Deps): Hono {
@@ -55,8 +70,8 @@ export function createMessagesApp(deps: Deps): Hono {
       lowering,
       // Claude Code names its sub-agents; these headers route their requests to their chains.
       agent: {
-        id: raw.headers.get("x-claude-code-agent-id"),
-        parentId: raw.headers.get("x-claude-code-parent-agent-id"),
+        id: agentHeader(raw, "x-claude-code-agent-id"),
+        parentId: agentHeader(raw, "x-claude-code-parent-agent-id"),
       },
     });
     return { resolved, request, input };

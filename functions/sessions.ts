@@ -63,9 +63,10 @@ export function createSessionsApp(deps: Deps): Hono {
 
   app.get("/sessions", async (c) => {
     const query = validate(ListQuery, c.req.query());
-    const metadata: Record<string, string> = {};
+    // Keys come from the client: a Map, so `metadata.__proto__` is a key like any other.
+    const metadata = new Map<string, string>();
     for (const [name, value] of Object.entries(c.req.query())) {
-      if (name.startsWith("metadata.")) metadata[name.slice("metadata.".length)] = value;
+      if (name.startsWith("metadata.")) metadata.set(name.slice("metadata.".length), value);
     }
     return c.json(await listSessionViews(deps.kv, { status: query.status, metadata }, query));
   });

@@ -17,6 +17,18 @@ export async function claudeBinary(): Promise<string> {
   return found;
 }
 
+/** The npm tarball of the pinned CLI that `tools/setup.ts --tests` packs (native binary inside). */
+export async function claudeTarball(): Promise<string> {
+  const tools = new URL("../tools/claude-code/", import.meta.url).pathname;
+  const pinned = JSON.parse(await Deno.readTextFile(`${tools}package.json`))
+    .dependencies["@anthropic-ai/claude-code"];
+  const path = `${tools}claude-code-${pinned}.tgz`;
+  await Deno.stat(path).catch(() => {
+    throw new Error(`Claude Code tarball not found at "${path}": run tools/setup.ts --tests`);
+  });
+  return path;
+}
+
 /** One line of `--output-format stream-json`. */
 export type StreamJsonEvent = Record<string, unknown> & { type: string; subtype?: string };
 

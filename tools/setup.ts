@@ -5,7 +5,9 @@
  * - Debian packages, with apt-get (as root, or through sudo): `git` and `bubblewrap` (local
  *   sandboxes) for serving; with `--tests` also `python3-pytest` (a fixture task's runner).
  * - The pinned Claude Code CLI in tools/claude-code (npm ci): the agent of `/rollout`, and of
- *   the tests that drive the real CLI.
+ *   the tests that drive the real CLI. With `--tests`, also that install packed as an npm
+ *   tarball (`tools/claude-code/claude-code-<version>.tgz`, its native binary inside), which the
+ *   E2B rollout test uploads and installs offline: no test needs the registry.
  *
  * What cannot be installed (no root, no apt, no registry) is reported, not fatal, when serving:
  * the gateway serves without it, and what needs it answers with the reason. The tests need all.
@@ -92,5 +94,42 @@ async function installClaudeCode(): Promise<void> {
   }
 }
 
+/** Packs the installed CLI (already holding its native binary) as an npm tarball, once. */
+async function packClaudeCode(): Promise<void> {
+  const dir = new URL("./claude-code/", import.meta.url).pathname;
+  const pinned: string = JSON.parse(await Deno.readTextFile(`${dir}package.json`))
+    .dependencies["@anthropic-ai/claude-code"];
+  const tarball = `${dir}claude-code-${pinned}.tgz`;
+  try {
+    if ((await Deno.stat(tarball)).isFile) return;
+  } catch { /* pack it */ }
+  console.log(`Packing Claude Code ${pinned} as ${tarball} (npm pack)`);
+  const scratch = await Deno.makeTempDir({ dir, prefix: ".pack-" });
+  try {
+    const npm = await new Deno.Command("npm", {
+      // The package's own scripts refuse to pack outside Anthropic's release workflow.
+      args: [
+        "pack",
+        "--ignore-scripts",
+        "--loglevel=error",
+        "--pack-destination",
+        scratch,
+        `${dir}node_modules/@anthropic-ai/claude-code`,
+      ],
+      stdout: "null",
+      stderr: "inherit",
+    }).output();
+    const [packed] = [...Deno.readDirSync(scratch)].filter((entry) => entry.name.endsWith(".tgz"));
+    if (!npm.success || !packed) {
+      console.error("Cannot pack the Claude Code CLI: npm pack failed");
+      Deno.exit(1);
+    }
+    await Deno.rename(`${scratch}/${packed.name}`, tarball);
+  } finally {
+    await Deno.remove(scratch, { recursive: true });
+  }
+}
+
 await installSystemPackages();
 await installClaudeCode();
+if (tests) await packClaudeCode();

@@ -5,6 +5,13 @@
  * @module
  */
 import { z } from "zod";
+import {
+  MAX_MODEL_CHARS,
+  MAX_STOP_SEQUENCE_CHARS,
+  MAX_STOP_SEQUENCES,
+  MAX_TOOL_NAME_CHARS,
+  MAX_TOOLS,
+} from "../limits/mod.ts";
 
 export const TextBlockParam = z.looseObject({ type: z.literal("text"), text: z.string() });
 const ImageBlockParam = z.looseObject({ type: z.literal("image"), source: z.unknown() });
@@ -68,7 +75,7 @@ export const MessageParam = z.looseObject({
 export type MessageParam = z.infer<typeof MessageParam>;
 
 export const ToolParam = z.looseObject({
-  name: z.string().min(1),
+  name: z.string().min(1).max(MAX_TOOL_NAME_CHARS),
   description: z.string().optional(),
   /** Absent on Anthropic server tools (`type: "web_search_…"`), which the gateway drops. */
   input_schema: z.record(z.string(), z.unknown()).optional(),
@@ -95,16 +102,17 @@ const ThinkingConfig = z.discriminatedUnion("type", [
 
 /** `POST /v1/messages` body. */
 export const MessageCreateParams = z.looseObject({
-  model: z.string().min(1),
+  model: z.string().min(1).max(MAX_MODEL_CHARS),
   max_tokens: z.number().int().min(0),
   messages: z.array(MessageParam).min(1).max(100_000),
   system: z.union([z.string(), z.array(TextBlockParam)]).optional(),
-  stop_sequences: z.array(z.string()).optional(),
+  stop_sequences: z.array(z.string().max(MAX_STOP_SEQUENCE_CHARS)).max(MAX_STOP_SEQUENCES)
+    .optional(),
   stream: z.boolean().optional(),
   temperature: z.number().min(0).max(2).optional(),
   top_p: z.number().gt(0).max(1).optional(),
   top_k: z.number().int().min(-1).optional(),
-  tools: z.array(ToolParam).optional(),
+  tools: z.array(ToolParam).max(MAX_TOOLS).optional(),
   tool_choice: ToolChoice.optional(),
   thinking: ThinkingConfig.optional(),
   metadata: z.looseObject({}).optional(),

@@ -39,6 +39,11 @@ export interface Config {
   readonly pingIntervalMs: number;
   /** Masking policy for turns that fail the decode → encode round trip. */
   readonly roundtripPolicy: RoundtripPolicy;
+  /**
+   * Special-token strings (`<|im_end|>`, `<think>`…) in client text: `plain` encodes them as
+   * text, so only the chat template places special tokens; `live` makes them the tokens they name.
+   */
+  readonly specialTokensInText: "plain" | "live";
   /** Secret for thinking-block signatures; `null` keeps a generated one in KV. */
   readonly signingSecret: string | null;
   /** Tokens of recent chains kept in memory so a turn need not read its history from KV. */
@@ -105,6 +110,12 @@ export interface RolloutConfig {
   readonly claudeCodeBin: string | null;
   /** What an E2B sandbox without `claude` installs with npm. */
   readonly claudeCodePackage: string;
+  /**
+   * An npm tarball of the CLI on this host (native binary inside, as `tools/setup.ts --tests`
+   * packs it): uploaded to an E2B sandbox without `claude` and installed offline instead of
+   * {@linkcode RolloutConfig.claudeCodePackage}; `null` installs from the registry.
+   */
+  readonly claudeCodeTarball: string | null;
 }
 
 /** A judger as configuration names it. */
@@ -189,6 +200,11 @@ const VARIABLES = {
     schema: int(10, 600_000),
     expected: "an integer from 10 to 600000",
     fallback: "10000",
+  },
+  SPECIAL_TOKENS_IN_TEXT: {
+    schema: z.enum(["plain", "live"]),
+    expected: "plain or live",
+    fallback: "plain",
   },
   ROUNDTRIP_POLICY: {
     schema: z.enum(["mask", "keep"]),
@@ -317,6 +333,7 @@ const VARIABLES = {
     expected: "an npm package spec",
     fallback: "@anthropic-ai/claude-code@2.1.329",
   },
+  CLAUDE_CODE_TARBALL: { schema: z.string().regex(/^\//), expected: "an absolute file path" },
   E2B_BOOT_ATTEMPTS: { schema: int(1, 100), expected: "an integer from 1 to 100", fallback: "3" },
   E2B_BOOT_BACKOFF_MS: {
     schema: int(0, 600_000),
@@ -397,6 +414,7 @@ export function resolveConfig(env: Record<string, string | undefined>): Readonly
     engineTimeoutMs: read("ENGINE_TIMEOUT_MS")!,
     pingIntervalMs: read("PING_INTERVAL_MS")!,
     roundtripPolicy: read("ROUNDTRIP_POLICY")!,
+    specialTokensInText: read("SPECIAL_TOKENS_IN_TEXT")!,
     signingSecret: read("SIGNING_SECRET") ?? null,
     chainCacheTokens: read("CHAIN_CACHE_TOKENS")!,
     scriptedLatencyMs: read("SCRIPTED_LATENCY_MS")!,
@@ -428,6 +446,7 @@ export function resolveConfig(env: Record<string, string | undefined>): Readonly
       gatewayUrl: read("ROLLOUT_GATEWAY_URL")?.replace(/\/+$/, "") ?? null,
       claudeCodeBin: read("CLAUDE_CODE_BIN") ?? null,
       claudeCodePackage: read("CLAUDE_CODE_PACKAGE")!,
+      claudeCodeTarball: read("CLAUDE_CODE_TARBALL") ?? null,
     }),
   });
 }

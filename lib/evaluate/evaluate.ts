@@ -16,7 +16,7 @@ import { type EvaluationReason, type Evidence, logTail } from "./evidence.ts";
 import { fixtureRepo } from "./fixture_repos.ts";
 import { type Judger, type Reward } from "./judgers.ts";
 import { checkPatchPaths, PatchPathError, patchPaths } from "./patch_paths.ts";
-import { restoreScript, tamperedPaths } from "./protect.ts";
+import { restoreProtected } from "./protect.ts";
 import { parseTestOutput } from "./test_report.ts";
 import { gradingMode, runnerCommand, scriptCommand, shellQuote, type Task } from "./task.ts";
 
@@ -189,14 +189,16 @@ async function grade(
     ...(task.test_patch ? patchPaths(task.test_patch) : []),
   ];
   if (guarded.length > 0) {
-    const result = await run(restoreScript([...new Set(guarded)]));
-    if (result.timedOut) {
-      return timedOut(result, "restoring protected paths ran past the time limit", true);
+    const restored = await restoreProtected(run, [...new Set(guarded)]);
+    if ("failed" in restored) {
+      if (restored.failed.timedOut) {
+        return timedOut(restored.failed, "restoring protected paths ran past the time limit", true);
+      }
+      throw new Error(
+        `Cannot restore protected paths (${restored.step}): ${restored.failed.stdout.slice(-500)}`,
+      );
     }
-    if (result.exitCode !== 0) {
-      throw new Error(`Cannot restore protected paths: ${result.stdout.slice(-500)}`);
-    }
-    tampered = tamperedPaths(result.stdout);
+    tampered = restored.tampered;
   }
   if (task.test_patch) {
     const path = `${scratch}/test.diff`;

@@ -35,12 +35,12 @@ export function patchPaths(patch: string): string[] {
     }
     match = text.match(/^(?:---|\+\+\+) (.+?)(?:\t.*)?$/);
     if (match) {
-      const path = unquote(match[1]);
+      const path = unquoteGitPath(match[1]);
       if (path !== "/dev/null") paths.add(stripFirst(path));
       continue;
     }
     match = text.match(/^(?:rename|copy) (?:from|to) (.+)$/);
-    if (match) paths.add(unquote(match[1]));
+    if (match) paths.add(unquoteGitPath(match[1]));
   }
   return [...paths];
 }
@@ -66,10 +66,10 @@ export function checkPatchPaths(patch: string): void {
 function splitGitHeader(rest: string): string[] {
   if (rest.startsWith('"')) {
     const end = closingQuote(rest);
-    return [unquote(rest.slice(0, end + 1)), unquote(rest.slice(end + 1).trim())];
+    return [unquoteGitPath(rest.slice(0, end + 1)), unquoteGitPath(rest.slice(end + 1).trim())];
   }
   const quoted = rest.indexOf(' "');
-  if (quoted > 0) return [rest.slice(0, quoted), unquote(rest.slice(quoted + 1))];
+  if (quoted > 0) return [rest.slice(0, quoted), unquoteGitPath(rest.slice(quoted + 1))];
   const half = rest.indexOf(" b/");
   if (half > 0) return [rest.slice(0, half), rest.slice(half + 1)];
   const space = rest.indexOf(" ");
@@ -84,12 +84,19 @@ function closingQuote(text: string): number {
   return text.length - 1;
 }
 
-/** Git's C-style quoted path (`"a/sp\303\251cial"`) as text; unquoted paths as they are. */
-function unquote(path: string): string {
+/**
+ * Git's C-style quoted path (`"a/sp\303\251cial"`) as text; unquoted paths as they are.
+ *
+ * @example
+ * ```ts
+ * unquoteGitPath('"caf\\303\\251.py"'); // "café.py"
+ * ```
+ */
+export function unquoteGitPath(path: string): string {
   if (!(path.startsWith('"') && path.endsWith('"') && path.length >= 2)) return path;
   const bytes: number[] = [];
   const body = path.slice(1, -1);
-  const escapes: Record<string, number> = { n: 10, t: 9, r: 13, a: 7, b: 8, f: 12, v: 11 };
+  const escapes = new Map(Object.entries({ n: 10, t: 9, r: 13, a: 7, b: 8, f: 12, v: 11 }));
   for (let i = 0; i < body.length; i++) {
     const ch = body[i];
     if (ch !== "\\") {
@@ -97,11 +104,13 @@ function unquote(path: string): string {
       continue;
     }
     const next = body[++i];
-    if (/[0-7]/.test(next)) {
+    if (next === undefined) {
+      bytes.push(92); // a trailing backslash stays
+    } else if (/[0-7]/.test(next)) {
       bytes.push(parseInt(body.slice(i, i + 3), 8));
       i += 2;
     } else {
-      bytes.push(escapes[next] ?? next.charCodeAt(0));
+      bytes.push(escapes.get(next) ?? next.charCodeAt(0));
     }
   }
   return new TextDecoder().decode(new Uint8Array(bytes));

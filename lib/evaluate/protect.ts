@@ -1,35 +1,129 @@
 /**
  * Paths a patch may not change: after the patch is applied, the task's protected paths (its
- * tests) and the paths of its `test_patch` are put back as they are at the base commit, so an
- * agent cannot pass by editing the tests. What the patch had changed among them is reported.
+ * tests) and the paths of its `test_patch` are put back exactly as they are at the base commit,
+ * so an agent cannot pass by editing the tests. What the patch had changed among them is reported.
+ *
+ * "Exactly" holds whatever git is told to overlook or convert. Every file under a protected path
+ * that is not the base's is listed — untracked ones and ignored ones alike, so a `.gitignore`
+ * that hides a module shadowing a test does not hide it from the guard — and the paths are
+ * removed whole and checked out again from HEAD (the base commit: a patch is applied, never
+ * committed). A `.gitattributes` the patch added or changed could make that checkout write other
+ * bytes than the base's (`eol`, `working-tree-encoding`), so when there is one, every restored
+ * file is hashed as it is on disk and rewritten from its blob where it differs.
  *
  * @module
  */
+import type { ExecResult } from "../sandbox/mod.ts";
+import { unquoteGitPath } from "./patch_paths.ts";
 import { shellQuote } from "./task.ts";
 
+/** Runs a shell command in the work tree, its stderr in its stdout. */
+export type RunInTree = (command: string) => Promise<ExecResult>;
+
+/** What putting the protected paths back found, or the command that could not finish. */
+export type Restoration =
+  | { readonly tampered: string[] }
+  | { readonly failed: ExecResult; readonly step: string };
+
+/** Separates the protected paths' status from the attribute files' in the restore's output. */
+const ATTRIBUTES_MARK = "--- changed .gitattributes ---";
+/** Paths given to one `git hash-object`, to stay far below the argument-size limit. */
+const HASH_BATCH = 500;
+
 /**
- * A shell script, run in the work tree, that lists the changes under `paths` (`git status
- * --porcelain`), then restores each path from HEAD — the base commit, since a patch is applied
- * and never committed — or removes it when the base commit does not have it.
+ * Puts `paths` back as at HEAD and lists what the patch had changed under them.
  *
  * @example
  * ```ts
- * restoreScript(["tests"]); // "git status --porcelain … -- tests\nfor p in tests; do …"
+ * const restored = await restoreProtected(run, ["tests"]);
+ * if ("tampered" in restored) restored.tampered; // ["tests/test_calc/__init__.py"]
+ * ```
+ */
+export async function restoreProtected(
+  run: RunInTree,
+  paths: readonly string[],
+): Promise<Restoration> {
+  const restored = await run(restoreScript(paths));
+  if (restored.timedOut || restored.exitCode !== 0) return { failed: restored, step: "restore" };
+  const [status, attributes = ""] = restored.stdout.split(ATTRIBUTES_MARK);
+  const tampered = tamperedPaths(status);
+  if (tamperedPaths(attributes).length === 0) return { tampered };
+
+  // Attributes may have changed what the checkout wrote: compare the bytes with the blobs.
+  const listed = await run(`git ls-tree -r -z HEAD -- ${paths.map(shellQuote).join(" ")}`);
+  if (listed.timedOut || listed.exitCode !== 0) return { failed: listed, step: "list" };
+  const files = treeFiles(listed.stdout);
+  if (files.length === 0) return { tampered };
+  const hashed = await run(hashScript(files.map((file) => file.path)));
+  if (hashed.timedOut || hashed.exitCode !== 0) return { failed: hashed, step: "verify" };
+  const onDisk = hashed.stdout.split("\n").filter((line) => /^[0-9a-f]{40,64}$/.test(line));
+  const differ = files.filter((file, i) => onDisk[i] !== file.sha);
+  if (differ.length === 0) return { tampered };
+  const rewritten = await run(rewriteScript(differ));
+  if (rewritten.timedOut || rewritten.exitCode !== 0) return { failed: rewritten, step: "rewrite" };
+  return { tampered: [...new Set([...tampered, ...differ.map((file) => file.path)])] };
+}
+
+/**
+ * A shell script, run in the work tree, that lists every change under `paths` — untracked and
+ * ignored files included — then, after a marker, the `.gitattributes` files the patch changed
+ * anywhere, then removes each path and checks it out again from HEAD when HEAD has it.
+ *
+ * @example
+ * ```ts
+ * restoreScript(["tests"]); // "git status --porcelain --untracked-files=all --ignored=traditional -- tests …"
  * ```
  */
 export function restoreScript(paths: readonly string[]): string {
   const quoted = paths.map(shellQuote).join(" ");
+  const status = "git status --porcelain --untracked-files=all --ignored=traditional";
   return [
-    `git status --porcelain --untracked-files=all -- ${quoted} || exit 1`,
+    `${status} -- ${quoted} || exit 1`,
+    `echo ${shellQuote(ATTRIBUTES_MARK)}`,
+    `${status} -- ':(glob)**/.gitattributes' || exit 1`,
     `for p in ${quoted}; do`,
+    `  rm -rf -- "$p" || exit 1`,
     `  if git cat-file -e "HEAD:$p" 2>/dev/null; then`,
-    `    git restore --source=HEAD --worktree -- "$p" || exit 1`,
-    `  else`,
-    `    rm -rf -- "$p"`,
+    `    git checkout --quiet HEAD -- "$p" || exit 1`,
     `  fi`,
     `done`,
-    `git clean -fdq -- ${quoted}`,
   ].join("\n");
+}
+
+/** A regular file of the base commit's tree. */
+export interface TreeFile {
+  readonly mode: string;
+  readonly sha: string;
+  readonly path: string;
+}
+
+/** The regular files in `git ls-tree -r -z` output (symlinks and submodules left out). */
+export function treeFiles(output: string): TreeFile[] {
+  const files: TreeFile[] = [];
+  for (const entry of output.split("\0")) {
+    const match = entry.match(/^(100644|100755) blob ([0-9a-f]+)\t([\s\S]+)$/);
+    if (match) files.push({ mode: match[1], sha: match[2], path: match[3] });
+  }
+  return files;
+}
+
+/** A script printing, one per line and in order, the object id of each file's bytes on disk. */
+export function hashScript(paths: readonly string[]): string {
+  const lines: string[] = [];
+  for (let i = 0; i < paths.length; i += HASH_BATCH) {
+    const batch = paths.slice(i, i + HASH_BATCH).map(shellQuote).join(" ");
+    lines.push(`git hash-object --no-filters -- ${batch} || exit 1`);
+  }
+  return lines.join("\n");
+}
+
+/** A script writing each file's blob as it is, with its mode. */
+export function rewriteScript(files: readonly TreeFile[]): string {
+  return files.map((file) => {
+    const path = shellQuote(file.path);
+    const mode = file.mode === "100755" ? "755" : "644";
+    return `git cat-file blob ${file.sha} > ${path} && chmod ${mode} ${path} || exit 1`;
+  }).join("\n");
 }
 
 /**
@@ -37,7 +131,8 @@ export function restoreScript(paths: readonly string[]): string {
  *
  * @example
  * ```ts
- * tamperedPaths(" M tests/test_calc.py\n?? tests/new.py\n"); // ["tests/test_calc.py", "tests/new.py"]
+ * tamperedPaths(" M tests/test_calc.py\n?? tests/new.py\n!! tests/x/y.py\n");
+ * // ["tests/test_calc.py", "tests/new.py", "tests/x/y.py"]
  * ```
  */
 export function tamperedPaths(output: string): string[] {
@@ -46,7 +141,7 @@ export function tamperedPaths(output: string): string[] {
     const match = line.match(/^[ MADRCUT?!]{2} (.+)$/);
     if (!match) continue;
     for (const path of match[1].split(" -> ")) {
-      const plain = path.startsWith('"') ? JSON.parse(path) as string : path;
+      const plain = unquoteGitPath(path);
       if (!paths.includes(plain)) paths.push(plain);
     }
   }

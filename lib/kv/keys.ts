@@ -61,6 +61,20 @@ export const keys = {
   replay: (sessionId: string, bodyDigest: string): Deno.KvKey => ["replay", sessionId, bodyDigest],
   /** Prefix of a session's replay entries. */
   replays: (sessionId: string): Deno.KvKey => ["replay", sessionId],
+  /** The chain of a sub-agent, by the client's agent id. */
+  agent: (sessionId: string, agentId: string): Deno.KvKey => ["agent", sessionId, agentId],
+  /** Prefix of a session's agent entries. */
+  agents: (sessionId: string): Deno.KvKey => ["agent", sessionId],
+  /** A session's reward (its score, and its payload or the blob that holds it). */
+  reward: (sessionId: string): Deno.KvKey => ["reward", sessionId],
+  /** Prefix of the chunks of one version of a session's reward blob. */
+  rewardBlob: (sessionId: string, version: string): Deno.KvKey => [
+    "reward_blob",
+    sessionId,
+    version,
+  ],
+  /** Prefix of every reward blob of a session. */
+  rewardBlobs: (sessionId: string): Deno.KvKey => ["reward_blob", sessionId],
   /** Prefix of all session records, for listing. */
   sessions: (): Deno.KvKey => ["session"],
   /** When a closed session is due for deletion. */

@@ -9,3 +9,4 @@ export * from "./secrets.ts";
 export * from "./lease.ts";
 export * from "./blob.ts";
 export * from "./rollout_store.ts";
+export * from "./reward_store.ts";

@@ -10,7 +10,11 @@ export interface RewardPayload {
   readonly [key: string]: unknown;
 }
 
-/** An agent episode: its secret's digest and the chains recorded in it. */
+/**
+ * An agent episode: its secret's digest and how it stands. Everything that grows with the
+ * episode lives under keys of its own (chain headers, agents, turns, a large reward), so this
+ * record stays small whatever the client sends.
+ */
 export interface SessionRecord {
   readonly id: string;
   /** SHA-256 (hex) of the session's bearer token; the token itself is never stored. */
@@ -27,19 +31,35 @@ export interface SessionRecord {
    * `aborted` (its rollout was cancelled, timed out or lost its worker). Absent while open.
    */
   readonly closedAs?: "completed" | "aborted";
+  /** The trainer's metadata (bounded: `MAX_METADATA_BYTES`). */
   readonly metadata: Record<string, unknown>;
-  /** The reward set by the trainer; `null` until then. */
-  readonly reward: RewardPayload | null;
   /** How the reward is shared among the session's segments; `null` for the gateway's default. */
   readonly allocation: "uniform" | "copy" | "final_only" | null;
-  /** Chain ids in the order they were started. */
-  readonly chains: readonly string[];
+  /**
+   * Chains registered so far. Registering one rewrites the record with this count raised, so a
+   * registration decided from an older record fails its check.
+   */
+  readonly chainCount: number;
   /** The main conversation's chain: where a request without an agent id goes first. */
   readonly mainChain: string;
-  /** The current chain of each sub-agent, by the client's agent id. */
-  readonly agents: Readonly<Record<string, string>>;
   /** Opened by an unknown token on first use (`DEV_OPEN_SESSIONS`). */
   readonly dev: boolean;
+}
+
+/** A session record with its reward read back: what views and exports show. */
+export type RewardedSession = SessionRecord & { readonly reward: RewardPayload | null };
+
+/**
+ * A session's reward as stored under its own key: small payloads inline, larger ones as a
+ * chunked blob under a version of their own (written before this record names it).
+ */
+export interface RewardRecord {
+  readonly score: number;
+  /** The whole payload, when it is small enough to sit here; `null` when it is a blob. */
+  readonly payload: RewardPayload | null;
+  /** The blob holding the payload: its version and chunk count; `null` when inline. */
+  readonly blob: { readonly version: string; readonly chunks: number } | null;
+  readonly setAt: number;
 }
 
 /** What a chain is in its session: the main conversation, a sub-agent's, or a side request's. */

@@ -54,7 +54,23 @@ export async function updateSession(
   return result.ok;
 }
 
-/** A page of session records in id order, and the cursor of the next page (`null` at the end). */
+/** A listing cursor that KV cannot read (HTTP 400): not one a listing handed out. */
+export class InvalidCursorError extends RangeError {
+  constructor(cursor: string) {
+    super(
+      `Invalid cursor "${
+        cursor.length > 64 ? cursor.slice(0, 64) + "…" : cursor
+      }": pass the next_cursor of an earlier page`,
+    );
+    this.name = "InvalidCursorError";
+  }
+}
+
+/**
+ * A page of session records in id order, and the cursor of the next page (`null` at the end).
+ *
+ * @throws {InvalidCursorError} for a cursor KV cannot read.
+ */
 export async function listSessions(
   kv: Deno.Kv,
   options: { limit: number; cursor?: string },
@@ -64,7 +80,16 @@ export async function listSessions(
     cursor: options.cursor,
   });
   const sessions: SessionRecord[] = [];
-  for await (const entry of iter) sessions.push(entry.value);
+  try {
+    for await (const entry of iter) sessions.push(entry.value);
+  } catch (error) {
+    if (
+      options.cursor !== undefined && error instanceof TypeError && /cursor/i.test(error.message)
+    ) {
+      throw new InvalidCursorError(options.cursor);
+    }
+    throw error;
+  }
   return { sessions, cursor: sessions.length === options.limit ? iter.cursor : null };
 }
 
@@ -92,11 +117,13 @@ export async function deleteSession(kv: Deno.Kv, sessionId: string): Promise<boo
   const removed = await commit(() => {
     const op = kv.atomic().check(entry).delete(keys.session(sessionId));
     if (entry.value.expiresAt !== null) op.delete(keys.expiry(entry.value.expiresAt, sessionId));
-    return op.delete(keys.lease(sessionId));
+    return op.delete(keys.lease(sessionId)).delete(keys.reward(sessionId));
   });
   if (!removed.ok) return false;
   const prefixes = [
     keys.chainLeases(sessionId),
+    keys.agents(sessionId),
+    keys.rewardBlobs(sessionId),
     keys.chains(sessionId),
     keys.sessionTurns(sessionId),
     keys.sessionChunks(sessionId),
@@ -136,7 +163,7 @@ export async function listChains(kv: Deno.Kv, sessionId: string): Promise<ChainH
   return (await listChainEntries(kv, sessionId)).map((entry) => entry.value);
 }
 
-/** Every chain header of a session with its versionstamp, in key order. */
+/** Every chain header of a session with its versionstamp, in the order the chains started. */
 export async function listChainEntries(
   kv: Deno.Kv,
   sessionId: string,
@@ -145,7 +172,23 @@ export async function listChainEntries(
   for await (const entry of kv.list<ChainHeader>({ prefix: keys.chains(sessionId) })) {
     out.push(entry);
   }
-  return out;
+  return out.sort((a, b) =>
+    a.value.createdAt - b.value.createdAt || chainNumber(a.value.id) - chainNumber(b.value.id)
+  );
+}
+
+/** The number in a chain id (`c12` → 12): ids are handed out in increasing order. */
+function chainNumber(chainId: string): number {
+  return Number(chainId.slice(1));
+}
+
+/** The chain a sub-agent's requests go to, by the client's agent id; `null` for a new agent. */
+export async function getAgentChain(
+  kv: Deno.Kv,
+  sessionId: string,
+  agentId: string,
+): Promise<string | null> {
+  return (await kv.get<string>(keys.agent(sessionId, agentId))).value;
 }
 
 /** The turn that answered a request body, if one did. */
@@ -162,6 +205,8 @@ export interface ChainRegistration {
   readonly session: Deno.KvEntry<SessionRecord>;
   readonly next: SessionRecord;
   readonly header: ChainHeader;
+  /** The client's agent id whose requests go to this chain from now on. */
+  readonly agentId?: string | null;
   /** The chain this one replaces, marked wiped in the same commit. */
   readonly retire?: { readonly entry: Deno.KvEntry<ChainHeader>; readonly next: ChainHeader };
 }
@@ -183,6 +228,7 @@ export async function registerChain(
       .check({ key, versionstamp: null })
       .set(keys.session(sessionId), registration.next)
       .set(key, registration.header);
+    if (registration.agentId) op.set(keys.agent(sessionId, registration.agentId), id);
     const retire = registration.retire;
     if (retire) op.check(retire.entry).set(keys.chain(sessionId, retire.next.id), retire.next);
     return op;

@@ -39,7 +39,13 @@ import {
   readAgentLog,
 } from "./claude_code.ts";
 import type { RolloutSettings } from "./request.ts";
-import { collectPatch, installClaude, prepareWorkTree, SetupError } from "./work_tree.ts";
+import {
+  type ClaudeInstall,
+  collectPatch,
+  installClaude,
+  prepareWorkTree,
+  SetupError,
+} from "./work_tree.ts";
 
 /** What an attempt needs from the gateway. */
 export interface AttemptDeps {
@@ -57,8 +63,8 @@ export interface AttemptDeps {
   readonly modelId: string;
   /** The host's Claude Code binary (lent to local sandboxes), or `null` when not installed. */
   readonly claudeBinary: string | null;
-  /** What an E2B sandbox without `claude` installs with npm. */
-  readonly claudePackage: string;
+  /** How an E2B sandbox without `claude` gets one. */
+  readonly claudeInstall: ClaudeInstall;
   /** Sandbox boots at once across every process on the KV. */
   readonly bootSlots: number;
   readonly leaseTtlMs: number;
@@ -169,7 +175,7 @@ export async function runAttempt(
     });
     const binary = backend.name === "local"
       ? CLAUDE_INSIDE
-      : await installClaude(sandbox, deps.claudePackage, settings.agent.env, {
+      : await installClaude(sandbox, deps.claudeInstall, settings.agent.env, {
         timeoutMs: settings.budgets.agent_ms,
         outputBytes: deps.outputBytes,
       }, signal);

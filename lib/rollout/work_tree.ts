@@ -91,28 +91,46 @@ export async function collectPatch(
   return new TextDecoder().decode(await sandbox.readFile(out));
 }
 
+/** Where an E2B sandbox without `claude` gets the CLI. */
+export interface ClaudeInstall {
+  /** The npm spec installed from the registry when there is no tarball. */
+  readonly package: string;
+  /** A tarball of the CLI on the gateway's host, uploaded and installed offline; or `null`. */
+  readonly tarball: string | null;
+}
+
 /**
  * The path of `claude` in an E2B sandbox: the template's, or one installed with npm into the
- * user's `~/.local` (no root needed, npm's cache preferred) when the template has none; the
- * install counts against the agent's time.
+ * user's `~/.local` (no root needed) when the template has none — offline from the uploaded
+ * tarball when there is one, else from the registry (npm's cache preferred). The install counts
+ * against the agent's time.
  */
 export async function installClaude(
   sandbox: Sandbox,
-  npmPackage: string,
+  install: ClaudeInstall,
   env: Readonly<Record<string, string>>,
   limits: CommandLimits,
   signal: AbortSignal,
 ): Promise<string> {
+  // The agent's environment: an npm cache or registry it names is used here too.
+  const options = { timeoutMs: limits.timeoutMs, env, outputBytes: limits.outputBytes, signal };
+  const found = await sandbox.exec("command -v claude", options);
+  signal.throwIfAborted();
+  if (found.exitCode === 0 && found.stdout.trim().startsWith("/")) return found.stdout.trim();
+  let source = shellQuote(install.package);
+  let offline = "--prefer-offline";
+  if (install.tarball !== null) {
+    source = shellQuote(`${sandbox.tmpdir}/claude-code.tgz`);
+    offline = "--offline";
+    await sandbox.writeFile(
+      `${sandbox.tmpdir}/claude-code.tgz`,
+      await Deno.readFile(install.tarball),
+    );
+    signal.throwIfAborted();
+  }
   const result = await sandbox.exec(
-    [
-      "if command -v claude >/dev/null 2>&1; then command -v claude; else",
-      `  npm install -g --no-audit --no-fund --prefer-offline --prefix "$HOME/.local" ${
-        shellQuote(npmPackage)
-      } >&2 &&`,
-      '  echo "$HOME/.local/bin/claude"; fi',
-    ].join("\n"),
-    // The agent's environment: an npm cache or registry it names is used here too.
-    { timeoutMs: limits.timeoutMs, env, outputBytes: limits.outputBytes, signal },
+    `npm install -g --no-audit --no-fund --no-update-notifier ${offline} --prefix "$HOME/.local" ${source} >&2 && echo "$HOME/.local/bin/claude"`,
+    options,
   );
   signal.throwIfAborted();
   const path = result.stdout.trim().split("\n").at(-1) ?? "";

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { SessionRecord } from "../kv/mod.ts";
+import type { RewardedSession } from "../kv/mod.ts";
 import type { Segment } from "./segments.ts";
 
 /** How a session's score is shared among its K trainable segments. */
@@ -50,7 +50,7 @@ export interface DroppedSegment {
  * ```
  */
 export function selectSegments(
-  session: SessionRecord,
+  session: RewardedSession,
   all: readonly Segment[],
   policy: SegmentPolicy,
 ): { segments: TrainingSegment[]; dropped: DroppedSegment[] } {

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { SessionRecord } from "../kv/mod.ts";
+import type { RewardedSession } from "../kv/mod.ts";
 import type { ChatTokenizer } from "../template/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
 import { type SegmentIdentity, segmentIdentity } from "./samples.ts";
@@ -19,7 +19,7 @@ export interface JsonlRecord extends SegmentIdentity {
   /** The segment's share of the score. */
   readonly reward: number | null;
   /** The trainer's whole reward payload. */
-  readonly reward_payload: SessionRecord["reward"];
+  readonly reward_payload: RewardedSession["reward"];
   readonly finish_reason: string | null;
   /** Turns whose reply called at least one tool. */
   readonly tool_turns: number;
@@ -38,7 +38,7 @@ export interface JsonlRecord extends SegmentIdentity {
  * ```
  */
 export function toJsonl(
-  session: SessionRecord,
+  session: RewardedSession,
   segment: TrainingSegment,
   tokenizer: Pick<ChatTokenizer, "decode">,
 ): JsonlRecord {

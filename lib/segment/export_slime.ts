@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { SessionRecord } from "../kv/mod.ts";
+import type { RewardedSession } from "../kv/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
 import { segmentIdentity } from "./samples.ts";
 
@@ -33,7 +33,7 @@ export interface SlimeSample {
  * sample.tokens.length === sample.response_length + segment.arrays.prompt_ids.length; // true
  * ```
  */
-export function toSlime(session: SessionRecord, segment: TrainingSegment): SlimeSample {
+export function toSlime(session: RewardedSession, segment: TrainingSegment): SlimeSample {
   const { prompt_ids, response_ids, loss_mask, logprobs } = segment.arrays;
   return {
     tokens: [...prompt_ids, ...response_ids],

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { SessionRecord } from "../kv/mod.ts";
+import type { RewardedSession } from "../kv/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
 import { segmentIdentity } from "./samples.ts";
 
@@ -31,7 +31,7 @@ export interface VerlSample {
  * toVerl(session, segment).response_mask.length === segment.arrays.response_ids.length; // true
  * ```
  */
-export function toVerl(session: SessionRecord, segment: TrainingSegment): VerlSample {
+export function toVerl(session: RewardedSession, segment: TrainingSegment): VerlSample {
   const { prompt_ids, response_ids, loss_mask, logprobs } = segment.arrays;
   const { stats } = segment;
   return {

@@ -5,7 +5,7 @@
  * @module
  */
 import type { ChainArrays } from "../chain/mod.ts";
-import type { SegmentKind, SessionRecord } from "../kv/mod.ts";
+import type { RewardedSession, SegmentKind } from "../kv/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
 import type { Lineage, SegmentStats } from "./segments.ts";
 
@@ -43,7 +43,10 @@ export interface Sample extends ChainArrays, SegmentIdentity {
 }
 
 /** The ids and facts every export carries for a segment. */
-export function segmentIdentity(session: SessionRecord, segment: TrainingSegment): SegmentIdentity {
+export function segmentIdentity(
+  session: RewardedSession,
+  segment: TrainingSegment,
+): SegmentIdentity {
   const group = session.metadata.group_id;
   return {
     kind: segment.kind,
@@ -66,7 +69,7 @@ export function segmentIdentity(session: SessionRecord, segment: TrainingSegment
  * sample.loss_mask.length === sample.response_ids.length; // true
  * ```
  */
-export function toSample(session: SessionRecord, segment: TrainingSegment): Sample {
+export function toSample(session: RewardedSession, segment: TrainingSegment): Sample {
   return {
     ...segmentIdentity(session, segment),
     ...segment.arrays,

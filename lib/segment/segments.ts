@@ -10,10 +10,11 @@ import {
   type ChainHeader,
   listChains,
   readLiveTurns,
+  readReward,
   readTurnTokens,
+  type RewardedSession,
   type SegmentKind,
   segmentKind,
-  type SessionRecord,
   type TurnRecord,
 } from "../kv/mod.ts";
 import { liveSession } from "../session/mod.ts";
@@ -59,7 +60,7 @@ export interface Segment {
 
 /** A session and its segments. */
 export interface SessionSegments {
-  readonly session: SessionRecord;
+  readonly session: RewardedSession;
   readonly segments: readonly Segment[];
 }
 
@@ -77,12 +78,12 @@ export async function readSessionSegments(
   kv: Deno.Kv,
   sessionId: string,
 ): Promise<SessionSegments> {
-  const session = (await liveSession(kv, sessionId)).value;
-  const headers = new Map((await listChains(kv, sessionId)).map((header) => [header.id, header]));
+  const record = (await liveSession(kv, sessionId)).value;
+  const session = { ...record, reward: await readReward(kv, sessionId) };
   const segments: Segment[] = [];
-  for (const chainId of session.chains) {
-    const header = headers.get(chainId);
-    if (!header || header.turnCount === 0) continue;
+  for (const header of await listChains(kv, sessionId)) {
+    const chainId = header.id;
+    if (header.turnCount === 0) continue;
     const turns = await readLiveTurns(kv, header);
     const withTokens = [];
     for (const record of turns) {

@@ -12,18 +12,22 @@ import {
   type ChainRole,
   deleteSession,
   expiredSessions,
+  getRewardRecord,
   getSession,
   keys,
   type LeaseOptions,
   LeaseTimeoutError,
   listChains,
   listSessions,
+  putReward,
+  readReward,
   type RewardPayload,
   type SegmentKind,
   segmentKind,
   type SessionRecord,
   updateSession,
 } from "../kv/mod.ts";
+import { jsonBytes, LimitError, MAX_REWARD_BYTES, REWARD_INLINE_BYTES } from "../limits/mod.ts";
 import { SessionNotFoundError } from "./session.ts";
 
 /** What the lifecycle operations need. */
@@ -103,12 +107,17 @@ export async function liveSession(
  * ```
  */
 export async function describeSession(kv: Deno.Kv, sessionId: string): Promise<SessionView> {
-  return view((await liveSession(kv, sessionId)).value, await listChains(kv, sessionId));
+  const session = (await liveSession(kv, sessionId)).value;
+  return view(session, await readReward(kv, sessionId), await listChains(kv, sessionId));
 }
 
-function view(session: SessionRecord, chains: readonly ChainHeader[]): SessionView {
+/** `chains` in the order they started (see `listChains`). */
+function view(
+  session: SessionRecord,
+  reward: RewardPayload | null,
+  chains: readonly ChainHeader[],
+): SessionView {
   const iso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString();
-  const byId = new Map(chains.map((chain) => [chain.id, chain]));
   return {
     id: session.id,
     status: session.status,
@@ -117,33 +126,29 @@ function view(session: SessionRecord, chains: readonly ChainHeader[]): SessionVi
     closed_as: session.closedAs ?? null,
     expires_at: iso(session.expiresAt),
     metadata: session.metadata,
-    reward: session.reward,
-    chains: session.chains.flatMap((id): ChainView[] => {
-      const chain = byId.get(id);
-      if (!chain) return [];
-      return [{
-        id,
-        kind: segmentKind(chain),
-        role: chain.role,
-        parent: chain.parent,
-        dispatch: chain.dispatch,
-        agent_id: chain.agentId,
-        children: chains.filter((other) => other.parent === id).map((other) => other.id),
-        model: chain.model,
-        turns: chain.turnCount,
-        tokens: chain.tokenCount,
-        created_at: new Date(chain.createdAt).toISOString(),
-        wiped_at: iso(chain.wipedAt),
-      }];
-    }),
+    reward,
+    chains: chains.map((chain): ChainView => ({
+      id: chain.id,
+      kind: segmentKind(chain),
+      role: chain.role,
+      parent: chain.parent,
+      dispatch: chain.dispatch,
+      agent_id: chain.agentId,
+      children: chains.filter((other) => other.parent === chain.id).map((other) => other.id),
+      model: chain.model,
+      turns: chain.turnCount,
+      tokens: chain.tokenCount,
+      created_at: new Date(chain.createdAt).toISOString(),
+      wiped_at: iso(chain.wipedAt),
+    })),
   };
 }
 
 /** Which sessions a listing shows. */
 export interface SessionFilter {
   readonly status?: "open" | "closed";
-  /** Metadata values each listed session must have (compared as strings). */
-  readonly metadata?: Readonly<Record<string, string>>;
+  /** Metadata values each listed session must have (compared as strings), by key. */
+  readonly metadata?: ReadonlyMap<string, string>;
 }
 
 /**
@@ -161,12 +166,16 @@ export async function listSessionViews(
   const matching = sessions.filter((session) =>
     !isExpired(session, now) &&
     (filter.status === undefined || session.status === filter.status) &&
-    Object.entries(filter.metadata ?? {}).every(([key, value]) =>
-      key in session.metadata && String(session.metadata[key]) === value
+    [...(filter.metadata ?? [])].every(([key, value]) =>
+      Object.hasOwn(session.metadata, key) && String(session.metadata[key]) === value
     )
   );
   const views: SessionView[] = [];
-  for (const session of matching) views.push(view(session, await listChains(kv, session.id)));
+  for (const session of matching) {
+    views.push(
+      view(session, await readReward(kv, session.id), await listChains(kv, session.id)),
+    );
+  }
   return { sessions: views, next_cursor: cursor };
 }
 
@@ -185,16 +194,25 @@ async function modify(
 }
 
 /**
- * Records the trainer's reward. It may be set again; the last one counts.
+ * Records the trainer's reward: a score and any evidence, up to `MAX_REWARD_BYTES` of JSON. It
+ * may be set again; the last one counts.
  *
- * @throws {SessionNotFoundError}
+ * @throws {SessionNotFoundError}; {LimitError} for a payload over the bound.
  */
 export async function setReward(
   deps: LifecycleDeps,
   sessionId: string,
   reward: RewardPayload,
 ): Promise<SessionView> {
-  await modify(deps.kv, sessionId, (session) => ({ ...session, reward }), now(deps));
+  const bytes = jsonBytes(reward);
+  if (bytes > MAX_REWARD_BYTES) {
+    throw new LimitError("reward", `${bytes} bytes of JSON, at most ${MAX_REWARD_BYTES}`);
+  }
+  for (;;) {
+    const session = await liveSession(deps.kv, sessionId, now(deps));
+    const previous = await getRewardRecord(deps.kv, sessionId);
+    if (await putReward(deps.kv, session, previous, reward, REWARD_INLINE_BYTES, now(deps))) break;
+  }
   return await describeSession(deps.kv, sessionId);
 }
 

@@ -15,6 +15,7 @@ import {
   type ChainCache,
   type ChainHeader,
   type ChainRole,
+  getAgentChain,
   getChain,
   getReplay,
   keys,
@@ -26,6 +27,7 @@ import {
   type SessionRecord,
   type TurnRecord,
 } from "../kv/mod.ts";
+import { LimitError, MAX_CHAINS_PER_SESSION, MAX_TOOLS } from "../limits/mod.ts";
 import { type ChatTokenizer, opensReasoning, renderDelta, renderPrompt } from "../template/mod.ts";
 import { liveSession } from "./lifecycle.ts";
 import { parseTurnOutput } from "./output.ts";
@@ -95,7 +97,7 @@ export interface RoutedTurn {
   readonly base: ChainBase;
   /** Prefix digest of the request's whole conversation. */
   readonly requestDigest: string;
-  /** Digest of the whole normalized request body. */
+  /** Digest of the whole normalized request: its body and the agent it comes from. */
   readonly bodyDigest: string;
   /** The recorded turn a replay answers with. */
   readonly replay: { readonly chainId: string; readonly record: TurnRecord } | null;
@@ -151,10 +153,12 @@ async function tryRoute<Reply>(
   contextLength: number,
 ): Promise<RoutedTurn | null> {
   const { kv } = deps;
-  const sessionEntry = await liveSession(kv, input.sessionId);
+  const [sessionEntry, agentChainId] = await Promise.all([
+    liveSession(kv, input.sessionId),
+    input.agent.id ? getAgentChain(kv, input.sessionId, input.agent.id) : null,
+  ]);
   const session = sessionEntry.value;
   if (session.status !== "open") throw new SessionClosedError(input.sessionId);
-  const agentChainId = input.agent.id ? session.agents[input.agent.id] ?? null : null;
   const ownId = input.agent.id ? agentChainId : session.mainChain;
   const own = ownId ? await getChain(kv, input.sessionId, ownId) : null;
   const ownHeader = own?.value?.turnCount ? own.value : null;
@@ -176,7 +180,7 @@ async function tryRoute<Reply>(
 
   const digests = prefixDigests(input.startIdentity, input.messageIdentities);
   const requestDigest = digests.at(-1)!;
-  const bodyDigest = extendDigest(requestDigest, input.settingsIdentity);
+  const bodyDigest = bodyDigestOf(input, requestDigest);
   const onChain = async (entry: Deno.KvEntry<ChainHeader>): Promise<RoutedTurn | null> => {
     const header = entry.value;
     if (classify(header, digests).kind === "append") {
@@ -271,8 +275,10 @@ async function tryRoute<Reply>(
         replaces: replaced,
       };
     } else {
-      const parentId = (input.agent.parentId && session.agents[input.agent.parentId]) ||
-        (main ? main.id : null);
+      const parentChain = input.agent.parentId
+        ? await getAgentChain(kv, input.sessionId, input.agent.parentId)
+        : null;
+      const parentId = parentChain ?? (main ? main.id : null);
       const parent = headers.find((header) => header.id === parentId) ?? null;
       const dispatch = parent ? await findDispatch(deps, input, parent, claimed) : null;
       plan = { kind: "subagent", role: "subagent", parent: parentId, dispatch, replaces: null };
@@ -295,9 +301,10 @@ async function tryRoute<Reply>(
   }
 
   const now = Date.now();
-  const id = plan.role === "main" && !session.chains.includes(session.mainChain) && !plan.replaces
+  const taken = new Set(headers.map((header) => header.id));
+  const id = plan.role === "main" && !taken.has(session.mainChain) && !plan.replaces
     ? session.mainChain
-    : newChainId(session);
+    : newChainId(session, taken);
   const header: ChainHeader = {
     sessionId: input.sessionId,
     id,
@@ -329,6 +336,13 @@ async function tryRoute<Reply>(
   // A prompt that cannot be served registers nothing (and wipes no conversation).
   if (!register) return planned;
   fits(planned, contextLength);
+  if (session.chainCount >= MAX_CHAINS_PER_SESSION) {
+    throw new LimitError(
+      "messages",
+      `session "${input.sessionId}" holds ${session.chainCount} chains, the most a session may hold; this request would start another`,
+    );
+  }
+
   const replaced = plan.replaces
     ? entries.find((entry) => entry.value.id === plan.replaces!.id) ?? null
     : null;
@@ -336,11 +350,11 @@ async function tryRoute<Reply>(
     session: sessionEntry,
     next: {
       ...session,
-      chains: [...session.chains, id],
+      chainCount: session.chainCount + 1,
       mainChain: plan.role === "main" ? id : session.mainChain,
-      agents: input.agent.id ? { ...session.agents, [input.agent.id]: id } : session.agents,
     },
     header,
+    agentId: input.agent.id,
     retire: replaced?.value
       ? { entry: replaced, next: { ...replaced.value, wipedAt: now, updatedAt: now } }
       : undefined,
@@ -363,11 +377,20 @@ interface NewChain {
 }
 
 /** The first free chain id (`c0`, `c1`…), keeping the main chain's reserved id. */
-function newChainId(session: SessionRecord): string {
-  for (let n = session.chains.length;; n++) {
+function newChainId(session: SessionRecord, taken: ReadonlySet<string>): string {
+  for (let n = session.chainCount;; n++) {
     const id = `c${n}`;
-    if (!session.chains.includes(id) && id !== session.mainChain) return id;
+    if (!taken.has(id) && id !== session.mainChain) return id;
   }
+}
+
+/**
+ * The digest a retry of this request repeats: the conversation, every setting but `stream`, and
+ * the agent it comes from — two sub-agents asking the same question are two requests.
+ */
+function bodyDigestOf<Reply>(input: TurnInput<Reply>, requestDigest: string): string {
+  const body = extendDigest(requestDigest, input.settingsIdentity);
+  return input.agent.id ? extendDigest(body, `agent:${input.agent.id}`) : body;
 }
 
 /** A chain's first turn: the whole conversation rendered. */
@@ -386,7 +409,7 @@ function whole<Reply>(
     chain,
     base,
     requestDigest,
-    bodyDigest: extendDigest(requestDigest, input.settingsIdentity),
+    bodyDigest: bodyDigestOf(input, requestDigest),
     replay: null,
     prompt: PromptIds.from(rendered.tokens),
     delta: rendered.tokens,
@@ -405,6 +428,13 @@ function extend<Reply>(
   at: { history: PromptIds; from: number; base: ChainBase },
 ): RoutedTurn {
   const shown = chain.value.tools;
+  const tools = [...new Set([...shown, ...input.toolNames])];
+  if (tools.length > MAX_TOOLS) {
+    throw new LimitError(
+      "tools",
+      `chain "${chain.value.id}" would have shown ${tools.length} distinct tools, at most ${MAX_TOOLS}`,
+    );
+  }
   const rendered = renderDelta(deps.tokenizer, input.lower(at.from, shown), input.enableThinking);
   return {
     kind,
@@ -412,12 +442,12 @@ function extend<Reply>(
     chain,
     base: at.base,
     requestDigest,
-    bodyDigest: extendDigest(requestDigest, input.settingsIdentity),
+    bodyDigest: bodyDigestOf(input, requestDigest),
     replay: null,
     prompt: at.history.concat(rendered.tokens),
     delta: rendered.tokens,
     startsInReasoning: opensReasoning(rendered.text),
-    tools: [...new Set([...shown, ...input.toolNames])],
+    tools,
   };
 }
 

@@ -6,6 +6,7 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { createSession, getSession, type SessionRecord } from "../kv/mod.ts";
+import { checkMetadata } from "../limits/mod.ts";
 
 /** Session ids: letters, digits, `_` and `-`, up to 128 characters. */
 export const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
@@ -61,7 +62,7 @@ export interface OpenedSession {
  * const { session, token } = await openSession(kv, { metadata: { task: "t1" } });
  * // the agent sends `token` as its API key
  * ```
- * @throws {SessionExistsError} when `id` is taken.
+ * @throws {SessionExistsError} when `id` is taken; {LimitError} for metadata over its bounds.
  */
 export async function openSession(
   kv: Deno.Kv,
@@ -77,6 +78,7 @@ export async function openSession(
   if (!SESSION_ID.test(id)) {
     throw new RangeError(`Invalid session id "${id}": use letters, digits, _ and -`);
   }
+  checkMetadata(options.metadata ?? {});
   const token = `${id}.${randomHex(24)}`;
   const session = newSessionRecord(
     id,
@@ -173,11 +175,9 @@ function newSessionRecord(
     closedAt: null,
     expiresAt: null,
     metadata,
-    reward: null,
     allocation,
-    chains: [],
+    chainCount: 0,
     mainChain: "c0",
-    agents: {},
     dev,
   };
 }

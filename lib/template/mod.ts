@@ -1,5 +1,6 @@
 /** Tokenizer, chat template, delta rendering and output parsing for the served model. @module */
 export * from "./tokenizer.ts";
+export * from "./plain_text.ts";
 export * from "./render_delta.ts";
 export * from "./reasoning_parser.ts";
 export * from "./tool_parser.ts";

@@ -8,9 +8,13 @@
  * next assistant header. Its tokens are taken from the tokenization of the whole rendered text,
  * so they are the in-context tokens, and the cut is checked to fall on a token boundary.
  *
+ * Both render escaped prompts (see `PlainText`): special-token strings in the messages are
+ * encoded as text unless the tokenizer is set to `live`.
+ *
  * @module
  */
 import type { ChatMessage, ChatPrompt } from "../chat/mod.ts";
+import type { Escapes } from "./plain_text.ts";
 import type { ChatTokenizer } from "./tokenizer.ts";
 
 /** Text the anchor assistant says; chosen so no real message renders it. */
@@ -43,8 +47,12 @@ export interface Rendered {
  * ```
  */
 export function renderPrompt(tokenizer: ChatTokenizer, prompt: ChatPrompt): Rendered {
-  const text = tokenizer.render(prompt, true);
-  return { text, tokens: tokenizer.encode(text) };
+  const { prompt: escaped, escapes } = tokenizer.escape(prompt);
+  const text = tokenizer.render(escaped, true);
+  return {
+    text: tokenizer.restore(text, escapes),
+    tokens: encodeRendered(tokenizer, text, escapes),
+  };
 }
 
 /**
@@ -65,10 +73,8 @@ export function renderDelta(
   messages: readonly ChatMessage[],
   enableThinking?: boolean,
 ): Rendered {
-  const full = tokenizer.render(
-    { messages: [...ANCHOR, ...messages], tools: [], enableThinking },
-    true,
-  );
+  const { prompt, escapes } = tokenizer.escape({ messages, tools: [], enableThinking });
+  const full = tokenizer.render({ ...prompt, messages: [...ANCHOR, ...prompt.messages] }, true);
   const reply = full.indexOf(ANCHOR_REPLY);
   const eos = reply < 0 ? -1 : full.indexOf(tokenizer.eosToken, reply + ANCHOR_REPLY.length);
   if (eos < 0) {
@@ -77,8 +83,8 @@ export function renderDelta(
     );
   }
   const cut = eos + tokenizer.eosToken.length;
-  const fullTokens = tokenizer.encode(full);
-  const anchorTokens = tokenizer.encode(full.slice(0, cut));
+  const fullTokens = encodeRendered(tokenizer, full, escapes);
+  const anchorTokens = encodeRendered(tokenizer, full.slice(0, cut), escapes);
   const aligned = anchorTokens.length <= fullTokens.length &&
     anchorTokens.every((token, i) => fullTokens[i] === token);
   if (!aligned) {
@@ -86,7 +92,54 @@ export function renderDelta(
       "Cannot render a delta: the tokens after the end-of-turn token merge with it",
     );
   }
-  return { text: full.slice(cut), tokens: fullTokens.slice(anchorTokens.length) };
+  return {
+    text: tokenizer.restore(full.slice(cut), escapes),
+    tokens: fullTokens.slice(anchorTokens.length),
+  };
+}
+
+/** The tokens of escaped, rendered text; a template that mangles the escapes is a TemplateError. */
+function encodeRendered(tokenizer: ChatTokenizer, text: string, escapes: Escapes): number[] {
+  try {
+    return tokenizer.encodeRendered(text, escapes);
+  } catch (error) {
+    throw new TemplateError(`Cannot encode the rendered prompt: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * Renders what every request renders — a delta, and a whole prompt with a system prompt, tools,
+ * a tool call and its result — with the end-of-turn token's text inside each client string, so
+ * a template that cannot be rendered as a delta, or that mangles the escapes, fails at start-up
+ * rather than on a request.
+ *
+ * @throws {TemplateError}
+ */
+export function checkTemplate(tokenizer: ChatTokenizer): void {
+  const text = `start-up check ${tokenizer.eosToken}`;
+  renderDelta(tokenizer, [{ role: "user", content: text }]);
+  renderDelta(tokenizer, [{ role: "tool", content: text }, { role: "user", content: text }]);
+  renderPrompt(tokenizer, {
+    messages: [
+      { role: "system", content: text },
+      { role: "user", content: text },
+      {
+        role: "assistant",
+        content: text,
+        tool_calls: [{ type: "function", function: { name: "check", arguments: { text } } }],
+      },
+      { role: "tool", content: text },
+      { role: "user", content: text },
+    ],
+    tools: [{
+      type: "function",
+      function: {
+        name: "check",
+        description: text,
+        parameters: { type: "object", properties: { text: { type: "string", description: text } } },
+      },
+    }],
+  });
 }
 
 /** True when a prompt ends inside an open reasoning block, so output starts as reasoning. */

@@ -6,6 +6,7 @@
  */
 import { AutoTokenizer, env } from "@huggingface/transformers";
 import type { ChatPrompt } from "../chat/mod.ts";
+import { type AddedToken, type Escapes, PlainText, type TextTokens } from "./plain_text.ts";
 
 /** Encodes, decodes and renders chat prompts for one model. */
 export interface ChatTokenizer {
@@ -17,8 +18,23 @@ export interface ChatTokenizer {
   readonly eosId: number;
   /** `model_max_length` from `tokenizer_config.json`, when it is a real limit. */
   readonly modelMaxLength: number | null;
+  /**
+   * How special-token strings in client text are tokenized: `plain` (as text; the template's
+   * own tokens are the only special tokens) or `live` (as the tokens they name).
+   */
+  readonly textTokens: TextTokens;
   /** Token ids of `text`; special-token strings in it become their special tokens. */
   encode(text: string): number[];
+  /**
+   * `prompt` ready to render: with `plain` text tokens, every added-token string in its strings
+   * replaced by a sentinel that {@linkcode ChatTokenizer.encodeRendered} and
+   * {@linkcode ChatTokenizer.restore} put back.
+   */
+  escape(prompt: ChatPrompt): { prompt: ChatPrompt; escapes: Escapes };
+  /** Token ids of text rendered from an escaped prompt: the template's tokens, the rest as text. */
+  encodeRendered(text: string, escapes: Escapes): number[];
+  /** Rendered text with the escaped strings put back. */
+  restore(text: string, escapes: Escapes): string;
   /** Text of `ids` with special tokens kept and no whitespace clean-up: exact where encode allows. */
   decode(ids: ArrayLike<number>): string;
   /** The chat template's text for `prompt`, ending with the assistant header when asked. */
@@ -37,7 +53,10 @@ const NO_LIMIT = 1e12;
  * tokenizer.decode(tokenizer.encode("hi")); // "hi"
  * ```
  */
-export async function loadTokenizer(path: string): Promise<ChatTokenizer> {
+export async function loadTokenizer(
+  path: string,
+  options: { textTokens?: TextTokens } = {},
+): Promise<ChatTokenizer> {
   for (const file of ["tokenizer.json", "tokenizer_config.json"]) {
     try {
       await Deno.stat(`${path}/${file}`);
@@ -63,14 +82,21 @@ export async function loadTokenizer(path: string): Promise<ChatTokenizer> {
     throw new Error(`Cannot load tokenizer: "${path}/tokenizer_config.json" has no chat_template`);
   }
   const maxLength = Number(config.model_max_length);
-  return {
+  const plain = plainText((inner as unknown as { _tokenizer: CoreTokenizer })._tokenizer);
+  const encode = (text: string) =>
+    text.length === 0 ? [] : inner.encode(text, { add_special_tokens: false });
+  return withTextTokens({
     path,
     eosToken,
     eosId: eosId[0],
+    textTokens: "plain",
     modelMaxLength: Number.isFinite(maxLength) && maxLength > 0 && maxLength < NO_LIMIT
       ? maxLength
       : null,
-    encode: (text) => text.length === 0 ? [] : inner.encode(text, { add_special_tokens: false }),
+    encode,
+    escape: (prompt) => plain.escape(prompt),
+    encodeRendered: (text, escapes) => plain.encode(text, escapes),
+    restore: (text, escapes) => plain.restore(text, escapes),
     decode: (ids) =>
       ids.length === 0 ? "" : inner.decode(Array.from(ids), {
         skip_special_tokens: false,
@@ -83,5 +109,64 @@ export async function loadTokenizer(path: string): Promise<ChatTokenizer> {
         tokenize: false,
         ...(prompt.enableThinking === undefined ? {} : { enable_thinking: prompt.enableThinking }),
       }) as string,
+  }, options.textTokens ?? "plain");
+}
+
+/**
+ * `tokenizer` with special-token strings in client text tokenized as `mode` says; `live` makes
+ * escaping a no-op and encodes rendered text with every added token recognized.
+ */
+export function withTextTokens(tokenizer: ChatTokenizer, mode: TextTokens): ChatTokenizer {
+  if (tokenizer.textTokens === mode) return tokenizer;
+  if (mode === "plain") {
+    throw new RangeError("withTextTokens() cannot make a `live` tokenizer `plain` again");
+  }
+  return {
+    ...tokenizer,
+    textTokens: "live",
+    escape: (prompt) => ({ prompt, escapes: { mark: null } }),
+    encodeRendered: (text) => tokenizer.encode(text),
+    restore: (text) => text,
   };
+}
+
+/** The core tokenizer's parts that plain encoding uses (@huggingface/tokenizers' `Tokenizer`). */
+interface CoreTokenizer {
+  readonly added_tokens: readonly AddedToken[];
+  readonly normalizer: ((text: string) => string) | null;
+  readonly pre_tokenizer: ((text: string, options: { section_index: number }) => string[]) | null;
+  readonly model: ((pieces: string[]) => string[]) & {
+    readonly tokens_to_ids: ReadonlyMap<string, number>;
+    readonly unk_token_id?: number;
+  };
+  readonly remove_space?: boolean;
+  readonly do_lowercase_and_remove_accent?: boolean;
+}
+
+/**
+ * Plain-text encoding over the core tokenizer: its normalizer, pre-tokenizer and model, as its
+ * own `encode_text` runs them on a section between added tokens — but with no added token split
+ * out. Never yields an added token's id.
+ */
+function plainText(core: CoreTokenizer): PlainText {
+  if (core.remove_space || core.do_lowercase_and_remove_accent) {
+    throw new Error("Cannot load tokenizer: remove_space and lowercasing are not supported");
+  }
+  const addedIds = new Set(core.added_tokens.map((token) => token.id));
+  return new PlainText(core.added_tokens, (text, section) => {
+    const normalized = core.normalizer ? core.normalizer(text) : text;
+    if (normalized.length === 0) return [];
+    const pieces = core.pre_tokenizer
+      ? core.pre_tokenizer(normalized, { section_index: section })
+      : [normalized];
+    const ids = core.model(pieces).map((token) =>
+      core.model.tokens_to_ids.get(token) ?? core.model.unk_token_id ?? -1
+    );
+    for (const id of ids) {
+      if (id < 0 || addedIds.has(id)) {
+        throw new Error(`Cannot encode text as plain text: the model produced token ${id}`);
+      }
+    }
+    return ids;
+  });
 }

@@ -1,11 +1,16 @@
 /**
  * Finds hermes/Qwen-style tool calls (`<tool_call>\n{"name": …, "arguments": {…}}\n</tool_call>`)
  * in model text. A call that cannot be used stays in the text, with the reason recorded (T6).
+ * Arguments must have the shape the gateway accepts in requests (see `jsonShapeProblem`), so the
+ * client's echo of a call is never refused.
  *
  * @module
  */
+import { jsonShapeProblem, MAX_JSON_DEPTH } from "../limits/mod.ts";
 
 const OPEN = "<tool_call>";
+/** Levels above a tool call's input in a request echoing it (body → messages → message → content → block). */
+const ECHO_DEPTH = 5;
 const CLOSE = "</tool_call>";
 
 /** A piece of the answer: plain text, or a well-formed tool call. */
@@ -88,6 +93,9 @@ function readCall(body: string, toolNames: ReadonlySet<string>): AnswerPart | st
     }
   }
   if (!isObject(input)) return `arguments of "${name}" are not a JSON object`;
+  // Echoed back inside a message, the arguments sit a few levels below the body's root.
+  const problem = jsonShapeProblem(input, MAX_JSON_DEPTH - ECHO_DEPTH);
+  if (problem) return `arguments of "${name}" at ${problem.path || "top"}: ${problem.message}`;
   return { type: "tool_call", name, input };
 }
 

@@ -36,6 +36,7 @@ Deno.test("resolveConfig() fills every setting with its default on an empty envi
     engineTimeoutMs: 30 * 60_000,
     pingIntervalMs: 10_000,
     roundtripPolicy: "mask",
+    specialTokensInText: "plain",
     signingSecret: null,
     chainCacheTokens: 16 * 1024 * 1024,
     scriptedLatencyMs: 0,
@@ -75,6 +76,7 @@ Deno.test("resolveConfig() fills every setting with its default on an empty envi
       gatewayUrl: null,
       claudeCodeBin: null,
       claudeCodePackage: "@anthropic-ai/claude-code@2.1.329",
+      claudeCodeTarball: null,
     },
   });
 });
@@ -94,6 +96,7 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     ENGINE_TIMEOUT_MS: "60000",
     PING_INTERVAL_MS: "50",
     ROUNDTRIP_POLICY: "keep",
+    SPECIAL_TOKENS_IN_TEXT: "live",
     SIGNING_SECRET: "signing-secret-0123456789",
     CHAIN_CACHE_TOKENS: "0",
     SCRIPTED_LATENCY_MS: "5",
@@ -130,6 +133,7 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     ROLLOUT_GATEWAY_URL: "http://gateway.internal:8080/",
     CLAUDE_CODE_BIN: "/opt/claude/bin/claude",
     CLAUDE_CODE_PACKAGE: "@anthropic-ai/claude-code@2.1.330",
+    CLAUDE_CODE_TARBALL: "/opt/claude-code.tgz",
   });
   assert.deepEqual({ ...config }, {
     port: 9000,
@@ -145,6 +149,7 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     engineTimeoutMs: 60_000,
     pingIntervalMs: 50,
     roundtripPolicy: "keep",
+    specialTokensInText: "live",
     signingSecret: "signing-secret-0123456789",
     chainCacheTokens: 0,
     scriptedLatencyMs: 5,
@@ -184,6 +189,7 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
       gatewayUrl: "http://gateway.internal:8080",
       claudeCodeBin: "/opt/claude/bin/claude",
       claudeCodePackage: "@anthropic-ai/claude-code@2.1.330",
+      claudeCodeTarball: "/opt/claude-code.tgz",
     },
   });
 });
@@ -194,6 +200,7 @@ Deno.test("resolveConfig() lists every variable it reads in CONFIG_VARIABLES", (
     "CHAIN_CACHE_TOKENS",
     "CLAUDE_CODE_BIN",
     "CLAUDE_CODE_PACKAGE",
+    "CLAUDE_CODE_TARBALL",
     "CONTEXT_LENGTH",
     "DEFAULT_JUDGER",
     "DEV_OPEN_SESSIONS",
@@ -237,6 +244,7 @@ Deno.test("resolveConfig() lists every variable it reads in CONFIG_VARIABLES", (
     "SESSION_RETENTION_MS",
     "SGLANG_URL",
     "SIGNING_SECRET",
+    "SPECIAL_TOKENS_IN_TEXT",
     "TOKENIZER_PATH",
     "TRAIN_SIDE_SEGMENTS",
   ]);
@@ -253,6 +261,7 @@ Deno.test("resolveConfig() throws a ConfigError naming the variable for each bad
     ["SGLANG_URL", "ftp://x"],
     ["SGLANG_URL", "localhost:30000"],
     ["ROUNDTRIP_POLICY", "drop"],
+    ["SPECIAL_TOKENS_IN_TEXT", "off"],
     ["ADMIN_TOKEN", "short"],
     ["SIGNING_SECRET", "fifteen-chars!!"],
     ["MAX_BODY_BYTES", "1023"],

@@ -61,3 +61,7 @@ Deno.test("checkPatchPaths() refuses paths that leave the repository or touch .g
     });
   }
 });
+
+Deno.test("patchPaths() keeps a quoted path that ends in a lone backslash instead of failing", () => {
+  assert.deepEqual(patchPaths('--- "a/odd\\"\n+++ "b/odd\\"\n'), ["odd\\"]);
+});

@@ -18,11 +18,9 @@ export function session(overrides: Partial<SessionRecord> = {}): SessionRecord {
     closedAt: null,
     expiresAt: null,
     metadata: {},
-    reward: null,
     allocation: null,
-    chains: ["c0"],
+    chainCount: 1,
     mainChain: "c0",
-    agents: {},
     dev: false,
     ...overrides,
   };

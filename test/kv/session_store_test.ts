@@ -123,7 +123,7 @@ Deno.test("registerChain() records the session, the empty header and the retired
     await commitTurn(kv, turnCommit(await getChain(kv, SID, "c0"), "c0", 0, tokensOf(4, 2)));
     const sessionEntry = await getSession(kv, SID) as Deno.KvEntry<SessionRecord>;
     const oldMain = await getChain(kv, SID, "c0") as Deno.KvEntry<ChainHeader>;
-    const nextSession = session({ chains: ["c0", "c1"], mainChain: "c1" });
+    const nextSession = session({ chainCount: 2, mainChain: "c1" });
     const retired: ChainHeader = { ...oldMain.value, wipedAt: 5 };
     const fresh: ChainHeader = { ...header("c1", 0, 0), parent: "c0" };
     const stamp = await registerChain(kv, {
@@ -155,7 +155,7 @@ Deno.test("registerChain() writes nothing when the session changed", async () =>
     await kv.set(keys.session(SID), session({ status: "closed" }));
     const result = await registerChain(kv, {
       session: stale,
-      next: session({ mainChain: "c1", chains: ["c0", "c1"] }),
+      next: session({ mainChain: "c1", chainCount: 2 }),
       header: header("c1", 0, 0),
     });
     assert.equal(result, null);
@@ -177,7 +177,7 @@ Deno.test("registerChain() writes nothing when the chain to retire changed, or t
     const register = (id: string, retire?: Deno.KvEntry<ChainHeader>) =>
       registerChain(kv, {
         session: entry,
-        next: session({ mainChain: id, chains: ["c0", id] }),
+        next: session({ mainChain: id, chainCount: 2 }),
         header: header(id, 0, 0),
         retire: retire ? { entry: retire, next: { ...retire.value, wipedAt: 9 } } : undefined,
       });

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { startFakeE2b } from "../../fixtures/fake_e2b.ts";
 import { assertChainExact } from "../_chain_exact.ts";
+import { claudeTarball } from "../_claude.ts";
 import { ADMIN_HEADERS, startGateway } from "../_gateway.ts";
 import { listDir, processesWith } from "../_host.ts";
 import { fixtureTask } from "../evaluate/_tasks.ts";
@@ -184,20 +185,25 @@ Deno.test("DELETE of a running job leaves no process, sandbox or open engine req
   }
 });
 
-Deno.test("a rollout through E2B installs Claude Code in the sandbox with npm and solves the task", async () => {
+Deno.test("a rollout through E2B installs Claude Code offline from its tarball with npm and solves the task", async () => {
   const fake = await startFakeE2b();
   const gw = await startGateway({
     script: oneCommand(FIX_CALC),
     worker: true,
-    env: { SANDBOX_BACKEND: "e2b", ...fake.env, E2B_BOOT_BACKOFF_MS: "1" },
+    env: {
+      SANDBOX_BACKEND: "e2b",
+      ...fake.env,
+      E2B_BOOT_BACKOFF_MS: "1",
+      CLAUDE_CODE_TARBALL: await claudeTarball(),
+    },
   });
+  const emptyCache = await Deno.makeTempDir({ prefix: "rg-npm-cache-" });
   try {
     const { task, gold } = await fixtureTask("python_unittest");
-    // The real package from the registry; tools/setup.ts's npm ci left it in this user's cache.
-    const cache = new TextDecoder().decode(
-      (await new Deno.Command("npm", { args: ["config", "get", "cache"] }).output()).stdout,
-    ).trim();
-    const agent = { env: { npm_config_cache: cache } };
+    // An empty npm cache and an unreachable registry, as on a fresh machine with no network.
+    const agent = {
+      env: { npm_config_cache: emptyCache, npm_config_registry: "http://127.0.0.1:9/" },
+    };
     const view = await awaitJob(gw, (await submit(gw, { task, agent })).jobs[0].id);
     assert.equal(view.phase, "done", JSON.stringify(view));
     assert.deepEqual([view.result.reward.score, view.result.reward.sandbox.backend], [1, "e2b"]);
@@ -212,6 +218,7 @@ Deno.test("a rollout through E2B installs Claude Code in the sandbox with npm an
   } finally {
     await gw.close();
     await fake.close();
+    await Deno.remove(emptyCache, { recursive: true });
   }
 });
 

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
-import type { ChainHeader, SegmentKind, SessionRecord } from "../../lib/kv/mod.ts";
+import type { ChainHeader, RewardedSession, SegmentKind } from "../../lib/kv/mod.ts";
 import { type Segment, type SegmentPolicy, selectSegments } from "../../lib/segment/mod.ts";
 
 const SESSION = {
   id: "s1",
   reward: { score: 1.2 },
   metadata: {},
-} as unknown as SessionRecord;
+} as unknown as RewardedSession;
 
 function segment(index: number, kind: SegmentKind, tokens = 10): Segment {
   return {
@@ -56,7 +56,7 @@ Deno.test("selectSegments() shares the score uniformly, copies it, or gives it t
 });
 
 Deno.test("selectSegments() gives null rewards before the trainer set a score", () => {
-  const unscored = { ...SESSION, reward: null } as SessionRecord;
+  const unscored: RewardedSession = { ...SESSION, reward: null };
   assert.deepEqual(selectSegments(unscored, FOUR, POLICY).segments.map((s) => s.reward), [
     null,
     null,

@@ -1,0 +1,277 @@
+/**
+ * Every client value the gateway stores is bounded where it enters: past a bound, a 400 naming
+ * the field and its limit, and KV unchanged. What grows with an episode (agents, chains, a large
+ * reward) never lands in one KV value, so a session can always be rewarded.
+ */
+import assert from "node:assert/strict";
+import {
+  MAX_AGENT_ID_CHARS,
+  MAX_CHAINS_PER_SESSION,
+  MAX_JSON_DEPTH,
+  MAX_METADATA_BYTES,
+  MAX_MODEL_CHARS,
+  MAX_REWARD_BYTES,
+  MAX_TOOL_NAME_CHARS,
+  MAX_TOOLS,
+} from "../../lib/limits/mod.ts";
+import { keys, type SessionRecord } from "../../lib/kv/mod.ts";
+import { ADMIN_HEADERS, kvSnapshot, startGateway, type TestGateway } from "../_gateway.ts";
+
+function messages(
+  gw: TestGateway,
+  token: string,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return fetch(`${gw.url}/v1/messages`, {
+    method: "POST",
+    headers: { "x-api-key": token, ...headers },
+    body: JSON.stringify({
+      model: "qwen3",
+      max_tokens: 32,
+      messages: [{ role: "user", content: "Hello" }],
+      ...body,
+    }),
+  });
+}
+
+/** Asserts a 400 invalid_request_error whose message matches `pattern`. */
+async function assertRefused(response: Response, pattern: RegExp): Promise<void> {
+  const text = await response.text();
+  assert.equal(response.status, 400, text);
+  const body = JSON.parse(text);
+  assert.equal(body.type, "error");
+  assert.equal(body.error.type, "invalid_request_error");
+  assert.match(body.error.message, pattern);
+}
+
+const tools = (count: number, prefix = "tool") =>
+  Array.from({ length: count }, (_, i) => ({ name: `${prefix}_${i}`, input_schema: {} }));
+
+Deno.test("oversized agent ids, model names, tool lists and tool names are refused with 400 naming the limit", async () => {
+  const gw = await startGateway({ script: () => "Done." });
+  try {
+    const { token } = await gw.openSession();
+    const before = await kvSnapshot(gw.kv);
+    const long = "a".repeat(MAX_AGENT_ID_CHARS + 1);
+    await assertRefused(
+      await messages(gw, token, {}, { "x-claude-code-agent-id": long }),
+      new RegExp(
+        `^x-claude-code-agent-id: ${long.length} characters, at most ${MAX_AGENT_ID_CHARS}$`,
+      ),
+    );
+    await assertRefused(
+      await messages(gw, token, {}, { "x-claude-code-parent-agent-id": long }),
+      /^x-claude-code-parent-agent-id: /,
+    );
+    await assertRefused(
+      await messages(gw, token, { model: "m".repeat(MAX_MODEL_CHARS + 1) }),
+      new RegExp(`^model: .*${MAX_MODEL_CHARS}`),
+    );
+    await assertRefused(
+      await messages(gw, token, { tools: tools(MAX_TOOLS + 1) }),
+      new RegExp(`^tools: .*${MAX_TOOLS}`),
+    );
+    await assertRefused(
+      await messages(gw, token, { tools: [{ name: "t".repeat(MAX_TOOL_NAME_CHARS + 1) }] }),
+      new RegExp(`^tools\\.0\\.name: .*${MAX_TOOL_NAME_CHARS}`),
+    );
+    assert.deepEqual(await kvSnapshot(gw.kv), before);
+    assert.equal(gw.engine.calls.length, 0);
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("a chain refuses a request that would show it more distinct tools than the bound", async () => {
+  const gw = await startGateway({ script: () => "Done." });
+  try {
+    const { token } = await gw.openSession();
+    const history: unknown[] = [{ role: "user", content: "Hello" }];
+    const first = await messages(gw, token, { messages: history, tools: tools(MAX_TOOLS) });
+    assert.equal(first.status, 200);
+    history.push({ role: "assistant", content: (await first.json()).content });
+    history.push({ role: "user", content: "More" });
+    const before = await kvSnapshot(gw.kv);
+    await assertRefused(
+      await messages(gw, token, { messages: history, tools: tools(1, "extra") }),
+      new RegExp(
+        `^tools: chain "c0" would have shown ${
+          MAX_TOOLS + 1
+        } distinct tools, at most ${MAX_TOOLS}$`,
+      ),
+    );
+    assert.deepEqual(await kvSnapshot(gw.kv), before);
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("many long agent ids leave the session rewardable, and a large reward round-trips", async () => {
+  const gw = await startGateway({ script: () => "Done." });
+  try {
+    const { id, token } = await gw.openSession();
+    const agents = Array.from({ length: 40 }, (_, i) => `${i}-`.padEnd(MAX_AGENT_ID_CHARS, "x"));
+    for (const agent of agents) {
+      const response = await messages(gw, token, {}, { "x-claude-code-agent-id": agent });
+      assert.equal(response.status, 200);
+      await response.body?.cancel();
+    }
+    // An evaluation of a large suite: thousands of test names as evidence (~400 KB).
+    const names = (n: number) =>
+      Array.from(
+        { length: n },
+        (_, i) => `tests/test_module_${i % 97}.py::TestCase::test_case_${i}`,
+      );
+    const reward = { score: 0.5, tests: { passed: names(5000), failed: names(300) } };
+    const set = await fetch(`${gw.url}/sessions/${id}/reward`, {
+      method: "POST",
+      headers: ADMIN_HEADERS,
+      body: JSON.stringify(reward),
+    });
+    assert.equal(set.status, 200, await set.clone().text());
+    assert.deepEqual((await gw.session(id)).reward, reward);
+    const samples = await fetch(`${gw.url}/sessions/${id}/samples?format=slime`, {
+      headers: ADMIN_HEADERS,
+    });
+    const slime = (await samples.json()).samples;
+    assert.equal(slime.length, 40);
+    assert.deepEqual(slime[0].metadata.reward_payload, reward);
+    assert.equal(slime[0].reward, 0.5 / 40);
+    // Set again, small: the large one's blob goes.
+    const small = await fetch(`${gw.url}/sessions/${id}/reward`, {
+      method: "POST",
+      headers: ADMIN_HEADERS,
+      body: JSON.stringify({ score: 1 }),
+    });
+    assert.equal(small.status, 200);
+    assert.deepEqual((await gw.session(id)).reward, { score: 1 });
+    const blobs = [];
+    for await (const entry of gw.kv.list({ prefix: keys.rewardBlobs(id) })) blobs.push(entry.key);
+    assert.deepEqual(blobs, []);
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("oversized metadata and rewards are refused with 400 naming the limit, writing nothing", async () => {
+  const gw = await startGateway();
+  try {
+    const { id } = await gw.openSession();
+    const before = await kvSnapshot(gw.kv);
+    const post = (path: string, body: unknown) =>
+      fetch(`${gw.url}${path}`, {
+        method: "POST",
+        headers: ADMIN_HEADERS,
+        body: JSON.stringify(body),
+      });
+    await assertRefused(
+      await post("/sessions", { metadata: { blob: "x".repeat(MAX_METADATA_BYTES) } }),
+      new RegExp(`^metadata: \\d+ bytes of JSON, at most ${MAX_METADATA_BYTES}$`),
+    );
+    await assertRefused(
+      await post("/sessions", { metadata: { ["k".repeat(300)]: 1 } }),
+      /^metadata: key "k+…" has 300 characters, at most 256$/,
+    );
+    await assertRefused(
+      await post(`/sessions/${id}/reward`, { score: 1, log: "x".repeat(MAX_REWARD_BYTES) }),
+      new RegExp(`^reward: \\d+ bytes of JSON, at most ${MAX_REWARD_BYTES}$`),
+    );
+    assert.deepEqual(await kvSnapshot(gw.kv), before);
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("a session holding the most chains refuses a request that would start another", async () => {
+  const gw = await startGateway({ script: () => "Done." });
+  try {
+    const { id, token } = await gw.openSession();
+    const history: unknown[] = [{ role: "user", content: "Hello" }];
+    const first = await messages(gw, token, { messages: history }, {
+      "x-claude-code-agent-id": "a1",
+    });
+    assert.equal(first.status, 200);
+    history.push({ role: "assistant", content: (await first.json()).content });
+    history.push({ role: "user", content: "Again" });
+    // Stand in for a thousand registered chains: the bound reads the session's chain count.
+    const entry = await gw.kv.get<SessionRecord>(keys.session(id));
+    await gw.kv.set(keys.session(id), { ...entry.value!, chainCount: MAX_CHAINS_PER_SESSION });
+    const before = await kvSnapshot(gw.kv);
+    await assertRefused(
+      await messages(gw, token, {}, { "x-claude-code-agent-id": "a2" }),
+      new RegExp(`holds ${MAX_CHAINS_PER_SESSION} chains, the most a session may hold`),
+    );
+    assert.deepEqual(await kvSnapshot(gw.kv), before);
+    // Existing chains keep working.
+    const again = await messages(gw, token, { messages: history }, {
+      "x-claude-code-agent-id": "a1",
+    });
+    assert.equal(again.status, 200);
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("JSON nested past the bound is refused with 400 wherever it is, writing nothing", async () => {
+  const gw = await startGateway({ script: () => "Done." });
+  try {
+    const { id, token } = await gw.openSession();
+    const before = await kvSnapshot(gw.kv);
+    const deep = (levels: number) => "[".repeat(levels) + "]".repeat(levels);
+    const send = (path: string, body: string, auth: Record<string, string>) =>
+      fetch(`${gw.url}${path}`, { method: "POST", headers: auth, body });
+    const session = { "x-api-key": token };
+    const cases: [string, string, Record<string, string>, RegExp][] = [
+      [
+        "/v1/messages",
+        `{"model":"q","max_tokens":8,"messages":[{"role":"user","content":"hi","x":${
+          deep(5000)
+        }}]}`,
+        session,
+        /^messages\.0\.x\.0\.0\.0\.0\.0\.…\.0\.0: nested deeper than 128 levels$/,
+      ],
+      [
+        "/v1/messages",
+        `{"model":"q","max_tokens":8,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"Bash","input":{"a":${
+          deep(100_000)
+        }}}]},{"role":"user","content":"go"}]}`,
+        session,
+        /nested deeper than 128 levels$/,
+      ],
+      ["/sessions", `{"metadata":{"a":${deep(MAX_JSON_DEPTH)}}}`, ADMIN_HEADERS, /nested deeper/],
+      [`/sessions/${id}/reward`, `{"score":1,"evidence":${deep(20_000)}}`, ADMIN_HEADERS, /nested/],
+    ];
+    for (const [path, body, headers, pattern] of cases) {
+      await assertRefused(await send(path, body, headers), pattern);
+    }
+    assert.deepEqual(await kvSnapshot(gw.kv), before);
+    // At the bound itself a value is accepted.
+    const atBound = await send(
+      "/sessions",
+      `{"metadata":{"a":${deep(MAX_JSON_DEPTH - 2)}}}`,
+      ADMIN_HEADERS,
+    );
+    assert.equal(atBound.status, 201, await atBound.clone().text());
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("a cursor that is not one a listing handed out is refused with 400", async () => {
+  const gw = await startGateway();
+  try {
+    for (const cursor of ["garbage", "%%%", "AmEAx"]) {
+      const response = await fetch(
+        `${gw.url}/sessions?cursor=${encodeURIComponent(cursor)}`,
+        { headers: ADMIN_HEADERS },
+      );
+      await assertRefused(
+        response,
+        /^Invalid cursor ".*": pass the next_cursor of an earlier page$/,
+      );
+    }
+  } finally {
+    await gw.close();
+  }
+});

@@ -1,0 +1,33 @@
+/**
+ * An independent oracle for plain-text encoding: the Qwen3 tokenizer loaded again from a copy of
+ * its files with the added tokens taken out, so no string in the text can become one.
+ *
+ * @module
+ */
+import { defaultTokenizerPath } from "../../lib/config/mod.ts";
+import { type ChatTokenizer, loadTokenizer } from "../../lib/template/mod.ts";
+
+let oracle: Promise<ChatTokenizer> | null = null;
+
+/** Encodes text with no added token recognized (`<|im_end|>` as `<`, `|`, `im`, …). */
+export function plainOracle(): Promise<ChatTokenizer> {
+  oracle ??= (async () => {
+    const source = defaultTokenizerPath();
+    const dir = await Deno.makeTempDir({ prefix: "rg-plain-oracle-" });
+    const tokenizer = JSON.parse(await Deno.readTextFile(`${source}/tokenizer.json`));
+    const config = JSON.parse(await Deno.readTextFile(`${source}/tokenizer_config.json`));
+    tokenizer.added_tokens = [];
+    delete config.added_tokens_decoder;
+    config.additional_special_tokens = [];
+    // A loader needs an eos that is a single token: any plain vocabulary entry will do.
+    config.eos_token = "!";
+    await Deno.writeTextFile(`${dir}/tokenizer.json`, JSON.stringify(tokenizer));
+    await Deno.writeTextFile(`${dir}/tokenizer_config.json`, JSON.stringify(config));
+    try {
+      return await loadTokenizer(dir);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  })();
+  return oracle;
+}

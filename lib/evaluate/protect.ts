@@ -50,7 +50,9 @@ export async function restoreProtected(
   if (tamperedPaths(attributes).length === 0) return { tampered };
 
   // Attributes may have changed what the checkout wrote: compare the bytes with the blobs.
-  const listed = await run(`git ls-tree -r -z HEAD -- ${paths.map(shellQuote).join(" ")}`);
+  const listed = await run(
+    `git --literal-pathspecs ls-tree -r -z HEAD -- ${paths.map(shellQuote).join(" ")}`,
+  );
   if (listed.timedOut || listed.exitCode !== 0) return { failed: listed, step: "list" };
   const files = treeFiles(listed.stdout);
   if (files.length === 0) return { tampered };
@@ -71,20 +73,21 @@ export async function restoreProtected(
  *
  * @example
  * ```ts
- * restoreScript(["tests"]); // "git status --porcelain --untracked-files=all --ignored=traditional -- tests …"
+ * restoreScript(["tests"]); // "git --literal-pathspecs status --porcelain --untracked-files=all …"
  * ```
  */
 export function restoreScript(paths: readonly string[]): string {
   const quoted = paths.map(shellQuote).join(" ");
-  const status = "git status --porcelain --untracked-files=all --ignored=traditional";
+  const status = "status --porcelain --untracked-files=all --ignored=traditional";
+  // Protected paths are names, not patterns: `tests/[ab].py` is that one file.
   return [
-    `${status} -- ${quoted} || exit 1`,
+    `git --literal-pathspecs ${status} -- ${quoted} || exit 1`,
     `echo ${shellQuote(ATTRIBUTES_MARK)}`,
-    `${status} -- ':(glob)**/.gitattributes' || exit 1`,
+    `git ${status} -- ':(glob)**/.gitattributes' || exit 1`,
     `for p in ${quoted}; do`,
     `  rm -rf -- "$p" || exit 1`,
     `  if git cat-file -e "HEAD:$p" 2>/dev/null; then`,
-    `    git checkout --quiet HEAD -- "$p" || exit 1`,
+    `    git --literal-pathspecs checkout --quiet HEAD -- "$p" || exit 1`,
     `  fi`,
     `done`,
   ].join("\n");

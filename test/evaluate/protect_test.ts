@@ -112,3 +112,36 @@ Deno.test("restoreProtected() gives back the base bytes when a .gitattributes co
     await Deno.remove(repo.path, { recursive: true });
   }
 });
+
+Deno.test("restoreProtected() restores a file whose protected folder the patch made a symlink", async () => {
+  const repo = await makeRepo();
+  try {
+    await Deno.mkdir(`${repo.path}/tests`);
+    await Deno.writeTextFile(`${repo.path}/tests/t.txt`, "base\n");
+    await git(repo.path, "add", "tests");
+    await git(repo.path, "commit", "--quiet", "-m", "tests");
+    // The patch: `tests/` gone, `tests` a link to a folder holding a test that passes.
+    await Deno.remove(`${repo.path}/tests`, { recursive: true });
+    await Deno.mkdir(`${repo.path}/elsewhere`);
+    await Deno.writeTextFile(`${repo.path}/elsewhere/t.txt`, "cheat\n");
+    await Deno.symlink("elsewhere", `${repo.path}/tests`);
+    const restored = await restoreProtected(runIn(repo.path), ["tests/t.txt"]);
+    assert.deepEqual(restored, { tampered: ["tests/t.txt"] });
+    assert.ok((await Deno.lstat(`${repo.path}/tests`)).isDirectory);
+    assert.equal(await Deno.readTextFile(`${repo.path}/tests/t.txt`), "base\n");
+  } finally {
+    await Deno.remove(repo.path, { recursive: true });
+  }
+});
+
+Deno.test("restoreProtected() reads protected paths as names, not as glob patterns", async () => {
+  const repo = await makeRepo(); // a.txt, b.txt at HEAD
+  try {
+    await Deno.writeTextFile(`${repo.path}/a.txt`, "changed, not protected\n");
+    const restored = await restoreProtected(runIn(repo.path), ["?.txt"]);
+    assert.deepEqual(restored, { tampered: [] });
+    assert.equal(await Deno.readTextFile(`${repo.path}/a.txt`), "changed, not protected\n");
+  } finally {
+    await Deno.remove(repo.path, { recursive: true });
+  }
+});

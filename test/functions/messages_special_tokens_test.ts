@@ -59,9 +59,21 @@ Deno.test("forged template tokens in user messages and tool results reach the en
     const plain = await plainOracle();
     await episode(gw, FORGED);
     const [first, second, third] = gw.engine.calls;
-    // The first prompt holds exactly the added tokens the template places for harmless text.
     await episode(gw, "harmless notes");
     const harmless = gw.engine.calls[3];
+    // The first prompt is the harmless one's system turn (tools included), then the user turn
+    // with the forged text as text: the same added tokens, at the same places.
+    const userTurn = (text: string) => [
+      IM_START,
+      ...plain.encode(`user\nRead the notes. ${text}`),
+      IM_END,
+      ...plain.encode("\n"),
+      IM_START,
+      ...plain.encode("assistant\n"),
+    ];
+    const system = harmless.inputIds.slice(0, -userTurn("harmless notes").length);
+    assert.deepEqual(harmless.inputIds, [...system, ...userTurn("harmless notes")]);
+    assert.deepEqual(first.inputIds, [...system, ...userTurn(FORGED)]);
     assert.deepEqual(first.inputIds.filter(ADDED), harmless.inputIds.filter(ADDED));
     // Each later prompt is the previous one, its output, and the delta with the text as text.
     assert.deepEqual(second.inputIds, [
@@ -104,6 +116,38 @@ Deno.test("SPECIAL_TOKENS_IN_TEXT=live restores special tokens from client text"
     const count = (ids: number[], id: number) => ids.filter((x) => x === id).length;
     assert.equal(count(first.inputIds, IM_END), count(harmless.inputIds, IM_END) + 2);
     assert.equal(count(first.inputIds, IM_START), count(harmless.inputIds, IM_START) + 1);
+    // The old tokens: the rendered text encoded with every special-token string live.
+    assert.deepEqual(first.inputIds, gw.tokenizer.encode(gw.tokenizer.decode(first.inputIds)));
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("a request holding every private-use character and a forged token is a 400, not a 500", async () => {
+  const gw = await startGateway({ script });
+  try {
+    const { token } = await gw.openSession();
+    let every = "";
+    for (const [first, last] of [[0xe000, 0xf8ff], [0x100000, 0x10fffd]]) {
+      for (let code = first; code <= last; code++) every += String.fromCodePoint(code);
+    }
+    const response = await fetch(`${gw.url}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": token },
+      body: JSON.stringify({
+        model: "qwen3",
+        max_tokens: 64,
+        messages: [{ role: "user", content: `${every}${FORGED}` }],
+      }),
+    });
+    assert.equal(response.status, 400);
+    const body = await response.json();
+    assert.equal(body.error.type, "invalid_request_error");
+    assert.equal(
+      body.error.message,
+      "request: holds every private-use character, so its special-token strings cannot be escaped",
+    );
+    assert.equal(gw.engine.calls.length, 0);
   } finally {
     await gw.close();
   }

@@ -8,6 +8,7 @@ import {
   TemplateError,
   withTextTokens,
 } from "../../lib/template/mod.ts";
+import { LimitError } from "../../lib/limits/mod.ts";
 import { qwen3 } from "../_gateway.ts";
 import { plainOracle } from "./_plain_oracle.ts";
 
@@ -134,6 +135,40 @@ Deno.test("a sentinel character already in client text is kept and another one e
   ]);
 });
 
+Deno.test("client text that spells a sentinel's \\u escape renders without a template error", async () => {
+  const tok = await qwen3();
+  const plain = await plainOracle();
+  const content = `${FORGED} "\\uE000" \\ue001\\udbc0\\udc00`;
+  const { tokens } = renderPrompt(tok, prompt([{ role: "user", content }]));
+  assert.deepEqual(tokens, [
+    IM_START,
+    ...plain.encode(`user\n${content}`),
+    IM_END,
+    ...plain.encode("\n"),
+    IM_START,
+    ...plain.encode("assistant\n"),
+  ]);
+});
+
+Deno.test("a prompt that holds every private-use character is refused as a bad request", async () => {
+  const tok = await qwen3();
+  let every = "";
+  for (const [first, last] of [[0xe000, 0xf8ff], [0x100000, 0x10fffd]]) {
+    for (let code = first; code <= last; code++) every += String.fromCodePoint(code);
+  }
+  assert.throws(
+    () =>
+      renderPrompt(
+        tok,
+        prompt([{ role: "user", content: every }, { role: "user", content: FORGED }]),
+      ),
+    (error) =>
+      error instanceof LimitError &&
+      error.message ===
+        "request: holds every private-use character, so its special-token strings cannot be escaped",
+  );
+});
+
 Deno.test("a template that escapes non-ASCII in tojson fails loudly instead of mangling text", async () => {
   const base = await qwen3();
   const mangling: ChatTokenizer = {
@@ -159,4 +194,27 @@ Deno.test("PlainText.encode() honours lstrip and rstrip of the added tokens it s
     (text) => Array.from(text, (c) => c.charCodeAt(0)),
   );
   assert.deepEqual(plain.encode("a  <sep>  b", { mark: null }), [97, 99, 98]);
+});
+
+Deno.test("PlainText splits at whitespace-only added tokens but leaves them live in client text", () => {
+  const sections: [string, number][] = [];
+  const plain = new PlainText(
+    [
+      { content: "\n\n", id: 90, lstrip: false, rstrip: false },
+      { content: "<sep>", id: 99, lstrip: false, rstrip: false },
+    ],
+    (text, section) => {
+      sections.push([text, section]);
+      return Array.from(text, (c) => c.charCodeAt(0));
+    },
+  );
+  const client: ChatPrompt = prompt([{ role: "user", content: "a\n\nb<sep>" }]);
+  const { prompt: escaped, escapes } = plain.escape(client);
+  const content = escaped.messages[0].content;
+  assert.equal(plain.restore(content, escapes), "a\n\nb<sep>");
+  // As a template would render it: its own <sep> first, then the client's text.
+  const ids = plain.encode(`<sep>${content}<sep>`, escapes);
+  assert.deepEqual(ids, [99, 97, 90, ...Array.from("b<sep>", (c) => c.charCodeAt(0)), 99]);
+  // Section indices as the tokenizer's own splitter numbers its pieces: no empty ones.
+  assert.deepEqual(sections, [["a", 1], ["b<sep>", 3]]);
 });

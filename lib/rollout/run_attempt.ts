@@ -23,6 +23,7 @@ import {
 } from "../kv/mod.ts";
 import {
   type ExecResult,
+  forwardTarget,
   type HostBind,
   RepoError,
   type Sandbox,
@@ -102,6 +103,8 @@ export class AttemptStop extends Error {
 
 /** How long an agent's sandbox outlives the attempt's deadline before its backend kills it. */
 const LIFETIME_SLACK_MS = 30_000;
+/** The port a local agent reaches the gateway at, on its sandbox's own loopback. */
+const GATEWAY_PORT_INSIDE = 8080;
 
 /**
  * Runs attempt `job.attempt` of `job` until it ends; `signal` aborts it with an
@@ -148,15 +151,20 @@ export async function runAttempt(
   let agentLog: string | undefined;
   let patch: string | undefined;
   try {
-    const binds: HostBind[] = backend.name === "local"
-      ? [{ host: deps.claudeBinary!, inside: CLAUDE_INSIDE }]
-      : [];
+    const local = backend.name === "local";
+    const binds: HostBind[] = local ? [{ host: deps.claudeBinary!, inside: CLAUDE_INSIDE }] : [];
+    // A local agent reaches the gateway and nothing else (no host loopback, no engine); an E2B
+    // sandbox is a machine of its own that reaches the gateway over the network.
+    const gatewayUrl = new URL(deps.gatewayUrl());
     sandbox = await boundedBackend(deps.kv, backend, slotsOf(deps, job.id)).create({
       repo: await repoSource(task, deps.evaluate.cacheDir),
       commit: task.base_commit,
       template: settings.sandbox.template ?? task.template,
       metadata: { purpose: "agent", rollout_job: job.id },
-      network: true,
+      network: !local,
+      forward: local
+        ? { port: GATEWAY_PORT_INSIDE, to: forwardTarget(gatewayUrl.href) }
+        : undefined,
       binds,
       // A backstop behind the wall-clock guard, which stops the attempt first.
       lifetimeMs: Math.max(0, (job.deadlineAt ?? Date.now()) - Date.now()) + LIFETIME_SLACK_MS,
@@ -168,8 +176,11 @@ export async function runAttempt(
     }, signal);
 
     await setPhase("agent");
+    const insideUrl = local
+      ? `http://127.0.0.1:${GATEWAY_PORT_INSIDE}${gatewayUrl.pathname.replace(/\/$/, "")}`
+      : deps.gatewayUrl();
     const env = claudeCodeEnv(settings.agent, {
-      baseUrl: deps.gatewayUrl(),
+      baseUrl: insideUrl,
       token: session.token,
       model: deps.modelId,
     });

@@ -7,6 +7,13 @@
  */
 import { bwrapArgs, type HostRoot, LOCAL_PATHS } from "./bwrap_args.ts";
 import { describe, HOST_GIT_ENV } from "./git_bundle.ts";
+import {
+  FORWARD_INSIDE,
+  FORWARD_SCRIPT,
+  forwardedCommand,
+  type ForwardListener,
+  listenForward,
+} from "./forward.ts";
 import { hostCommand } from "./host_command.ts";
 import { drainInto, OutputTail } from "./output_tail.ts";
 import { resolveInside } from "./paths.ts";
@@ -21,6 +28,7 @@ import {
   DEFAULT_OUTPUT_BYTES,
   type ExecOptions,
   type ExecResult,
+  type HostBind,
   RepoError,
   type Sandbox,
   type SandboxBackend,
@@ -118,6 +126,9 @@ export class LocalBackend implements SandboxBackend {
         throw new RangeError(`Bind target "${bind.inside}" is not a path under /sandbox/tools/`);
       }
     }
+    if (spec.forward && spec.network) {
+      throw new RangeError("A sandbox with a forward has no network of its own: set network false");
+    }
     const env = await this.#environment();
     const id = `sbx_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
     const dir = `${this.#root}/${id}`;
@@ -128,6 +139,14 @@ export class LocalBackend implements SandboxBackend {
     const sandbox = new LocalSandbox(id, dir, dirs, env, this.#bwrap, spec, (s) => {
       this.#live.delete(s);
     });
+    if (spec.forward) {
+      try {
+        await sandbox.openForward();
+      } catch (error) {
+        await sandbox.kill();
+        throw error;
+      }
+    }
     try {
       // git is dead when this settles, aborted or not: only then is the folder removed.
       await checkout(spec, dirs.repo);
@@ -203,6 +222,8 @@ class LocalSandbox implements Sandbox {
   readonly #children = new Map<Deno.ChildProcess, () => void>();
   #lifetime: ReturnType<typeof setTimeout> | undefined;
   #killed: Promise<void> | null = null;
+  /** The gateway's end of the sandbox's forward, with what it binds inside. */
+  #forward: { listener: ForwardListener; binds: HostBind[]; link: string | null } | null = null;
 
   constructor(
     readonly id: string,
@@ -226,18 +247,45 @@ class LocalSandbox implements Sandbox {
     }, this.spec.lifetimeMs);
   }
 
+  /**
+   * Listens on the Unix socket the sandbox's forwarder reaches the gateway through. Its path is
+   * kept short (Unix socket paths hold at most 107 bytes).
+   */
+  async openForward(): Promise<void> {
+    const forward = this.spec.forward!;
+    let socket = `${this.dir}/gateway.sock`;
+    let link: string | null = null;
+    if (socket.length > 100) {
+      // A short name for the folder, through a link of our own in the host's temp folder.
+      link = await Deno.makeTempDir({ prefix: "rg-fwd-" });
+      await Deno.remove(link);
+      await Deno.symlink(this.dir, link);
+      socket = `${link}/gateway.sock`;
+    }
+    this.#forward = {
+      link,
+      listener: listenForward(socket, forward.to),
+      binds: [
+        { host: Deno.execPath(), inside: FORWARD_INSIDE.deno },
+        { host: FORWARD_SCRIPT, inside: FORWARD_INSIDE.script },
+        { host: `${this.dir}/gateway.sock`, inside: FORWARD_INSIDE.socket },
+      ],
+    };
+  }
+
   async exec(command: string, options: ExecOptions): Promise<ExecResult> {
     if (this.#killed) throw new Error(`Sandbox ${this.id} was killed`);
     const started = performance.now();
+    const forward = this.spec.forward;
     const args = bwrapArgs({
       ...this.env,
       dirs: this.dirs,
-      command,
+      command: forward ? forwardedCommand(command, forward.port) : command,
       cwd: options.cwd ?? this.workdir,
       env: options.env ?? {},
       user: options.user ?? "user",
       network: this.spec.network,
-      binds: this.spec.binds,
+      binds: [...(this.spec.binds ?? []), ...(this.#forward?.binds ?? [])],
     });
     const child = new Deno.Command(this.bwrap, {
       args,
@@ -308,6 +356,8 @@ class LocalSandbox implements Sandbox {
       clearTimeout(this.#lifetime);
       for (const stop of this.#children.values()) stop();
       await Promise.all([...this.#children.keys()].map((child) => child.status));
+      await this.#forward?.listener.close();
+      if (this.#forward?.link) await Deno.remove(this.#forward.link).catch(() => {});
       await Deno.remove(this.dir, { recursive: true }).catch((error) => {
         if (!(error instanceof Deno.errors.NotFound)) throw error;
       });

@@ -2,6 +2,7 @@
 export * from "./sandbox.ts";
 export * from "./host_command.ts";
 export * from "./local.ts";
+export * from "./forward.ts";
 export * from "./bwrap_args.ts";
 export * from "./output_tail.ts";
 export * from "./paths.ts";

@@ -6,6 +6,8 @@
  * @module
  */
 
+import type { Forward } from "./forward.ts";
+
 /** Where the repository of a sandbox comes from. */
 export type RepoSource =
   /** A git repository on the gateway's machine, copied into the sandbox. */
@@ -26,6 +28,12 @@ export interface SandboxSpec {
   readonly metadata?: Readonly<Record<string, string>>;
   /** Whether commands may reach the network. Evaluation sandboxes have none. */
   readonly network: boolean;
+  /**
+   * With `network: false`, the one address commands still reach, at `127.0.0.1:<port>` inside:
+   * how a local agent reaches the gateway and nothing else on the host (see `forward.ts`). Only
+   * the local backend has it.
+   */
+  readonly forward?: Forward;
   /**
    * Host files or folders shown read-only inside at `inside` (a path under `/sandbox/tools/`):
    * tools the local backend lends from the host. The E2B backend has none; it installs instead.

@@ -41,8 +41,12 @@ export function flattenChain(
     }
   };
   turns.forEach(({ record, tokens }, index) => {
-    if (index === 0) prompt_ids.push(...tokens.delta);
-    else context(tokens.delta);
+    if (index === 0) {
+      // A loop, not a spread: a first prompt of 200k tokens would overflow the call stack.
+      for (let i = 0; i < tokens.delta.length; i++) prompt_ids.push(tokens.delta[i]);
+    } else {
+      context(tokens.delta);
+    }
     const mask = record.masked ? 0 : 1;
     for (let i = 0; i < tokens.output.length; i++) {
       response_ids.push(tokens.output[i]);

@@ -80,7 +80,7 @@ function locateProblem(value: unknown, maxDepth: number): JsonShapeProblem | nul
       }
       children.push(child);
     }
-    stack.push(...children.reverse());
+    for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]); // no spread: long arrays
   }
   return null;
 }

@@ -210,7 +210,7 @@ function someString(value: unknown, test: (text: string) => boolean): boolean {
     if (typeof item === "string") {
       if (test(item)) return true;
     } else if (Array.isArray(item)) {
-      stack.push(...item);
+      for (const child of item) stack.push(child); // no spread: arrays may be long
     } else if (typeof item === "object" && item !== null) {
       for (const [key, child] of Object.entries(item)) {
         if (test(key)) return true;

@@ -129,3 +129,12 @@ Deno.test("flattenChain() returns plain number arrays", () => {
   assert.doesNotThrow(() => JSON.stringify(arrays));
   assert.deepEqual(JSON.parse(JSON.stringify(arrays)), arrays);
 });
+
+Deno.test("flattenChain() keeps a first prompt longer than a spread can take", () => {
+  const prompt = Array.from({ length: 300_000 }, (_, i) => i % 1000);
+  const arrays = flattenChain([
+    turn(0, { delta: prompt, output: [7, EOS], logprobs: [-0.5, -0.25], closing: [] }),
+  ]);
+  assert.deepEqual(arrays.prompt_ids, prompt);
+  assert.deepEqual(arrays.response_ids, [7, EOS]);
+});

@@ -13,6 +13,7 @@ import { z } from "zod";
 import { InvalidRequestError } from "../lib/anthropic/mod.ts";
 import { FINAL_PHASES, getRolloutGroup } from "../lib/kv/mod.ts";
 import {
+  checkJobId,
   describeJob,
   JobNotFoundError,
   requestCancel,
@@ -75,6 +76,7 @@ export function createRolloutApp(deps: Deps): Hono {
 
   app.delete("/rollout/:id", async (c) => {
     const id = c.req.param("id");
+    checkJobId(id);
     await requestCancel(deps.kv, id);
     // Stopped at once when it runs here; elsewhere, its worker sees the record; when nobody
     // runs it, this process's next scan finishes it.

@@ -38,7 +38,12 @@ const RewardBody = z.looseObject({ score: z.number().finite() });
 const ListQuery = z.object({
   status: z.enum(["open", "closed"]).optional(),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
-  cursor: z.string().min(1).optional(),
+  // Cursors KV hands out are base64url of a key: anything else cannot be one.
+  cursor: z.string().min(1).max(2730).regex(
+    /^[A-Za-z0-9_-]+={0,2}$/,
+    "not a cursor a listing handed out",
+  )
+    .optional(),
 });
 
 /** The sessions app over `deps`. */

@@ -206,8 +206,9 @@ function toolResultText(content: unknown, at: string, options: LowerOptions): st
   }).join("\n");
 }
 
-/** Text of blocks that carry text in some nested shape. */
+/** Text of blocks that carry text in some nested shape (loosely validated: anything may be there). */
 function nestedText(block: { type: string; [key: string]: unknown }): string {
+  if (typeof block !== "object" || block === null) return "";
   if (typeof block.text === "string") return block.text;
   if (block.type === "tool_reference") return String(block.tool_name);
   if (Array.isArray(block.content)) {

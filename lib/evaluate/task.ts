@@ -6,8 +6,9 @@
  * @module
  */
 import { z } from "zod";
+import { jsonBytes, MAX_METADATA_BYTES } from "../limits/mod.ts";
 import { FIXTURE_NAME } from "./fixture_repos.ts";
-import { checkPatchPaths } from "./patch_paths.ts";
+import { checkPatchPaths, patchPaths } from "./patch_paths.ts";
 
 /** A git URL the sandbox may clone. */
 const GIT_URL = /^(?:https?|ssh|git|file):\/\/\S+$|^[\w.-]+@[\w.-]+:\S+$/;
@@ -17,6 +18,31 @@ const REVISION = /^[A-Za-z0-9][A-Za-z0-9._/^~-]{0,254}$/;
 
 /** A path inside the repository: relative, no `..`, not an option. */
 const REPO_PATH = /^(?![/-])(?!(?:.*\/)?\.\.(?:\/|$)).{1,4096}$/;
+
+/**
+ * Longest command a sandbox runs, in UTF-8 bytes: each is one argument of `sh -c`, and Linux
+ * refuses an argument of 128 KiB or more (`MAX_ARG_STRLEN`). A test list counts with its
+ * command, every test id quoted.
+ */
+export const MAX_COMMAND_BYTES = 100_000;
+/** Largest `env`, in UTF-8 bytes of its names and values (they travel as arguments too). */
+export const MAX_ENV_BYTES = 65_536;
+/**
+ * Largest set of protected paths (`protected_paths` and the files `test_patch` touches), in
+ * UTF-8 bytes quoted for the shell: the script that puts them back names each one twice.
+ */
+export const MAX_PROTECTED_BYTES = 32_768;
+
+/** Bytes of `text` as UTF-8. */
+function utf8Bytes(text: string): number {
+  return new TextEncoder().encode(text).length;
+}
+
+/** A shell command, at most {@linkcode MAX_COMMAND_BYTES}. */
+const Command = z.string().min(1).refine(
+  (command) => utf8Bytes(command) <= MAX_COMMAND_BYTES,
+  `expected at most ${MAX_COMMAND_BYTES} bytes of UTF-8`,
+);
 
 /** Test runners a task's test lists can name. */
 export const RUNNERS = ["unittest", "pytest", "node"] as const;
@@ -42,10 +68,10 @@ export const TaskSchema = z.object({
   /** E2B template the sandbox is made from. */
   template: z.string().min(1).max(256).optional(),
   /** Shell commands run in the work tree, in order, before the patch is applied. */
-  pre_commands: z.array(z.string().min(1).max(100_000)).max(100).default([]),
+  pre_commands: z.array(Command).max(100).default([]),
   problem_statement: z.string().max(1_000_000).default(""),
   /** Grading by exit status: 0 passes. */
-  eval_cmd: z.string().min(1).max(100_000).optional(),
+  eval_cmd: Command.optional(),
   /** Grading by a self-contained test script written into the sandbox's scratch folder. */
   f2p_script: z.string().min(1).max(1_000_000).optional(),
   /** The script's file name; its extension picks how it runs unless `f2p_cmd` says. */
@@ -53,7 +79,7 @@ export const TaskSchema = z.object({
     "test_f2p.py",
   ),
   /** How the script runs, `{script}` standing for its path. */
-  f2p_cmd: z.string().min(1).max(100_000).optional(),
+  f2p_cmd: Command.optional(),
   /** Tests that must pass with the patch (and failed without it). */
   fail_to_pass: TestList.optional(),
   /** Tests that must still pass with the patch. */
@@ -61,7 +87,7 @@ export const TaskSchema = z.object({
   /** The runner of the test lists. */
   runner: z.enum(RUNNERS).optional(),
   /** A command running the listed tests, `{tests}` standing for their ids; overrides `runner`. */
-  test_cmd: z.string().min(1).max(100_000).optional(),
+  test_cmd: Command.optional(),
   /**
    * Paths (files or folders) a patch may not change: put back as at the base commit after the
    * patch is applied, so an agent cannot pass by editing the tests.
@@ -79,7 +105,10 @@ export const TaskSchema = z.object({
   /** A configured judger's name. */
   judger: z.string().min(1).max(128).optional(),
   /** Labels, kept with the sandbox (E2B metadata) and in the result. */
-  metadata: z.record(z.string(), z.string().max(1000)).optional(),
+  metadata: z.record(z.string(), z.string().max(1000)).refine(
+    (metadata) => jsonBytes(metadata) <= MAX_METADATA_BYTES,
+    `expected at most ${MAX_METADATA_BYTES} bytes of JSON`,
+  ).optional(),
 }).superRefine((task, ctx) => {
   const modes = [
     task.eval_cmd !== undefined,
@@ -106,12 +135,46 @@ export const TaskSchema = z.object({
       message: "f2p_filename has no known extension (.py, .js, .mjs, .cjs, .sh): give f2p_cmd",
     });
   }
+  let guarded = task.protected_paths;
   if (task.test_patch !== undefined) {
     try {
       checkPatchPaths(task.test_patch);
+      guarded = [...guarded, ...patchPaths(task.test_patch)];
     } catch (error) {
       ctx.addIssue({ code: "custom", path: ["test_patch"], message: (error as Error).message });
     }
+  }
+  const protectedBytes = quotedBytes(guarded);
+  if (protectedBytes > MAX_PROTECTED_BYTES) {
+    ctx.addIssue({
+      code: "custom",
+      path: [task.protected_paths.length > 0 ? "protected_paths" : "test_patch"],
+      message: `the protected paths (with those of test_patch) take ${protectedBytes} bytes ` +
+        `quoted, at most ${MAX_PROTECTED_BYTES}`,
+    });
+  }
+  if (task.fail_to_pass !== undefined && (task.runner || task.test_cmd)) {
+    const command = task.test_cmd ?? runnerCommand(task.runner!);
+    const bytes = utf8Bytes(command) + quotedBytes([...task.fail_to_pass, ...task.pass_to_pass]);
+    if (bytes > MAX_COMMAND_BYTES) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["fail_to_pass"],
+        message: `the test command with every listed test id takes ${bytes} bytes, ` +
+          `at most ${MAX_COMMAND_BYTES}`,
+      });
+    }
+  }
+  const envBytes = Object.entries(task.env).reduce(
+    (sum, [name, value]) => sum + utf8Bytes(name) + utf8Bytes(value) + 2,
+    0,
+  );
+  if (envBytes > MAX_ENV_BYTES) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["env"],
+      message: `${envBytes} bytes of names and values, at most ${MAX_ENV_BYTES}`,
+    });
   }
   if (task.repo === undefined && task.repo_dir === undefined) {
     ctx.addIssue({ code: "custom", path: ["repo"], message: "field required" });
@@ -150,6 +213,11 @@ export function runnerCommand(runner: Runner): string {
       // node --test selects files, not names: every test runs and the lists pick the results.
       return "node --test --test-reporter=tap";
   }
+}
+
+/** Bytes of `values` quoted for a POSIX shell, one space apart. */
+function quotedBytes(values: readonly string[]): number {
+  return values.reduce((sum, value) => sum + utf8Bytes(shellQuote(value)) + 1, 0);
 }
 
 /** `value` quoted for a POSIX shell. */

@@ -84,7 +84,8 @@ export async function listSessions(
     for await (const entry of iter) sessions.push(entry.value);
   } catch (error) {
     if (
-      options.cursor !== undefined && error instanceof TypeError && /cursor/i.test(error.message)
+      options.cursor !== undefined && error instanceof TypeError &&
+      /cursor|key too large/i.test(error.message)
     ) {
       throw new InvalidCursorError(options.cursor);
     }

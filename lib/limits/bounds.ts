@@ -48,6 +48,15 @@ export class LimitError extends RangeError {
   }
 }
 
+/**
+ * A metadata value as text, for comparing and exporting: strings, numbers and booleans as
+ * `String()` gives them, objects and arrays as JSON (whatever keys they hold: `String()` of
+ * `{"toString": 1}` throws).
+ */
+export function metadataText(value: unknown): string {
+  return typeof value === "object" && value !== null ? JSON.stringify(value) : String(value);
+}
+
 /** Bytes of `value` as JSON (UTF-8). */
 export function jsonBytes(value: unknown): number {
   return new TextEncoder().encode(JSON.stringify(value) ?? "").length;

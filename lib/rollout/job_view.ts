@@ -56,9 +56,24 @@ export interface JobView {
 /** A rollout job, or group, not found (HTTP 404). */
 export class JobNotFoundError extends Error {
   constructor(id: string, what: "job" | "group" = "job") {
-    super(`Rollout ${what} "${id}" not found`);
+    super(`Rollout ${what} "${id.length > 64 ? `${id.slice(0, 64)}…` : id}" not found`);
     this.name = "JobNotFoundError";
   }
+}
+
+/**
+ * Longest id a job can have, in characters (`job_` and 24 hex digits, or a test's shorter
+ * one). A longer one is not looked up: it names no job, and a KV key holds at most 2 KiB.
+ */
+export const MAX_JOB_ID_CHARS = 128;
+
+/**
+ * Checks that `jobId` could name a job before it is looked up.
+ *
+ * @throws {JobNotFoundError} for an id longer than {@linkcode MAX_JOB_ID_CHARS}.
+ */
+export function checkJobId(jobId: string): void {
+  if (jobId.length > MAX_JOB_ID_CHARS) throw new JobNotFoundError(jobId);
 }
 
 /**
@@ -67,6 +82,7 @@ export class JobNotFoundError extends Error {
  * @throws {JobNotFoundError}
  */
 export async function describeJob(kv: Deno.Kv, jobId: string, now = Date.now()): Promise<JobView> {
+  checkJobId(jobId);
   const job = (await getRolloutJob(kv, jobId)).value;
   if (job === null) throw new JobNotFoundError(jobId);
   return await viewOf(kv, job, now);

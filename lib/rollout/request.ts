@@ -6,7 +6,8 @@
  * @module
  */
 import { z } from "zod";
-import { TaskSchema } from "../evaluate/mod.ts";
+import { MAX_COMMAND_BYTES, shellQuote, TaskSchema } from "../evaluate/mod.ts";
+import { checkMetadata, jsonBytes, MAX_METADATA_BYTES } from "../limits/mod.ts";
 
 /** Where the agent finds the issue, in its work tree; left out of the patch. */
 export const PROBLEM_FILE = "PROBLEM_STATEMENT.md";
@@ -22,20 +23,35 @@ export const DEFAULT_PROMPT = [
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/** Longest prompt template, in characters. */
+export const MAX_PROMPT_TEMPLATE_CHARS = 16_384;
+/** Longest tool pattern of `allowed_tools` / `disallowed_tools`, in characters. */
+export const MAX_TOOL_PATTERN_CHARS = 256;
+/**
+ * Largest settings of a group (the request without its task), in characters of JSON. They are
+ * kept in the group's one KV value (64 KiB), at most two bytes a character, beside up to 256 job
+ * ids; the task is kept apart, in chunks.
+ */
+export const MAX_ROLLOUT_SETTINGS_CHARS = 24_576;
+/** Bytes of session metadata a rollout adds (`group_id`, `sample_index`, `rollout_job`, `attempt`). */
+const ROLLOUT_METADATA_BYTES = 256;
+
+const ToolPattern = z.string().max(MAX_TOOL_PATTERN_CHARS).regex(/^[^,\s]+(?:\([^)]*\))?$/);
+
 /** How the agent runs. */
 const AgentSettings = z.strictObject({
   /** The agent: Claude Code, headless. */
   harness: z.enum(["claude_code"]).default("claude_code"),
   /** The prompt; `{problem_statement}` and `{problem_file}` are filled in. */
-  prompt_template: z.string().min(1).max(1_000_000).default(DEFAULT_PROMPT),
+  prompt_template: z.string().min(1).max(MAX_PROMPT_TEMPLATE_CHARS).default(DEFAULT_PROMPT),
   /** Claude Code's `--permission-mode`. */
   permission_mode: z.enum(["bypassPermissions", "acceptEdits", "default", "plan"]).default(
     "bypassPermissions",
   ),
   /** Claude Code's `--allowedTools`. */
-  allowed_tools: z.array(z.string().regex(/^[^,\s]+(?:\([^)]*\))?$/)).max(200).optional(),
+  allowed_tools: z.array(ToolPattern).max(200).optional(),
   /** Claude Code's `--disallowedTools`. */
-  disallowed_tools: z.array(z.string().regex(/^[^,\s]+(?:\([^)]*\))?$/)).max(200).default([]),
+  disallowed_tools: z.array(ToolPattern).max(200).default([]),
   /** `CLAUDE_CODE_AUTO_COMPACT_WINDOW` (Claude Code's minimum is 100000). */
   auto_compact_window: z.number().int().min(100_000).max(10_000_000).optional(),
   /** Claude Code's `--max-turns`. */
@@ -78,7 +94,67 @@ export const RolloutRequestSchema = z.object({
   max_attempts: z.number().int().min(1).max(10).default(2),
   /** Labels kept on each sample's session (`group_id`, `sample_index` are added). */
   metadata: z.record(z.string(), z.unknown()).default({}),
+}).superRefine((request, ctx) => {
+  const { task, ...settings } = request;
+  const issue = (path: PropertyKey[], message: string) =>
+    ctx.addIssue({ code: "custom", path, message });
+  const metadataBytes = jsonBytes(request.metadata);
+  if (metadataBytes > MAX_METADATA_BYTES - ROLLOUT_METADATA_BYTES) {
+    issue(
+      ["metadata"],
+      `${metadataBytes} bytes of JSON, at most ${MAX_METADATA_BYTES - ROLLOUT_METADATA_BYTES} ` +
+        "(each sample's session adds its group, index, job and attempt)",
+    );
+  } else {
+    try {
+      checkMetadata(request.metadata); // the length of its keys
+    } catch (error) {
+      issue([], (error as Error).message);
+    }
+  }
+  const chars = JSON.stringify(settings).length;
+  if (chars > MAX_ROLLOUT_SETTINGS_CHARS) {
+    issue(
+      [largestPart(settings)],
+      `the settings besides the task take ${chars} characters of JSON, ` +
+        `at most ${MAX_ROLLOUT_SETTINGS_CHARS}`,
+    );
+  }
+  const command = agentCommandBytes(request.agent, task.problem_statement);
+  if (command > MAX_COMMAND_BYTES) {
+    issue(
+      ["agent", "prompt_template"],
+      `the agent's command, with task.problem_statement filled in, takes ${command} bytes, ` +
+        `at most ${MAX_COMMAND_BYTES}`,
+    );
+  }
 });
+
+/** The top-level field of `settings` that takes the most JSON. */
+function largestPart(settings: Record<string, unknown>): string {
+  const sizes = Object.entries(settings).map(([key, value]) => [key, jsonBytes(value)] as const);
+  return sizes.reduce((a, b) => b[1] > a[1] ? b : a)[0];
+}
+
+/**
+ * An upper bound on the bytes of the agent's shell command (its prompt and tool lists quoted):
+ * one argument of `sh -c`, like the evaluation's commands.
+ */
+function agentCommandBytes(
+  agent: { prompt_template: string; allowed_tools?: string[]; disallowed_tools: string[] },
+  problem: string,
+): number {
+  const bytes = (text: string) => new TextEncoder().encode(text).length;
+  const template = agent.prompt_template;
+  const fills = template.split("{problem_statement}").length - 1;
+  // Counted before the prompt is built, so a template repeating a long statement builds nothing.
+  const estimate = bytes(template) + fills * bytes(problem);
+  if (estimate > MAX_COMMAND_BYTES) return estimate;
+  const prompt = template.replaceAll("{problem_statement}", problem)
+    .replaceAll("{problem_file}", PROBLEM_FILE);
+  const tools = [agent.allowed_tools ?? [], agent.disallowed_tools].map((list) => list.join(","));
+  return [prompt, ...tools].reduce((sum, text) => sum + bytes(shellQuote(text)) + 1, 0) + 512;
+}
 
 /** A validated `POST /rollout` body. */
 export type RolloutRequest = z.output<typeof RolloutRequestSchema>;

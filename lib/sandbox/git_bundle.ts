@@ -73,6 +73,6 @@ export async function bundleCommit(source: string, commit: string, dir: string):
 /** The last lines of a failed git command's stderr. */
 export function describe(error: unknown): string {
   return error instanceof HostCommandError
-    ? error.stderr.trim().split("\n").slice(-3).join(" ")
+    ? error.stderr.trim().split("\n").slice(-3).join(" ").replace(/\s+/g, " ").replace(/\.$/, "")
     : String(error);
 }

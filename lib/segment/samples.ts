@@ -6,6 +6,7 @@
  */
 import type { ChainArrays } from "../chain/mod.ts";
 import type { RewardedSession, SegmentKind } from "../kv/mod.ts";
+import { metadataText } from "../limits/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
 import type { Lineage, SegmentStats } from "./segments.ts";
 
@@ -52,7 +53,7 @@ export function segmentIdentity(
     kind: segment.kind,
     chain_id: segment.header.id,
     rollout_id: session.id,
-    group_id: group === undefined || group === null ? null : String(group),
+    group_id: group === undefined || group === null ? null : metadataText(group),
     segment_index: segment.index,
     lineage: segment.lineage,
     stats: segment.stats,

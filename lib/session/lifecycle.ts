@@ -27,8 +27,14 @@ import {
   type SessionRecord,
   updateSession,
 } from "../kv/mod.ts";
-import { jsonBytes, LimitError, MAX_REWARD_BYTES, REWARD_INLINE_BYTES } from "../limits/mod.ts";
-import { SessionNotFoundError } from "./session.ts";
+import {
+  jsonBytes,
+  LimitError,
+  MAX_REWARD_BYTES,
+  metadataText,
+  REWARD_INLINE_BYTES,
+} from "../limits/mod.ts";
+import { SESSION_ID, SessionNotFoundError } from "./session.ts";
 
 /** What the lifecycle operations need. */
 export interface LifecycleDeps {
@@ -92,8 +98,9 @@ export async function liveSession(
   sessionId: string,
   now = Date.now(),
 ): Promise<Deno.KvEntry<SessionRecord>> {
-  const entry = await getSession(kv, sessionId);
-  if (!entry.value || isExpired(entry.value, now)) throw new SessionNotFoundError(sessionId);
+  // An id no session can have is not looked up (KV refuses keys over 2 KiB).
+  const entry = SESSION_ID.test(sessionId) ? await getSession(kv, sessionId) : null;
+  if (!entry?.value || isExpired(entry.value, now)) throw new SessionNotFoundError(sessionId);
   return entry as Deno.KvEntry<SessionRecord>;
 }
 
@@ -147,7 +154,7 @@ function view(
 /** Which sessions a listing shows. */
 export interface SessionFilter {
   readonly status?: "open" | "closed";
-  /** Metadata values each listed session must have (compared as strings), by key. */
+  /** Metadata values each listed session must have, by key (compared as `metadataText`). */
   readonly metadata?: ReadonlyMap<string, string>;
 }
 
@@ -167,7 +174,7 @@ export async function listSessionViews(
     !isExpired(session, now) &&
     (filter.status === undefined || session.status === filter.status) &&
     [...(filter.metadata ?? [])].every(([key, value]) =>
-      Object.hasOwn(session.metadata, key) && String(session.metadata[key]) === value
+      Object.hasOwn(session.metadata, key) && metadataText(session.metadata[key]) === value
     )
   );
   const views: SessionView[] = [];

@@ -22,7 +22,9 @@ export class AuthenticationError extends Error {
 /** No session with this id (HTTP 404). */
 export class SessionNotFoundError extends Error {
   constructor(readonly sessionId: string) {
-    super(`Session "${sessionId}" not found`);
+    super(
+      `Session "${sessionId.length > 128 ? `${sessionId.slice(0, 64)}…` : sessionId}" not found`,
+    );
     this.name = "SessionNotFoundError";
   }
 }

@@ -325,3 +325,11 @@ Deno.test("lowerMessages() puts a placeholder where an image was under the place
     ],
   );
 });
+
+Deno.test("lowerMessages() reads no text from nested content that is not blocks", () => {
+  const request = {
+    role: "user" as const,
+    content: [{ type: "search_result", content: [null, 3, "x", { type: "text", text: "kept" }] }],
+  };
+  assert.deepEqual(lowerMessages([request as never], 0), [{ role: "user", content: "\n\n\nkept" }]);
+});

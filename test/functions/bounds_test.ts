@@ -261,15 +261,42 @@ Deno.test("JSON nested past the bound is refused with 400 wherever it is, writin
 Deno.test("a cursor that is not one a listing handed out is refused with 400", async () => {
   const gw = await startGateway();
   try {
-    for (const cursor of ["garbage", "%%%", "AmEAx"]) {
+    for (const cursor of ["garbage", "%%%", "AmEAx", "A".repeat(3000), "€uro"]) {
       const response = await fetch(
         `${gw.url}/sessions?cursor=${encodeURIComponent(cursor)}`,
         { headers: ADMIN_HEADERS },
       );
+      // Malformed ones at the edge, well-formed ones KV cannot read when listing.
       await assertRefused(
         response,
-        /^Invalid cursor ".*": pass the next_cursor of an earlier page$/,
+        /^(Invalid cursor ".*": pass the next_cursor of an earlier page|cursor: (not a cursor a listing handed out|Too big: .*2730 characters))$/,
       );
+    }
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("a session id no session can have is not found, whatever its length, on every route", async () => {
+  const gw = await startGateway();
+  try {
+    const long = "a".repeat(2100);
+    const routes: [string, string, string?][] = [
+      ["GET", `/sessions/${long}`],
+      ["GET", `/sessions/${long}/samples`],
+      ["POST", `/sessions/${long}/close`],
+      ["POST", `/sessions/${long}/reward`, '{"score": 1}'],
+      ["DELETE", `/sessions/${long}`],
+    ];
+    for (const [method, path, body] of routes) {
+      const response = await fetch(`${gw.url}${path}`, { method, headers: ADMIN_HEADERS, body });
+      const error = await response.json();
+      assert.equal(
+        response.status,
+        404,
+        `${method} ${path.slice(0, 20)}: ${JSON.stringify(error)}`,
+      );
+      assert.equal(error.error.message, `Session "${"a".repeat(64)}…" not found`);
     }
   } finally {
     await gw.close();

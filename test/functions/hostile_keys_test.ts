@@ -141,3 +141,27 @@ Deno.test("two sub-agents sending an identical body get two engine calls and two
     await gw.close();
   }
 });
+
+Deno.test("metadata objects holding toString or valueOf keys are filtered and exported as JSON", async () => {
+  const gw = await startGateway({ script: () => "Done." });
+  try {
+    const { id, token } = await gw.openSession({
+      group_id: { toString: 1 },
+      nested: { valueOf: 2 },
+    });
+    const listed = await fetch(
+      `${gw.url}/sessions?metadata.nested=${encodeURIComponent('{"valueOf":2}')}`,
+      { headers: ADMIN_HEADERS },
+    );
+    assert.equal(listed.status, 200);
+    assert.deepEqual((await listed.json()).sessions.map((s: { id: string }) => s.id), [id]);
+    const response = await ask(gw, token, {}, "Hello");
+    assert.equal(response.status, 200);
+    await response.body?.cancel();
+    const samples = await fetch(`${gw.url}/sessions/${id}/samples`, { headers: ADMIN_HEADERS });
+    assert.equal(samples.status, 200);
+    assert.equal((await samples.json()).samples[0].group_id, '{"toString":1}');
+  } finally {
+    await gw.close();
+  }
+});

@@ -175,3 +175,20 @@ Deno.test("POST /rollout answers 202 with the group and one job per sample, queu
     await gw.close();
   }
 });
+
+Deno.test("a group of the largest size is queued in one commit", async () => {
+  const gw = await startGateway();
+  try {
+    const response = await fetch(`${gw.url}/rollout`, {
+      method: "POST",
+      headers: ADMIN,
+      body: JSON.stringify({ task: TASK, n: 256 }),
+    });
+    const body = await response.json();
+    assert.equal(response.status, 202, JSON.stringify(body));
+    assert.equal(body.jobs.length, 256);
+    assert.equal((await listActiveRolloutJobs(gw.kv)).length, 256);
+  } finally {
+    await gw.close();
+  }
+});

@@ -1,0 +1,179 @@
+/**
+ * What every fuzzed response must be: a 2xx whose body parses (an SSE stream that ends with
+ * `message_stop`), or an error in Anthropic's envelope with the status of its type and the
+ * `request-id` header — never a 5xx. Problems are tallied into classes for the report.
+ *
+ * @module
+ */
+import { ERROR_STATUS } from "../../lib/anthropic/mod.ts";
+import type { FuzzCase } from "./case.ts";
+import { preview } from "./json_text.ts";
+
+/** A response found wrong, with the request that got it. */
+export interface Finding {
+  readonly kind: "5xx" | "shape" | "stream" | "style" | "crash" | "roundtrip";
+  readonly fuzzCase: FuzzCase;
+  readonly status: number;
+  readonly body: string;
+  readonly problem: string;
+  /** What the gateway logged while answering (its stack trace of an unexpected error). */
+  readonly logged?: string;
+}
+
+/** Reads `response` to its end and returns what is wrong with it, if anything. */
+export async function checkResponse(
+  fuzzCase: FuzzCase,
+  response: Response,
+): Promise<{ status: number; text: string; finding: Finding | null }> {
+  const text = await response.text();
+  const { status } = response;
+  const found = (kind: Finding["kind"], problem: string) => ({
+    status,
+    text,
+    finding: { kind, fuzzCase, status, body: text, problem },
+  });
+  if (status >= 500) return found("5xx", `status ${status}`);
+  // HEAD answers and the connection probe carry no body.
+  if (
+    fuzzCase.method === "HEAD" || (fuzzCase.path === "/api/hello" && status === 200 && text === "")
+  ) {
+    return { status, text, finding: null };
+  }
+  if (status >= 200 && status < 300) {
+    if (status === 204) {
+      return {
+        status,
+        text,
+        finding: text === "" ? null : found("shape", "204 with a body").finding,
+      };
+    }
+    const type = response.headers.get("content-type") ?? "";
+    if (type.startsWith("text/event-stream")) {
+      const problem = streamProblem(text);
+      return problem ? found("stream", problem) : { status, text, finding: null };
+    }
+    if (type.startsWith("application/x-ndjson")) {
+      const bad = text.split("\n").filter((line) => line !== "").find((line) => !parses(line));
+      return bad === undefined
+        ? { status, text, finding: null }
+        : found("shape", "ndjson line is not JSON");
+    }
+    if (!parses(text)) return found("shape", "2xx body is not JSON");
+    const problem = successProblem(fuzzCase.endpoint, JSON.parse(text));
+    return problem ? found("shape", problem) : { status, text, finding: null };
+  }
+  if (status < 400) return found("shape", `unexpected status ${status}`);
+  const problem = envelopeProblem(text, status, response.headers.get("request-id"));
+  if (problem) return found("shape", problem);
+  const message = JSON.parse(text).error.message as string;
+  if (/\.\s*$/.test(message)) return found("style", "error message ends with a period");
+  return { status, text, finding: null };
+}
+
+/** What is wrong with an error body, or `null` when it is Anthropic's envelope. */
+export function envelopeProblem(
+  text: string,
+  status: number,
+  requestId: string | null,
+): string | null {
+  let body;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return "error body is not JSON";
+  }
+  if (body?.type !== "error") return 'error body has no type "error"';
+  const type = body.error?.type;
+  if (!Object.hasOwn(ERROR_STATUS, type)) return `unknown error type ${JSON.stringify(type)}`;
+  if (ERROR_STATUS[type as keyof typeof ERROR_STATUS] !== status) {
+    return `error type ${type} sent with status ${status}`;
+  }
+  if (typeof body.error.message !== "string" || body.error.message === "") {
+    return "error message missing";
+  }
+  if (typeof body.request_id !== "string" || !body.request_id.startsWith("req_")) {
+    return "request_id missing";
+  }
+  if (requestId !== body.request_id) return "request-id header differs from request_id";
+  return null;
+}
+
+/** What is wrong with a 2xx JSON body of the agent's routes. */
+function successProblem(endpoint: string, body: Record<string, unknown>): string | null {
+  if (endpoint === "POST /v1/messages") {
+    const usage = body.usage as Record<string, unknown> | undefined;
+    if (body.type !== "message" || !Array.isArray(body.content)) return "reply is not a message";
+    if (!Number.isInteger(usage?.input_tokens) || !Number.isInteger(usage?.output_tokens)) {
+      return "reply has no token counts";
+    }
+  }
+  if (endpoint === "POST /v1/messages/count_tokens" && !Number.isInteger(body.input_tokens)) {
+    return "count has no input_tokens";
+  }
+  return null;
+}
+
+/** What is wrong with an SSE body: events out of order, an `api_error`, no `message_stop`. */
+function streamProblem(text: string): string | null {
+  const events = [...text.matchAll(/^event: (\S+)\ndata: (.*)$/gm)].map((m) => [m[1], m[2]]);
+  if (events.length === 0) return "stream has no events";
+  const names = events.map(([name]) => name);
+  const error = events.find(([name]) => name === "error");
+  if (error) {
+    const data = JSON.parse(error[1]);
+    if (data?.error?.type === "api_error") {
+      return `stream ended with api_error: ${data.error.message}`;
+    }
+    return null;
+  }
+  if (names[0] !== "message_start") return `stream starts with ${names[0]}`;
+  if (names.at(-1) !== "message_stop") return `stream ends with ${names.at(-1)}`;
+  return null;
+}
+
+function parses(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Findings grouped by route, kind, status and message with the values taken out. */
+export function classify(findings: readonly Finding[]): Map<string, Finding[]> {
+  const classes = new Map<string, Finding[]>();
+  for (const finding of findings) {
+    let message = finding.problem;
+    try {
+      message = JSON.parse(finding.body)?.error?.message ?? message;
+    } catch { /* not JSON */ }
+    const shape = String(message).replace(/"[^"]*"/g, '"…"').replace(/\d+/g, "N").slice(0, 120);
+    const key = `${finding.fuzzCase.endpoint} · ${finding.kind} ${finding.status} · ${shape}`;
+    classes.set(key, [...(classes.get(key) ?? []), finding]);
+  }
+  return classes;
+}
+
+/** A failing request as text: seed, index, route, what was done, headers, body, response. */
+export function describeFinding(seed: number, finding: Finding): string {
+  const c = finding.fuzzCase;
+  const body = c.body === null
+    ? "(none)"
+    : `${c.body.length} bytes: ${
+      JSON.stringify(preview(new TextDecoder().decode(c.body.slice(0, 2_000)), 400))
+    }`;
+  const headers = Object.fromEntries(
+    Object.entries(c.headers).map(([k, v]) => [k, preview(v, 80)]),
+  );
+  return [
+    `  FUZZ_SEED=${seed} case ${c.index}: ${c.method} ${preview(c.path, 200)}`,
+    `    did: ${c.notes.join("; ") || "nothing (a valid request)"}`,
+    `    headers: ${JSON.stringify(headers)}`,
+    `    body: ${body}`,
+    `    → ${finding.status} (${finding.problem}): ${preview(finding.body, 400)}`,
+    ...(finding.logged
+      ? [`    logged: ${finding.logged.split("\n").slice(0, 6).join("\n      ")}`]
+      : []),
+  ].join("\n");
+}

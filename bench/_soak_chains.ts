@@ -14,6 +14,7 @@
  * @module
  */
 import { scriptedLogprob } from "../fixtures/scripted_engine.ts";
+import type { RawRecord } from "../lib/segment/mod.ts";
 import type { Episode } from "./_soak_client.ts";
 import type { AnsweredCall, SoakEngine } from "./_soak_engine.ts";
 import { TokenHash } from "./_token_hash.ts";
@@ -22,19 +23,10 @@ import { TokenHash } from "./_token_hash.ts";
 const CONCURRENCY = 4;
 
 /** A turn as the raw export shows it (the fields the check reads). */
-export interface RawTurn {
-  readonly rid: string;
-  readonly index: number;
-  readonly inputLen: number;
-  readonly aborts: number;
-  readonly discarded: boolean;
-  readonly tokens: {
-    readonly delta: number[];
-    readonly output: number[];
-    readonly logprobs: number[];
-    readonly closing: number[];
-  };
-}
+export type RawTurn = Pick<
+  RawRecord["chains"][number]["turns"][number],
+  "rid" | "index" | "inputLen" | "aborts" | "discarded" | "tokens"
+>;
 
 /** A chain as the raw export shows it. */
 export interface RawChain {

@@ -31,3 +31,22 @@ export function plainOracle(): Promise<ChatTokenizer> {
   })();
   return oracle;
 }
+
+/** `<|im_start|>` and `<|im_end|>` of Qwen3. */
+export const IM_START = 151644;
+export const IM_END = 151645;
+
+/**
+ * The tokens Qwen3's template gives a user turn holding `text` and the assistant header after
+ * it, with `text` encoded as plain text.
+ */
+export function plainUserTurn(plain: ChatTokenizer, text: string): number[] {
+  return [
+    IM_START,
+    ...plain.encode(`user\n${text}`),
+    IM_END,
+    ...plain.encode("\n"),
+    IM_START,
+    ...plain.encode("assistant\n"),
+  ];
+}

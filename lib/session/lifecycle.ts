@@ -34,7 +34,8 @@ import {
   metadataText,
   REWARD_INLINE_BYTES,
 } from "../limits/mod.ts";
-import { SESSION_ID, SessionNotFoundError } from "./session.ts";
+import { SessionNotFoundError } from "./errors.ts";
+import { SESSION_ID } from "./session.ts";
 
 /** What the lifecycle operations need. */
 export interface LifecycleDeps {

@@ -31,7 +31,7 @@ import { LimitError, MAX_CHAINS_PER_SESSION, MAX_TOOLS } from "../limits/mod.ts"
 import { type ChatTokenizer, opensReasoning, renderDelta, renderPrompt } from "../template/mod.ts";
 import { liveSession } from "./lifecycle.ts";
 import { parseTurnOutput } from "./output.ts";
-import { SessionClosedError } from "./session.ts";
+import { ContextOverflowError, SessionClosedError } from "./errors.ts";
 import type { TurnInput } from "./turn_input.ts";
 
 /** Tool names that dispatch a sub-agent (Claude Code's Agent, formerly Task). */
@@ -40,14 +40,6 @@ export const DISPATCH_TOOLS: ReadonlySet<string> = new Set(["Agent", "Task"]);
 const DISPATCH_LOOKBACK_TURNS = 32;
 /** Attempts at registering a new chain while other requests change the session. */
 const REGISTER_TRIES = 8;
-
-/** The prompt does not fit the context window (HTTP 400 in Anthropic's wording). */
-export class ContextOverflowError extends Error {
-  constructor(readonly promptTokens: number, readonly contextLength: number) {
-    super(`prompt is too long: ${promptTokens} tokens > ${contextLength - 1} maximum`);
-    this.name = "ContextOverflowError";
-  }
-}
 
 /**
  * What a process remembers of a chain at one version: its tokens as the engine receives them,

@@ -30,6 +30,7 @@ import {
   type TurnRecord,
 } from "../kv/mod.ts";
 import { renderPrompt } from "../template/mod.ts";
+import { ChainConflictError } from "./errors.ts";
 import { parseTurnOutput } from "./output.ts";
 import { cacheKey, type RouteDeps, type RoutedTurn, routeTurn } from "./route.ts";
 import type { TurnInput } from "./turn_input.ts";
@@ -43,16 +44,6 @@ export interface TurnDeps extends RouteDeps {
   readonly lease: Pick<LeaseOptions, "ttlMs" | "waitMs">;
   /** This process, as it names itself in the leases it holds. */
   readonly holder: string;
-}
-
-/** The chain or the lease changed while this turn generated; nothing was recorded (HTTP 409). */
-export class ChainConflictError extends Error {
-  constructor(sessionId: string, chainId: string) {
-    super(
-      `Chain "${chainId}" of session "${sessionId}" changed during this turn; it was not recorded`,
-    );
-    this.name = "ChainConflictError";
-  }
 }
 
 /** A turn ready to generate (or to replay), holding its chain's lease until completed. */

@@ -7,43 +7,10 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { createSession, getSession, type SessionRecord } from "../kv/mod.ts";
 import { checkMetadata } from "../limits/mod.ts";
+import { AuthenticationError, SessionExistsError, SessionNotFoundError } from "./errors.ts";
 
 /** Session ids: letters, digits, `_` and `-`, up to 128 characters. */
 export const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
-
-/** No token, or a token that does not open the session it names (HTTP 401). */
-export class AuthenticationError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "AuthenticationError";
-  }
-}
-
-/** No session with this id (HTTP 404). */
-export class SessionNotFoundError extends Error {
-  constructor(readonly sessionId: string) {
-    super(
-      `Session "${sessionId.length > 128 ? `${sessionId.slice(0, 64)}…` : sessionId}" not found`,
-    );
-    this.name = "SessionNotFoundError";
-  }
-}
-
-/** A session id is taken already (HTTP 409). */
-export class SessionExistsError extends Error {
-  constructor(readonly sessionId: string) {
-    super(`Session "${sessionId}" already exists`);
-    this.name = "SessionExistsError";
-  }
-}
-
-/** The session no longer takes turns (HTTP 409). */
-export class SessionClosedError extends Error {
-  constructor(readonly sessionId: string) {
-    super(`Session "${sessionId}" is closed`);
-    this.name = "SessionClosedError";
-  }
-}
 
 /** SHA-256 of a token, hex: what KV stores in its place. */
 export function tokenDigest(token: string): string {

@@ -1,0 +1,57 @@
+/**
+ * What can refuse or end a turn, as the session layer reports it.
+ *
+ * @module
+ */
+
+/** No token, or a token that does not open the session it names (HTTP 401). */
+export class AuthenticationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "AuthenticationError";
+  }
+}
+
+/** No session with this id (HTTP 404). */
+export class SessionNotFoundError extends Error {
+  constructor(readonly sessionId: string) {
+    super(
+      `Session "${sessionId.length > 128 ? `${sessionId.slice(0, 64)}…` : sessionId}" not found`,
+    );
+    this.name = "SessionNotFoundError";
+  }
+}
+
+/** A session id is taken already (HTTP 409). */
+export class SessionExistsError extends Error {
+  constructor(readonly sessionId: string) {
+    super(`Session "${sessionId}" already exists`);
+    this.name = "SessionExistsError";
+  }
+}
+
+/** The session no longer takes turns (HTTP 409). */
+export class SessionClosedError extends Error {
+  constructor(readonly sessionId: string) {
+    super(`Session "${sessionId}" is closed`);
+    this.name = "SessionClosedError";
+  }
+}
+
+/** The prompt does not fit the context window (HTTP 400 in Anthropic's wording). */
+export class ContextOverflowError extends Error {
+  constructor(readonly promptTokens: number, readonly contextLength: number) {
+    super(`prompt is too long: ${promptTokens} tokens > ${contextLength - 1} maximum`);
+    this.name = "ContextOverflowError";
+  }
+}
+
+/** The chain or the lease changed while this turn generated; nothing was recorded (HTTP 409). */
+export class ChainConflictError extends Error {
+  constructor(sessionId: string, chainId: string) {
+    super(
+      `Chain "${chainId}" of session "${sessionId}" changed during this turn; it was not recorded`,
+    );
+    this.name = "ChainConflictError";
+  }
+}

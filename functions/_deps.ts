@@ -161,6 +161,10 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     cache: new ChainCache<CachedChain>(config.chainCacheTokens, cachedChainTokens),
     contextLength,
     roundtripPolicy: config.roundtripPolicy,
+    routePolicy: {
+      realignMaxTokens: config.realignMaxTokens,
+      thinkingHistory: config.thinkingHistory,
+    },
     lease,
     holder,
     signingSecret: config.signingSecret ?? await sharedSecret(kv, "thinking_signature"),

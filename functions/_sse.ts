@@ -38,8 +38,10 @@ export interface TurnStream {
   readonly head: Message;
   /** The turn, settling with the final message. */
   readonly done: Promise<Message>;
-  /** Aborted when the client goes away. */
-  readonly abort: AbortController;
+  /** Cancels the turn when the client goes away. */
+  cancel(reason: unknown): void;
+  /** True once the turn was cancelled: its failure then is the client's leaving, not an error. */
+  readonly cancelled: () => boolean;
   readonly pingIntervalMs: number;
 }
 
@@ -66,7 +68,7 @@ export function sseResponse(turn: TurnStream): Response {
           finish();
         },
         (error) => {
-          if (!turn.abort.signal.aborted) {
+          if (!turn.cancelled()) {
             const { type, message } = classifyError(error);
             send([errorEvent(type, message)]);
           }
@@ -77,7 +79,7 @@ export function sseResponse(turn: TurnStream): Response {
     cancel() {
       closed = true;
       clearInterval(timer);
-      turn.abort.abort(new DOMException("Client disconnected", "AbortError"));
+      turn.cancel(new DOMException("Client disconnected", "AbortError"));
     },
   });
   return new Response(body, {

@@ -19,11 +19,9 @@ import {
   messageHead,
 } from "../lib/anthropic/mod.ts";
 import {
-  completeTurn,
   countPromptTokens,
-  prepareTurn,
-  releaseTurn,
   resolveToken,
+  startTurn,
   storeOpenedSession,
 } from "../lib/session/mod.ts";
 import { LimitError, MAX_AGENT_ID_CHARS } from "../lib/limits/mod.ts";
@@ -83,27 +81,23 @@ export function createMessagesApp(deps: Deps): Hono {
       const raw = c.req.raw;
       const { resolved, request, input } = await readTurn(raw, MessageCreateParams);
       if (resolved.kind === "open") await storeOpenedSession(deps.kv, resolved.session);
-      const prepared = await prepareTurn(deps, input, raw.signal);
-      const head = messageHead(prepared.rid, request.model, prepared.promptTokens);
-      if (request.max_tokens === 0) {
-        await releaseTurn(prepared);
+      const turn = await startTurn(deps, input, raw.signal);
+      const head = messageHead(turn.rid, request.model, turn.promptTokens);
+      if (turn.completion === null) {
         return c.json({ ...head, stop_reason: "max_tokens" }, 200, { "request-id": requestId });
       }
-      const abort = new AbortController();
-      if (raw.signal.aborted) abort.abort(raw.signal.reason);
-      raw.signal.addEventListener("abort", () => abort.abort(raw.signal.reason), { once: true });
-      const done = completeTurn(deps, prepared, abort.signal);
       if (!request.stream) {
-        return c.json(await done, 200, { "request-id": requestId });
+        return c.json(await turn.completion, 200, { "request-id": requestId });
       }
       // Until the first ping is due, a failure can still be answered with an HTTP status.
-      const early = await settleWithin(done, deps.config.pingIntervalMs);
+      const early = await settleWithin(turn.completion, deps.config.pingIntervalMs);
       if (early && "error" in early) return errorResponse(early.error, requestId, errors);
       return sseResponse({
         requestId,
         head,
-        done,
-        abort,
+        done: turn.completion,
+        cancel: turn.cancel,
+        cancelled: () => turn.cancelled,
         pingIntervalMs: deps.config.pingIntervalMs,
       });
     } catch (error) {

@@ -3,12 +3,55 @@
  * without presentation details (`cache_control`, string vs. one text block, key order), so a
  * client echoing history back is recognised even when it moves cache markers around.
  *
+ * An assistant message is identified by what clients keep when they echo a reply
+ * (docs/DESIGN.md §4.2): its text with whitespace runs collapsed and the edges trimmed, and its
+ * tool calls by name and input, in order. Reasoning (`thinking`, `redacted_thinking`) is left
+ * out, and so are tool-call ids: a tool result names its call by position (how many messages
+ * back, which call), so ids rewritten consistently keep the identity. The chain keeps the
+ * tokens as sampled either way.
+ *
  * @module
  */
 import type { ContentBlock, ContentBlockParam, MessageParam } from "./types.ts";
 
+/** A message as identities read it: a role and its content. */
+type AnyMessage = { role: string; content: MessageParam["content"] | ContentBlock[] };
+
 /**
- * Canonical JSON of a message.
+ * Canonical JSON of each message of a conversation, in order. A message's identity depends
+ * only on it and the messages before it, so equal prefixes give equal identities.
+ *
+ * @example
+ * ```ts
+ * const [, reply] = messageIdentities([
+ *   { role: "user", content: "hi" },
+ *   { role: "assistant", content: [{ type: "text", text: " hello " }] },
+ * ]);
+ * reply === messageIdentities([{ role: "user", content: "hi" }, { role: "assistant", content: "hello" }])[1];
+ * // true
+ * ```
+ */
+export function messageIdentities(messages: readonly AnyMessage[]): string[] {
+  /** Client tool-use id → [index of the assistant message that made the call, call index]. */
+  const calls = new Map<string, [number, number]>();
+  return messages.map((message, i) => {
+    const identity = messageIdentity(message, (id) => {
+      const call = calls.get(id);
+      return call ? { back: i - call[0], call: call[1] } : { id };
+    });
+    if (message.role === "assistant" && typeof message.content !== "string") {
+      let k = 0;
+      for (const block of message.content as ContentBlockParam[]) {
+        if (block.type === "tool_use") calls.set(block.id, [i, k++]);
+      }
+    }
+    return identity;
+  });
+}
+
+/**
+ * Canonical JSON of one message, alone (a tool result names its call by id unless `callRef`
+ * resolves it).
  *
  * @example
  * ```ts
@@ -18,12 +61,38 @@ import type { ContentBlock, ContentBlockParam, MessageParam } from "./types.ts";
  * ```
  */
 export function messageIdentity(
-  message: { role: string; content: MessageParam["content"] | ContentBlock[] },
+  message: AnyMessage,
+  callRef: (id: string) => unknown = (id) => ({ id }),
 ): string {
+  if (message.role === "assistant") return replyIdentity(message.content);
   const blocks = typeof message.content === "string"
     ? [{ type: "text", text: message.content }]
-    : (message.content as ContentBlockParam[]).map(blockIdentity);
+    : (message.content as ContentBlockParam[]).map((block) => blockIdentity(block, callRef));
   return JSON.stringify({ role: message.role, content: blocks });
+}
+
+/** The identity of an assistant message: its normalized text, tool calls and other blocks. */
+function replyIdentity(content: AnyMessage["content"]): string {
+  const blocks = typeof content === "string"
+    ? [{ type: "text" as const, text: content }]
+    : content as ContentBlockParam[];
+  const text: string[] = [];
+  const calls: unknown[] = [];
+  const other: unknown[] = [];
+  for (const block of blocks) {
+    if (block.type === "text") text.push(block.text);
+    else if (block.type === "tool_use") {
+      calls.push({ name: block.name, input: sortKeys(block.input) });
+    } else if (block.type !== "thinking" && block.type !== "redacted_thinking") {
+      other.push(blockIdentity(block, (id) => ({ id })));
+    }
+  }
+  return JSON.stringify({ role: "assistant", text: normalizeText(text.join(" ")), calls, other });
+}
+
+/** Text as an echo identifies it: whitespace runs as one space, no whitespace at the edges. */
+export function normalizeText(text: string): string {
+  return text.replace(/\s+/g, " ").trim();
 }
 
 /**
@@ -35,7 +104,7 @@ export function startIdentity(system: string): string {
 }
 
 /** The fields of a block that make up its identity; strings are shared, not copied. */
-function blockIdentity(block: ContentBlockParam): unknown {
+function blockIdentity(block: ContentBlockParam, callRef: (id: string) => unknown): unknown {
   switch (block.type) {
     case "text":
       return { type: "text", text: block.text };
@@ -48,26 +117,29 @@ function blockIdentity(block: ContentBlockParam): unknown {
     case "tool_result":
       return {
         type: "tool_result",
-        tool_use_id: block.tool_use_id,
+        call: callRef(block.tool_use_id),
         is_error: block.is_error ?? false,
         content: block.content === undefined
           ? []
           : typeof block.content === "string"
           ? [{ type: "text", text: block.content }]
-          : block.content.map((inner) => blockIdentity(inner as ContentBlockParam)),
+          : block.content.map((inner) => blockIdentity(inner as ContentBlockParam, callRef)),
       };
     default:
-      return sortKeys(withoutCacheControl(block));
+      return sortKeys(withoutCacheControl(block, callRef));
   }
 }
 
 /** Any other block minus `cache_control`, nested content blocks included. */
-function withoutCacheControl(block: Record<string, unknown>): Record<string, unknown> {
+function withoutCacheControl(
+  block: Record<string, unknown>,
+  callRef: (id: string) => unknown,
+): Record<string, unknown> {
   const { cache_control: _, ...rest } = block;
   if (Array.isArray(rest.content)) {
     rest.content = rest.content.map((inner) =>
       typeof inner === "object" && inner !== null
-        ? blockIdentity(inner as ContentBlockParam)
+        ? blockIdentity(inner as ContentBlockParam, callRef)
         : inner
     );
   }

@@ -70,15 +70,19 @@ export const REQUEST_FIELDS: Readonly<Record<string, FieldUse>> = {
   "messages[].content[].type": used("text, thinking, tool_use and tool_result are rendered"),
   "messages[].content[].text": used("rendered"),
   "messages[].content[].thinking": used(
-    "part of the assistant turn's identity; a new chain renders it as reasoning_content",
+    "a new chain renders it as reasoning_content; an echo may drop it (the chain keeps the reasoning as sampled)",
   ),
   "messages[].content[].signature": used(
     "checked when history the gateway did not record starts a chain",
   ),
-  "messages[].content[].id": used("tool_use id: part of the assistant turn's identity"),
+  "messages[].content[].id": used(
+    "tool_use id: pairs results with calls; an echo may rename ids consistently",
+  ),
   "messages[].content[].name": used("tool_use name"),
   "messages[].content[].input": used("tool_use arguments"),
-  "messages[].content[].tool_use_id": used("pairs a tool result with its call"),
+  "messages[].content[].tool_use_id": used(
+    "pairs a tool result with its call, which identities name by position",
+  ),
   "messages[].content[].content": used("tool result content, a string or text blocks"),
   "messages[].content[].is_error": used(
     "an error result reaches the model prefixed with 'Error: '",

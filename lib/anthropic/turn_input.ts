@@ -7,7 +7,7 @@
 import type { ChatMessage, ChatTool } from "../chat/mod.ts";
 import type { TurnInput, TurnOutput } from "../session/mod.ts";
 import { buildMessage, type Finish, toolUseId } from "./build_response.ts";
-import { messageIdentity, stableJson, startIdentity } from "./identity.ts";
+import { messageIdentities, messageIdentity, stableJson, startIdentity } from "./identity.ts";
 import {
   InvalidRequestError,
   lowerMessages,
@@ -34,7 +34,7 @@ export interface AnthropicTurnContext {
  * @example
  * ```ts
  * const input = anthropicTurnInput(request, { sessionId, signingSecret });
- * const prepared = await prepareTurn(deps, input);
+ * const turn = await startTurn(deps, input);
  * ```
  * @throws {InvalidRequestError} for an assistant prefill, which the gateway does not serve.
  */
@@ -58,7 +58,8 @@ export function anthropicTurnInput(
     sessionId: context.sessionId,
     agent: context.agent ?? { id: null, parentId: null },
     startIdentity: startIdentity(system),
-    messageIdentities: request.messages.map(messageIdentity),
+    messageIdentities: messageIdentities(request.messages),
+    lastQueryIndex: lastQueryIndex(request),
     settingsIdentity: settingsIdentity(request, tools),
     prompt: () => ({
       messages: [
@@ -149,6 +150,18 @@ function settingsIdentity(request: MessageCreateParams, tools: readonly ChatTool
 function toolsNote(tools: readonly ChatTool[]): string {
   const lines = tools.map((tool) => JSON.stringify(tool)).join("\n");
   return `These tools are available from now on, in addition to those listed before:\n<tools>\n${lines}\n</tools>`;
+}
+
+/**
+ * The index of the last user message that asks something (text, not only tool results): the
+ * query after which templates such as Qwen3's drop earlier reasoning; -1 when there is none.
+ */
+function lastQueryIndex(request: MessageCreateParams): number {
+  return request.messages.findLastIndex((message) =>
+    message.role === "user" &&
+    (typeof message.content === "string" ||
+      message.content.some((block) => block.type !== "tool_result"))
+  );
 }
 
 /** The text of the first user message: where a sub-agent finds its task. */

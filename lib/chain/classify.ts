@@ -46,20 +46,26 @@ export interface TurnBoundary {
   readonly requestDigest: string;
 }
 
-/** How far a rewind goes: the live turns kept, and the first message to render after them. */
+/**
+ * How far a rewind goes: the live turns kept, and the first message to render after them.
+ * `edited` marks a realign: the client kept the request of the first discarded turn but sent a
+ * reply other than the one recorded (an edited echo), which is rendered as context.
+ */
 export interface Rewind {
   readonly keep: number;
   readonly from: number;
+  readonly edited: boolean;
 }
 
 /**
  * The rewind a request asks for, or `null`: its history ends at an earlier turn boundary of the
  * chain — it continues from the reply of turn `keep - 1` with other messages, or it repeats the
- * request of turn `keep` (a client regenerating that turn). The latest such boundary wins.
+ * request of turn `keep` (a client regenerating that turn), or it repeats that request followed
+ * by another reply (`edited`). The latest such boundary wins.
  *
  * @example
  * ```ts
- * findRewind(turns, digests); // { keep: 2, from: 4 }: keep turns 0 and 1, render messages 4..
+ * findRewind(turns, digests); // { keep: 2, from: 4, edited: false }: keep turns 0 and 1, render messages 4..
  * ```
  */
 export function findRewind(
@@ -70,11 +76,12 @@ export function findRewind(
   for (let j = turns.length - 1; j >= 0; j--) {
     const turn = turns[j];
     if (turn.messageCount < messages && digests[turn.messageCount] === turn.digest) {
-      return { keep: j + 1, from: turn.messageCount };
+      return { keep: j + 1, from: turn.messageCount, edited: false };
     }
     const request = turn.messageCount - 1;
-    if (request === messages && digests[request] === turn.requestDigest) {
-      return { keep: j, from: j === 0 ? 0 : turns[j - 1].messageCount };
+    if (request <= messages && digests[request] === turn.requestDigest) {
+      const from = j === 0 ? 0 : turns[j - 1].messageCount;
+      return { keep: j, from, edited: request < messages };
     }
   }
   return null;

@@ -44,6 +44,13 @@ export interface Config {
    * text, so only the chat template places special tokens; `live` makes them the tokens they name.
    */
   readonly specialTokensInText: "plain" | "live";
+  /**
+   * Earlier reasoning at a new user query: `keep` (append-only, the model sees its reasoning as
+   * sampled) or `template` (a new chain from the template's rendering, which drops it).
+   */
+  readonly thinkingHistory: "keep" | "template";
+  /** Most sampled tokens an edited echo may drop from training by realigning its chain in place. */
+  readonly realignMaxTokens: number;
   /** Secret for thinking-block signatures; `null` keeps a generated one in KV. */
   readonly signingSecret: string | null;
   /** Tokens of recent chains kept in memory so a turn need not read its history from KV. */
@@ -205,6 +212,16 @@ const VARIABLES = {
     schema: z.enum(["plain", "live"]),
     expected: "plain or live",
     fallback: "plain",
+  },
+  THINKING_HISTORY: {
+    schema: z.enum(["keep", "template"]),
+    expected: "keep or template",
+    fallback: "keep",
+  },
+  REALIGN_MAX_TOKENS: {
+    schema: int(0, 1 << 20),
+    expected: "an integer from 0 to 1048576",
+    fallback: "256",
   },
   ROUNDTRIP_POLICY: {
     schema: z.enum(["mask", "keep"]),
@@ -415,6 +432,8 @@ export function resolveConfig(env: Record<string, string | undefined>): Readonly
     pingIntervalMs: read("PING_INTERVAL_MS")!,
     roundtripPolicy: read("ROUNDTRIP_POLICY")!,
     specialTokensInText: read("SPECIAL_TOKENS_IN_TEXT")!,
+    thinkingHistory: read("THINKING_HISTORY")!,
+    realignMaxTokens: read("REALIGN_MAX_TOKENS")!,
     signingSecret: read("SIGNING_SECRET") ?? null,
     chainCacheTokens: read("CHAIN_CACHE_TOKENS")!,
     scriptedLatencyMs: read("SCRIPTED_LATENCY_MS")!,

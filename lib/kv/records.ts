@@ -99,6 +99,8 @@ export interface ChainHeader {
   readonly model: string;
   /** Names of the tools the chain's prompt has shown the model so far. */
   readonly tools: readonly string[];
+  /** Some live turn's output holds reasoning (which templates drop at a new user query). */
+  readonly reasoning: boolean;
   /** Digest of the chain's start (its system prompt): `prefixDigests(start, [])[0]`. */
   readonly startDigest: string;
   readonly turnCount: number;
@@ -155,6 +157,8 @@ export interface TurnRecord {
   readonly aborts: number;
   /** The prompt ended inside `<think>`, so the output began as reasoning. */
   readonly startsInReasoning: boolean;
+  /** The output holds reasoning. */
+  readonly reasoning: boolean;
   /** Tools the request offered, needed to parse the output again. */
   readonly toolNames: readonly string[];
   readonly model: string;

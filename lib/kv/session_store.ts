@@ -201,19 +201,31 @@ export async function getReplay(
   return (await kv.get<ReplayEntry>(keys.replay(sessionId, bodyDigest))).value;
 }
 
+/** A record as it was read: the value and its versionstamp, which a commit checks. */
+export interface ReadRecord<T> {
+  readonly record: T;
+  readonly versionstamp: string;
+}
+
+/** A chain header to write over the version it was read at. */
+export interface HeaderUpdate {
+  readonly header: ChainHeader;
+  readonly versionstamp: string;
+}
+
 /** A new chain to register: the session's new record, its empty header, the chain it replaces. */
 export interface ChainRegistration {
-  readonly session: Deno.KvEntry<SessionRecord>;
+  readonly session: ReadRecord<SessionRecord>;
   readonly next: SessionRecord;
   readonly header: ChainHeader;
   /** The client's agent id whose requests go to this chain from now on. */
   readonly agentId?: string | null;
   /** The chain this one replaces, marked wiped in the same commit. */
-  readonly retire?: { readonly entry: Deno.KvEntry<ChainHeader>; readonly next: ChainHeader };
+  readonly retire?: HeaderUpdate | null;
 }
 
 /**
- * Registers a new chain with its empty header, guarded by the session entry it was decided
+ * Registers a new chain with its empty header, guarded by the session record it was decided
  * from. Resolves to the header's versionstamp, or `null` when the session or the replaced
  * chain changed meanwhile.
  */
@@ -225,16 +237,54 @@ export async function registerChain(
   const key = keys.chain(sessionId, id);
   const result = await commit(() => {
     const op = kv.atomic()
-      .check(registration.session)
+      .check({ key: keys.session(sessionId), versionstamp: registration.session.versionstamp })
       .check({ key, versionstamp: null })
       .set(keys.session(sessionId), registration.next)
       .set(key, registration.header);
     if (registration.agentId) op.set(keys.agent(sessionId, registration.agentId), id);
-    const retire = registration.retire;
-    if (retire) op.check(retire.entry).set(keys.chain(sessionId, retire.next.id), retire.next);
+    if (registration.retire) updateHeader(op, registration.retire);
     return op;
   });
   return result.ok ? result.versionstamp : null;
+}
+
+/** A replaced chain made current again, and the chain that had replaced it. */
+export interface ChainReopening {
+  readonly session: ReadRecord<SessionRecord>;
+  /** The session's new record (its main chain switched back), or `null` to leave it. */
+  readonly next: SessionRecord | null;
+  /** The reopened chain's header (no longer wiped), over the version it was read at. */
+  readonly chain: HeaderUpdate;
+  /** The agent id whose requests go to the reopened chain again, if it has one. */
+  readonly agentId: string | null;
+  /** The chain that had replaced it, now wiped. */
+  readonly retire: HeaderUpdate | null;
+}
+
+/**
+ * Reopens a chain in one commit guarded by every record it was decided from. Resolves to the
+ * reopened header's versionstamp, or `null` when any of them changed meanwhile.
+ */
+export async function reopenChain(kv: Deno.Kv, reopening: ChainReopening): Promise<string | null> {
+  const { sessionId, id } = reopening.chain.header;
+  const result = await commit(() => {
+    const op = kv.atomic().check({
+      key: keys.session(sessionId),
+      versionstamp: reopening.session.versionstamp,
+    });
+    if (reopening.next) op.set(keys.session(sessionId), reopening.next);
+    if (reopening.agentId) op.set(keys.agent(sessionId, reopening.agentId), id);
+    updateHeader(op, reopening.chain);
+    if (reopening.retire) updateHeader(op, reopening.retire);
+    return op;
+  });
+  return result.ok ? result.versionstamp : null;
+}
+
+/** Checks a header's version and writes its new value. */
+function updateHeader(op: Deno.AtomicOperation, update: HeaderUpdate): void {
+  const key = keys.chain(update.header.sessionId, update.header.id);
+  op.check({ key, versionstamp: update.versionstamp }).set(key, update.header);
 }
 
 /** A turn to commit, with the entries it was computed from. */

@@ -5,9 +5,9 @@
  * one atomic commit (T1, T5) before answering. A retried request is answered from its recorded
  * turn. Chains of one session (sub-agents) generate in parallel.
  *
- * A turn runs in two steps so a streaming caller can answer errors with an HTTP status until
- * generation starts: {@linkcode prepareTurn} does everything that can reject the request, and
- * {@linkcode completeTurn} generates and records.
+ * {@linkcode startTurn} is the one entry point: it resolves once everything that can refuse the
+ * request has happened (so a streaming caller can still answer with an HTTP status), and hands
+ * back the reply's head, its completion and a cancel.
  *
  * @module
  */
@@ -32,7 +32,8 @@ import {
 import { renderPrompt } from "../template/mod.ts";
 import { ChainConflictError } from "./errors.ts";
 import { parseTurnOutput } from "./output.ts";
-import { cacheKey, type RouteDeps, type RoutedTurn, routeTurn } from "./route.ts";
+import { type RouteDeps, type RoutedTurn, routeTurn } from "./route.ts";
+import { cacheKey } from "./route_snapshot.ts";
 import type { TurnInput } from "./turn_input.ts";
 
 /** What a turn needs from the outside world. */
@@ -47,7 +48,7 @@ export interface TurnDeps extends RouteDeps {
 }
 
 /** A turn ready to generate (or to replay), holding its chain's lease until completed. */
-export interface PreparedTurn<Reply> {
+interface PreparedTurn<Reply> {
   readonly input: TurnInput<Reply>;
   readonly route: RoutedTurn;
   /** Engine request id of the turn, known before generation so a stream can name its message. */
@@ -74,7 +75,7 @@ export interface PreparedTurn<Reply> {
  * {SessionNotFoundError}, {SessionClosedError}, {ContextOverflowError}, and the adapter's own
  * errors from `lower` and `verifyHistory`.
  */
-export async function prepareTurn<Reply>(
+async function prepareTurn<Reply>(
   deps: TurnDeps,
   input: TurnInput<Reply>,
   signal?: AbortSignal,
@@ -146,7 +147,7 @@ async function takeChain(
   route: RoutedTurn,
   holder: string,
 ): Promise<HeldLease | null> {
-  const sessionId = route.chain.key[1] as string;
+  const sessionId = route.sessionId;
   const attempt = await tryLease(
     deps.kv,
     keys.chainLease(sessionId, route.chainId),
@@ -160,8 +161,60 @@ async function takeChain(
   return null;
 }
 
+/** A turn under way, as a handler needs it. */
+export interface StartedTurn<Reply> {
+  /** Engine request id (the reply's id derives from it), known before anything is generated. */
+  readonly rid: string;
+  /** Tokens of the prompt the engine reads (for a replay, of the recorded turn's prompt). */
+  readonly promptTokens: number;
+  /** The reply once generated and recorded; `null` when the request asked for no tokens. */
+  readonly completion: Promise<Reply> | null;
+  /** Stops the turn: the engine request is aborted and nothing is recorded. */
+  cancel(reason?: unknown): void;
+  /** True once the turn was cancelled (by `cancel` or by the caller's signal). */
+  readonly cancelled: boolean;
+}
+
+/**
+ * The one entry point of a turn: routes it and takes its chain's lease (everything that can
+ * refuse the request happens before this resolves), then generates and records in the
+ * background. A request for no tokens (`max_tokens: 0`, a context probe) releases the lease at
+ * once. When `signal` aborts (the client left) the turn is cancelled.
+ *
+ * @example
+ * ```ts
+ * const turn = await startTurn(deps, input, request.signal);
+ * const reply = await turn.completion;
+ * ```
+ * @throws what {@linkcode prepareTurn} throws.
+ */
+export async function startTurn<Reply>(
+  deps: TurnDeps,
+  input: TurnInput<Reply>,
+  signal?: AbortSignal,
+): Promise<StartedTurn<Reply>> {
+  const prepared = await prepareTurn(deps, input, signal);
+  const abort = new AbortController();
+  const head = { rid: prepared.rid, promptTokens: prepared.promptTokens };
+  if (input.sampling.maxTokens === 0) {
+    await releaseTurn(prepared);
+    return { ...head, completion: null, cancel: () => {}, cancelled: false };
+  }
+  const cancel = (reason?: unknown) => abort.abort(reason);
+  if (signal?.aborted) cancel(signal.reason);
+  signal?.addEventListener("abort", () => cancel(signal.reason), { once: true });
+  return {
+    ...head,
+    completion: completeTurn(deps, prepared, abort.signal),
+    cancel,
+    get cancelled() {
+      return abort.signal.aborted;
+    },
+  };
+}
+
 /** Releases a prepared turn that will not be completed. */
-export async function releaseTurn<Reply>(prepared: PreparedTurn<Reply>): Promise<void> {
+async function releaseTurn<Reply>(prepared: PreparedTurn<Reply>): Promise<void> {
   await prepared.lease?.release();
 }
 
@@ -173,7 +226,7 @@ export async function releaseTurn<Reply>(prepared: PreparedTurn<Reply>): Promise
  * @throws {ChainConflictError} when the chain or its lease moved on during generation, and the
  * engine's errors.
  */
-export async function completeTurn<Reply>(
+async function completeTurn<Reply>(
   deps: TurnDeps,
   prepared: PreparedTurn<Reply>,
   signal?: AbortSignal,
@@ -215,6 +268,7 @@ async function generateAndRecord<Reply>(
   if (parsed.illFormed.length > 0) flags.push("ill_formed");
   if (generation.aborts > 0) flags.push("engine_aborted");
   if (masked) flags.push("masked");
+  const reasoning = parsed.blocks.some((block) => block.type === "thinking");
   const { reply, identity } = input.reply({
     rid: prepared.rid,
     blocks: parsed.blocks,
@@ -248,6 +302,7 @@ async function generateAndRecord<Reply>(
     weightVersions: generation.weightVersions,
     aborts: generation.aborts,
     startsInReasoning: route.startsInReasoning,
+    reasoning,
     toolNames: input.toolNames,
     model: input.model,
     messageCount,
@@ -266,6 +321,7 @@ async function generateAndRecord<Reply>(
   const header: ChainHeader = {
     ...route.chain.value!,
     tools: route.tools,
+    reasoning: route.base.reasoning || reasoning,
     turnCount: turn.index + 1,
     tokenCount: prepared.promptTokens + output.length + closing.length,
     messageCount,

@@ -16,8 +16,10 @@ export interface TurnInput<Reply> {
   readonly agent: { readonly id: string | null; readonly parentId: string | null };
   /** Identity of the conversation's start (the system prompt). */
   readonly startIdentity: string;
-  /** Identity of each message of the request. */
+  /** Identity of each message of the request (an assistant message's as echoes keep it). */
   readonly messageIdentities: readonly string[];
+  /** Index of the last user message that asks something new (not only tool results); -1 if none. */
+  readonly lastQueryIndex: number;
   /** Identity of everything else in the request (model, tools, sampling…), but `stream`. */
   readonly settingsIdentity: string;
   /** The whole conversation as the template renders it, for a chain's first turn. */

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  messageIdentities,
   messageIdentity,
   type MessageParam,
   stableJson,
@@ -119,12 +120,6 @@ Deno.test("messageIdentity() differs when what the message says differs", () => 
       content: [{ type: "tool_result", tool_use_id: "t", content: "x", is_error }],
     });
   assert.notEqual(result(true), result(false));
-  const thinking = (signature: string) =>
-    messageIdentity({
-      role: "assistant",
-      content: [{ type: "thinking", thinking: "p", signature }],
-    });
-  assert.notEqual(thinking("a"), thinking("b"));
   const call = (input: Record<string, unknown>) =>
     messageIdentity({
       role: "assistant",
@@ -170,4 +165,122 @@ Deno.test("startIdentity() depends on the system text only", () => {
   assert.equal(startIdentity("Be careful."), base);
   assert.notEqual(startIdentity("Be bold."), base);
   assert.notEqual(startIdentity(""), base);
+});
+
+/** A recorded reply as the gateway returned it, and the user's answer to its tool call. */
+const REPLY: MessageParam = {
+  role: "assistant",
+  content: [
+    { type: "thinking", thinking: "Look first.", signature: "sig" },
+    { type: "text", text: "Listing the files.\n" },
+    { type: "tool_use", id: "toolu_A", name: "Bash", input: { command: "ls", timeout: 5 } },
+  ],
+};
+const ANSWER: MessageParam = {
+  role: "user",
+  content: [{ type: "tool_result", tool_use_id: "toolu_A", content: "a.txt" }],
+};
+const ASK: MessageParam = { role: "user", content: "What is here?" };
+
+Deno.test("messageIdentities() recognise the echoes clients commonly rewrite", () => {
+  const recorded = messageIdentities([ASK, REPLY, ANSWER]);
+  const echoes: Record<string, MessageParam> = {
+    "reasoning dropped": {
+      role: "assistant",
+      content: [
+        { type: "text", text: "Listing the files.\n" },
+        { type: "tool_use", id: "toolu_A", name: "Bash", input: { command: "ls", timeout: 5 } },
+      ],
+    },
+    "whitespace at the edges trimmed, added, or runs collapsed": {
+      role: "assistant",
+      content: [
+        { type: "text", text: "  Listing   the files." },
+        { type: "tool_use", id: "toolu_A", name: "Bash", input: { timeout: 5, command: "ls" } },
+      ],
+    },
+    "an empty text block added and the text split": {
+      role: "assistant",
+      content: [
+        { type: "text", text: "" },
+        { type: "text", text: "Listing" },
+        { type: "text", text: "the files." },
+        { type: "tool_use", id: "toolu_A", name: "Bash", input: { command: "ls", timeout: 5 } },
+      ],
+    },
+  };
+  for (const [name, echo] of Object.entries(echoes)) {
+    assert.deepEqual(messageIdentities([ASK, echo, ANSWER]), recorded, name);
+  }
+  const renamed = messageIdentities([
+    ASK,
+    {
+      role: "assistant",
+      content: [
+        { type: "text", text: "Listing the files." },
+        { type: "tool_use", id: "call_0", name: "Bash", input: { command: "ls", timeout: 5 } },
+      ],
+    },
+    { role: "user", content: [{ type: "tool_result", tool_use_id: "call_0", content: "a.txt" }] },
+  ]);
+  assert.deepEqual(renamed, recorded, "tool-call ids rewritten consistently");
+});
+
+Deno.test("messageIdentities() tell apart echoes that say something else", () => {
+  const recorded = messageIdentities([ASK, REPLY, ANSWER]);
+  const differ = (messages: MessageParam[], why: string) =>
+    assert.notDeepEqual(messageIdentities(messages), recorded, why);
+  differ([ASK, { role: "assistant", content: "Listing the files." }, ANSWER], "the call dropped");
+  differ([
+    ASK,
+    {
+      role: "assistant",
+      content: [
+        { type: "text", text: "Listing all the files." },
+        { type: "tool_use", id: "toolu_A", name: "Bash", input: { command: "ls", timeout: 5 } },
+      ],
+    },
+    ANSWER,
+  ], "edited text");
+  differ([ASK, REPLY, {
+    role: "user",
+    content: [{ type: "tool_result", tool_use_id: "toolu_B", content: "a.txt" }],
+  }], "a result naming a call that was not made");
+  assert.notEqual(
+    messageIdentity({ role: "assistant", content: "a b" }),
+    messageIdentity({ role: "assistant", content: "ab" }),
+    "whitespace between words is kept as one space",
+  );
+  assert.equal(
+    messageIdentity({ role: "assistant", content: "" }),
+    messageIdentity({ role: "assistant", content: [] }),
+    "no text is no text, however sent",
+  );
+});
+
+Deno.test("messageIdentities() name a tool result's call by position, across messages", () => {
+  const two: MessageParam = {
+    role: "assistant",
+    content: [
+      { type: "tool_use", id: "x1", name: "Read", input: { path: "a" } },
+      { type: "tool_use", id: "x2", name: "Read", input: { path: "b" } },
+    ],
+  };
+  const results = (first: string, second: string): MessageParam => ({
+    role: "user",
+    content: [
+      { type: "tool_result", tool_use_id: first, content: "A" },
+      { type: "tool_result", tool_use_id: second, content: "B" },
+    ],
+  });
+  const swapped = messageIdentities([ASK, two, results("x2", "x1")]);
+  assert.notDeepEqual(messageIdentities([ASK, two, results("x1", "x2")]), swapped);
+  const renamed: MessageParam = {
+    role: "assistant",
+    content: [
+      { type: "tool_use", id: "y1", name: "Read", input: { path: "a" } },
+      { type: "tool_use", id: "y2", name: "Read", input: { path: "b" } },
+    ],
+  };
+  assert.deepEqual(messageIdentities([ASK, renamed, results("y2", "y1")]), swapped);
 });

@@ -4,6 +4,7 @@ import {
   InvalidRequestError,
   type MessageCreateParams,
   messageHead,
+  messageIdentities,
   messageIdentity,
   type MessageParam,
   signThinking,
@@ -80,7 +81,8 @@ Deno.test("anthropicTurnInput() presents identities, prompt and sampling of the 
   assert.equal(input.sessionId, "sess_1");
   assert.equal(input.model, "qwen3-test");
   assert.equal(input.startIdentity, startIdentity("Be careful."));
-  assert.deepEqual(input.messageIdentities, CONVERSATION.map((m) => messageIdentity(m)));
+  assert.deepEqual(input.messageIdentities, messageIdentities(CONVERSATION));
+  assert.equal(input.lastQueryIndex, 0);
   assert.deepEqual(input.toolNames, ["Bash"]);
   assert.equal(input.enableThinking, false);
   assert.deepEqual(input.sampling, {

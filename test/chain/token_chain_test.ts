@@ -25,6 +25,7 @@ function turn(
     weightVersions: ["default"],
     aborts: 0,
     startsInReasoning: false,
+    reasoning: false,
     toolNames: [],
     model: "qwen3",
     messageCount: 2 * (index + 1),

@@ -127,10 +127,10 @@ Deno.test("registerChain() records the session, the empty header and the retired
     const retired: ChainHeader = { ...oldMain.value, wipedAt: 5 };
     const fresh: ChainHeader = { ...header("c1", 0, 0), parent: "c0" };
     const stamp = await registerChain(kv, {
-      session: sessionEntry,
+      session: { record: sessionEntry.value, versionstamp: sessionEntry.versionstamp },
       next: nextSession,
       header: fresh,
-      retire: { entry: oldMain, next: retired },
+      retire: { header: retired, versionstamp: oldMain.versionstamp },
     });
     assert.notEqual(stamp, null);
     assert.deepEqual((await getSession(kv, SID)).value, nextSession);
@@ -154,7 +154,7 @@ Deno.test("registerChain() writes nothing when the session changed", async () =>
     const stale = await getSession(kv, SID) as Deno.KvEntry<SessionRecord>;
     await kv.set(keys.session(SID), session({ status: "closed" }));
     const result = await registerChain(kv, {
-      session: stale,
+      session: { record: stale.value, versionstamp: stale.versionstamp },
       next: session({ mainChain: "c1", chainCount: 2 }),
       header: header("c1", 0, 0),
     });
@@ -176,10 +176,12 @@ Deno.test("registerChain() writes nothing when the chain to retire changed, or t
     const entry = await getSession(kv, SID) as Deno.KvEntry<SessionRecord>;
     const register = (id: string, retire?: Deno.KvEntry<ChainHeader>) =>
       registerChain(kv, {
-        session: entry,
+        session: { record: entry.value, versionstamp: entry.versionstamp },
         next: session({ mainChain: id, chainCount: 2 }),
         header: header(id, 0, 0),
-        retire: retire ? { entry: retire, next: { ...retire.value, wipedAt: 9 } } : undefined,
+        retire: retire
+          ? { header: { ...retire.value, wipedAt: 9 }, versionstamp: retire.versionstamp }
+          : undefined,
       });
     assert.equal(await register("c1", oldMain), null);
     assert.equal((await getChain(kv, SID, "c0")).value?.wipedAt, null);

@@ -1,0 +1,492 @@
+/**
+ * The routing policy as a pure function (docs/DESIGN.md §4): given what KV holds about a session
+ * and what a request says, which chain the request continues and how, or which chain it starts.
+ * It reads nothing and writes nothing; when it needs more of the session than the snapshot holds
+ * it says so, and the reader ({@linkcode readRouteSnapshot}) fetches that and asks again, so the
+ * common case (the request extends its own chain) reads one chain header and nothing else.
+ *
+ * @module
+ */
+import { classify, findRewind } from "../chain/mod.ts";
+import { extendDigest, prefixDigests } from "../chat/mod.ts";
+import type { ChainHeader, ChainRole, SessionRecord, TurnRecord } from "../kv/mod.ts";
+import { SessionClosedError } from "./errors.ts";
+
+/** Tool names that dispatch a sub-agent (Claude Code's Agent, formerly Task). */
+export const DISPATCH_TOOLS: ReadonlySet<string> = new Set(["Agent", "Task"]);
+
+/** How a request was routed. */
+export type RouteKind =
+  /** Continues its chain: the new messages are rendered after the chain's tokens. */
+  | "append"
+  /** Repeats a request already answered: the recorded reply is sent again. */
+  | "replay"
+  /** Goes back to an earlier turn boundary of its chain; the later turns leave the chain. */
+  | "rewind"
+  /** Like a rewind, where the client echoed a reply other than the one sampled (edited). */
+  | "realign"
+  /** Continues a chain another conversation had replaced, which becomes current again. */
+  | "resume"
+  /** The session's first conversation (or a registered chain's first turn). */
+  | "start"
+  /** A new conversation of the same agent replacing its current one (a compaction, an edit). */
+  | "wipe"
+  /** A sub-agent's first request. */
+  | "subagent"
+  /** A request of no agent: another model, or no tools where the main chain has some. */
+  | "side";
+
+/** How far the planner may go to keep a conversation in one chain. */
+export interface RoutePolicy {
+  /**
+   * Most sampled tokens a realign may drop from training (the turns after the boundary it goes
+   * back to); past this an edited echo starts a new chain and the old one stays a segment.
+   */
+  readonly realignMaxTokens: number;
+  /**
+   * `keep`: a chain is append-only, the model sees its reasoning as sampled. `template`: at a new
+   * user query, a chain holding reasoning is closed and the next starts from the template's own
+   * rendering (which drops earlier reasoning), as a deployed conversation is rendered.
+   */
+  readonly thinkingHistory: "keep" | "template";
+}
+
+/** What the planner reads of a request. */
+export interface RouteRequest {
+  readonly agentId: string | null;
+  readonly parentAgentId: string | null;
+  /** Identity of the conversation's start (the system prompt). */
+  readonly startIdentity: string;
+  /** Identity of each message (see the adapter's `messageIdentities`). */
+  readonly messageIdentities: readonly string[];
+  /** Identity of everything else in the request, `stream` aside. */
+  readonly settingsIdentity: string;
+  /** Index of the last user message that asks something new; -1 if none. */
+  readonly lastQueryIndex: number;
+  readonly model: string;
+  readonly toolNames: readonly string[];
+  /** The text of the first user message, where a sub-agent's task would be. */
+  readonly firstUserText: string;
+}
+
+/** A chain as the snapshot holds it. */
+export interface RouteChain {
+  readonly header: ChainHeader;
+  /** The header's versionstamp, which a turn recorded on this route is checked against. */
+  readonly versionstamp: string;
+  /** Its live turns, first to last, once read. */
+  readonly turns?: readonly TurnRecord[];
+}
+
+/** An Agent/Task call that may have dispatched a sub-agent: the client's id for it, its task. */
+export interface DispatchCall {
+  readonly id: string;
+  readonly prompt: string;
+}
+
+/** The conversation a chain's cached tokens render: identities of its start and messages. */
+export interface CachedConversation {
+  readonly start: string;
+  readonly messages: readonly string[];
+}
+
+/** What the planner knows of the session. */
+export interface RouteSnapshot {
+  readonly session: SessionRecord;
+  /** The chain the request's agent id names (`null`: no agent id, or an agent not seen yet). */
+  readonly agentChain: string | null;
+  /** The chain the request's parent agent id names, if any. */
+  readonly parentChain: string | null;
+  /** Chains read so far: always the request's own chain, every chain once `complete`. */
+  readonly chains: ReadonlyMap<string, RouteChain>;
+  readonly complete: boolean;
+  /** The conversation this process cached for the own chain at its current version. */
+  readonly cached: CachedConversation | null;
+  /** The live turn that answered this body before (`undefined` until looked up). */
+  readonly replay?: { readonly chainId: string; readonly record: TurnRecord } | null;
+  /** Agent/Task calls of a chain's latest turns, latest first, by chain, once read. */
+  readonly dispatches: ReadonlyMap<string, readonly DispatchCall[]>;
+}
+
+/** More of the session the planner needs before it can decide. */
+export type RouteNeed =
+  | { readonly need: "replay"; readonly bodyDigest: string }
+  | { readonly need: "chains" }
+  | { readonly need: "turns"; readonly chains: readonly string[] }
+  | { readonly need: "dispatch"; readonly chain: string };
+
+/** The digests a turn recorded on this route carries. */
+interface PlanDigests {
+  /** Prefix digest of the request's whole conversation. */
+  readonly requestDigest: string;
+  /** Digest of the whole request and the agent it comes from: a retry repeats it. */
+  readonly bodyDigest: string;
+}
+
+/** Continue an existing chain, keeping its first `keep` live turns. */
+export interface ExtendPlan extends PlanDigests {
+  readonly act: "extend";
+  readonly kind: "append" | "resume" | "rewind" | "realign" | "start";
+  readonly chainId: string;
+  readonly keep: number;
+  /** The first message rendered after the kept turns (0 with `keep` 0: the whole conversation). */
+  readonly from: number;
+  /** The chain was replaced: it becomes current again and `retire`, its replacement, wiped. */
+  readonly reopen: { readonly retire: string | null } | null;
+}
+
+/** Answer with a recorded turn. */
+export interface ReplayPlan extends PlanDigests {
+  readonly act: "replay";
+  readonly kind: "replay";
+  readonly chainId: string;
+  readonly record: TurnRecord;
+}
+
+/** Register a new chain and render the whole conversation as its first prompt. */
+export interface RegisterPlan extends PlanDigests {
+  readonly act: "register";
+  readonly kind: "start" | "wipe" | "subagent" | "side";
+  readonly chainId: string;
+  readonly role: ChainRole;
+  /** The dispatching chain, or the chain this one replaces. */
+  readonly parent: string | null;
+  readonly dispatch: string | null;
+  /** The chain this one replaces (wiped in the same commit). */
+  readonly replaces: string | null;
+  /** Whether the session's main chain becomes this one. */
+  readonly becomesMain: boolean;
+  readonly startDigest: string;
+}
+
+/** Where a request goes. */
+export type RoutePlan = ExtendPlan | ReplayPlan | RegisterPlan;
+
+/** How many of a parent chain's last turns are searched for the call that dispatched a sub-agent. */
+export const DISPATCH_LOOKBACK_TURNS = 32;
+
+/**
+ * Routes a request, or names what it must read first.
+ *
+ * @example
+ * ```ts
+ * let step = planRoute(snapshot, request, policy);
+ * while ("need" in step) step = planRoute(await fetchMore(snapshot, step), request, policy);
+ * ```
+ * @throws {SessionClosedError} when the session takes no more turns.
+ */
+export function planRoute(
+  snapshot: RouteSnapshot,
+  request: RouteRequest,
+  policy: RoutePolicy,
+): RoutePlan | RouteNeed {
+  const { session } = snapshot;
+  if (session.status !== "open") throw new SessionClosedError(session.id);
+  const ownId = request.agentId ? snapshot.agentChain : session.mainChain;
+  const own = ownId ? snapshot.chains.get(ownId) ?? null : null;
+  const ownHeader = own && own.header.turnCount > 0 ? own.header : null;
+
+  // 1. The common case: the request repeats the conversation this process cached, and adds to it.
+  if (ownHeader && snapshot.cached && extendsConversation(request, snapshot.cached)) {
+    const from = ownHeader.messageCount;
+    const requestDigest = request.messageIdentities.slice(from).reduce(
+      extendDigest,
+      ownHeader.digest,
+    );
+    return splitForThinking(snapshot, request, policy, own!) ??
+      extendPlan("append", own!, ownHeader.turnCount, from, request, requestDigest, null);
+  }
+
+  const digests = digestsOf(request);
+  const requestDigest = digests.at(-1)!;
+  const bodyDigest = bodyDigestOf(request, requestDigest);
+
+  // 2. It extends its own chain (the conversation was not cached here).
+  if (ownHeader && classify(ownHeader, digests).kind === "append") {
+    return splitForThinking(snapshot, request, policy, own!) ??
+      extendPlan(
+        "append",
+        own!,
+        ownHeader.turnCount,
+        ownHeader.messageCount,
+        request,
+        requestDigest,
+        null,
+      );
+  }
+
+  // 3. A retry of a request already answered, in any chain.
+  if (snapshot.replay === undefined) return { need: "replay", bodyDigest };
+  if (snapshot.replay) {
+    return {
+      act: "replay",
+      kind: "replay",
+      chainId: snapshot.replay.chainId,
+      record: snapshot.replay.record,
+      requestDigest,
+      bodyDigest,
+    };
+  }
+
+  // 4. Back to an earlier boundary of its own chain.
+  let forked: RouteChain | null = null;
+  if (ownHeader && ownHeader.startDigest === digests[0]) {
+    if (!own!.turns) return { need: "turns", chains: [own!.header.id] };
+    const back = rewindOn(own!, digests, request, policy, null);
+    if (back === "too_far") forked = own;
+    else if (back) return back;
+  }
+  if (own && own.header.turnCount === 0) {
+    // Registered by an earlier attempt whose turn was never recorded: start it now.
+    return extendPlan("start", own, 0, 0, request, requestDigest, null);
+  }
+
+  // 5. It extends another chain of the same agent, live or replaced: continue that one in place.
+  if (!snapshot.complete) return { need: "chains" };
+  const candidates = [...snapshot.chains.values()]
+    .filter((chain) =>
+      chain.header.id !== ownId && chain.header.turnCount > 0 &&
+      chain.header.agentId === request.agentId
+    )
+    .sort((a, b) =>
+      b.header.updatedAt - a.header.updatedAt || b.header.id.localeCompare(a.header.id)
+    );
+  for (const chain of candidates) {
+    if (classify(chain.header, digests).kind !== "append") continue;
+    const reopen = reopening(snapshot, chain.header);
+    return splitForThinking(snapshot, request, policy, chain) ??
+      extendPlan(
+        reopen ? "resume" : "append",
+        chain,
+        chain.header.turnCount,
+        chain.header.messageCount,
+        request,
+        requestDigest,
+        reopen,
+      );
+  }
+  const sameStart = candidates.filter((chain) => chain.header.startDigest === digests[0]);
+  const unread = sameStart.filter((chain) => !chain.turns).map((chain) => chain.header.id);
+  if (unread.length > 0) return { need: "turns", chains: unread };
+  for (const chain of sameStart) {
+    const back = rewindOn(chain, digests, request, policy, reopening(snapshot, chain.header));
+    if (back && back !== "too_far") return back;
+  }
+
+  // 6. A new chain.
+  return newChain(snapshot, request, digests, forked);
+}
+
+/** The request's prefix digests, computed once per request. */
+const digestMemo = new WeakMap<RouteRequest, string[]>();
+function digestsOf(request: RouteRequest): string[] {
+  let digests = digestMemo.get(request);
+  if (!digests) {
+    digests = prefixDigests(request.startIdentity, request.messageIdentities);
+    digestMemo.set(request, digests);
+  }
+  return digests;
+}
+
+/**
+ * The digest a retry of this request repeats: the conversation, every setting but `stream`, and
+ * the agent it comes from — two sub-agents asking the same question are two requests.
+ */
+export function bodyDigestOf(request: RouteRequest, requestDigest: string): string {
+  const body = extendDigest(requestDigest, request.settingsIdentity);
+  return request.agentId ? extendDigest(body, `agent:${request.agentId}`) : body;
+}
+
+function extendPlan(
+  kind: ExtendPlan["kind"],
+  chain: RouteChain,
+  keep: number,
+  from: number,
+  request: RouteRequest,
+  requestDigest: string,
+  reopen: ExtendPlan["reopen"],
+): ExtendPlan {
+  return {
+    act: "extend",
+    kind,
+    chainId: chain.header.id,
+    keep,
+    from,
+    reopen,
+    requestDigest,
+    bodyDigest: bodyDigestOf(request, requestDigest),
+  };
+}
+
+/** True when the request repeats `known` exactly (same strings) and adds messages to it. */
+function extendsConversation(request: RouteRequest, known: CachedConversation): boolean {
+  const ids = request.messageIdentities;
+  if (request.startIdentity !== known.start || ids.length <= known.messages.length) return false;
+  for (let i = 0; i < known.messages.length; i++) if (ids[i] !== known.messages[i]) return false;
+  return true;
+}
+
+/**
+ * A replaced chain that a request continues: it becomes current again, and the chain holding its
+ * place (the session's main chain, or its agent's current chain) is wiped. `null` for a chain
+ * that was never replaced (only main chains and chains of a named agent are).
+ */
+function reopening(
+  snapshot: RouteSnapshot,
+  header: ChainHeader,
+): ExtendPlan["reopen"] {
+  if (header.wipedAt === null) return null;
+  const holder = header.role === "main" ? snapshot.session.mainChain : snapshot.agentChain;
+  return { retire: holder !== null && holder !== header.id ? holder : null };
+}
+
+/**
+ * A rewind (or realign) on `chain`, when the request goes back to one of its turn boundaries;
+ * `too_far` when it is a realign that would drop more sampled tokens than the policy allows.
+ */
+function rewindOn(
+  chain: RouteChain,
+  digests: readonly string[],
+  request: RouteRequest,
+  policy: RoutePolicy,
+  reopen: ExtendPlan["reopen"],
+): ExtendPlan | "too_far" | null {
+  const turns = chain.turns!;
+  const back = findRewind(turns, digests);
+  if (!back) return null;
+  if (back.edited) {
+    const dropped = turns.slice(back.keep).reduce((sum, turn) => sum + turn.outputLen, 0);
+    if (dropped > policy.realignMaxTokens) return "too_far";
+  }
+  const requestDigest = digests.at(-1)!;
+  return extendPlan(
+    back.edited ? "realign" : "rewind",
+    chain,
+    back.keep,
+    back.from,
+    request,
+    requestDigest,
+    reopen,
+  );
+}
+
+/**
+ * Under `thinkingHistory: "template"`, a request that brings a new user query to a chain holding
+ * reasoning closes that chain: a new one of the same agent starts from the template's rendering.
+ */
+function splitForThinking(
+  snapshot: RouteSnapshot,
+  request: RouteRequest,
+  policy: RoutePolicy,
+  chain: RouteChain,
+): RoutePlan | RouteNeed | null {
+  const header = chain.header;
+  if (policy.thinkingHistory !== "template" || !header.reasoning) return null;
+  if (request.lastQueryIndex < header.messageCount) return null;
+  if (!snapshot.complete) return { need: "chains" };
+  return newChain(snapshot, request, digestsOf(request), chain);
+}
+
+/**
+ * The chain a request that extends none starts. `forked` is the chain it replaces when it came
+ * from that chain's conversation (an edited echo past the realign bound, a thinking split).
+ */
+function newChain(
+  snapshot: RouteSnapshot,
+  request: RouteRequest,
+  digests: readonly string[],
+  forked: RouteChain | null,
+): RoutePlan | RouteNeed {
+  if (!snapshot.complete) return { need: "chains" };
+  const { session } = snapshot;
+  const headers = [...snapshot.chains.values()].map((chain) => chain.header);
+  const main = headers.find((header) => header.id === session.mainChain) ?? null;
+  const claimed = new Set(headers.flatMap((header) => header.dispatch ? [header.dispatch] : []));
+  const requestDigest = digests.at(-1)!;
+  const plan = (
+    kind: RegisterPlan["kind"],
+    role: ChainRole,
+    parent: string | null,
+    dispatch: string | null,
+    replaces: string | null,
+  ): RegisterPlan => {
+    const becomesMain = role === "main";
+    const taken = new Set(headers.map((header) => header.id));
+    const chainId = becomesMain && !taken.has(session.mainChain) && !replaces
+      ? session.mainChain
+      : newChainId(session, taken);
+    return {
+      act: "register",
+      kind,
+      chainId,
+      role,
+      parent,
+      dispatch,
+      replaces,
+      becomesMain,
+      startDigest: digests[0],
+      requestDigest,
+      bodyDigest: bodyDigestOf(request, requestDigest),
+    };
+  };
+
+  if (forked) {
+    const old = forked.header;
+    // Only the main chain and a named agent's chain have a place to take over; others stay.
+    const replaces = old.role === "main" || old.agentId !== null ? old.id : null;
+    const kind = old.role === "main" ? "wipe" : old.role;
+    return plan(kind, old.role, old.role === "main" ? old.id : old.parent, old.dispatch, replaces);
+  }
+  if (request.agentId) {
+    const replaced = snapshot.agentChain ? snapshot.chains.get(snapshot.agentChain) : undefined;
+    if (replaced) {
+      const old = replaced.header;
+      return plan("subagent", "subagent", old.parent, old.dispatch, old.id);
+    }
+    const parentId = snapshot.parentChain ?? main?.id ?? null;
+    const dispatch = parentId ? dispatchOf(snapshot, request, parentId, claimed) : null;
+    if (dispatch !== null && typeof dispatch === "object") return dispatch;
+    return plan("subagent", "subagent", parentId, dispatch, null);
+  }
+  if (!main || main.turnCount === 0) return plan("start", "main", null, null, null);
+  if (digests[0] !== main.startDigest) {
+    const dispatch = dispatchOf(snapshot, request, main.id, claimed);
+    if (dispatch !== null && typeof dispatch === "object") return dispatch;
+    if (dispatch) return plan("subagent", "subagent", main.id, dispatch, null);
+  }
+  if (request.model !== main.model || (request.toolNames.length === 0 && main.tools.length > 0)) {
+    return plan("side", "side", main.id, null, null);
+  }
+  return plan("wipe", "main", main.id, null, main.id);
+}
+
+/**
+ * The Agent/Task call on `parentId` that dispatched the sub-agent making this request: the
+ * latest one, not claimed by another chain, whose `prompt` is in the request's first user
+ * message. A need when the parent's calls are not read yet.
+ */
+function dispatchOf(
+  snapshot: RouteSnapshot,
+  request: RouteRequest,
+  parentId: string,
+  claimed: ReadonlySet<string>,
+): string | null | RouteNeed {
+  const task = request.firstUserText;
+  const parent = snapshot.chains.get(parentId);
+  if (!task || !parent || parent.header.turnCount === 0) return null;
+  const calls = snapshot.dispatches.get(parentId);
+  if (!calls) return { need: "dispatch", chain: parentId };
+  for (const call of calls) {
+    const prompt = call.prompt.trim();
+    if (prompt !== "" && task.includes(prompt) && !claimed.has(call.id)) return call.id;
+  }
+  return null;
+}
+
+/** The first free chain id (`c0`, `c1`…), keeping the main chain's reserved id. */
+function newChainId(session: SessionRecord, taken: ReadonlySet<string>): string {
+  for (let n = session.chainCount;; n++) {
+    const id = `c${n}`;
+    if (!taken.has(id) && id !== session.mainChain) return id;
+  }
+}

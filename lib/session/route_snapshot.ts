@@ -1,0 +1,190 @@
+/**
+ * What the route planner reads of a session, read from KV in stages: first the session, the
+ * request's own chain and this process's cached conversation for it; then, only when the planner
+ * asks, a replay entry, every chain header, some chains' live turns, or a parent's dispatch calls.
+ *
+ * @module
+ */
+import {
+  type ChainCache,
+  type ChainHeader,
+  getAgentChain,
+  getChain,
+  getReplay,
+  listChainEntries,
+  liveTurns,
+  readAllTurns,
+  readTurnTokens,
+} from "../kv/mod.ts";
+import type { PromptIds } from "../engine/mod.ts";
+import type { ChatTokenizer } from "../template/mod.ts";
+import { liveSession } from "./lifecycle.ts";
+import { parseTurnOutput } from "./output.ts";
+import {
+  DISPATCH_LOOKBACK_TURNS,
+  DISPATCH_TOOLS,
+  type DispatchCall,
+  type RouteChain,
+  type RouteNeed,
+  type RouteSnapshot,
+} from "./route_plan.ts";
+import type { TurnInput } from "./turn_input.ts";
+
+/**
+ * What a process remembers of a chain at one version: its tokens as the engine receives them,
+ * and the identities of the conversation they render, so the next request's history is compared
+ * with them instead of hashed again.
+ */
+export interface CachedChain {
+  readonly prompt: PromptIds;
+  /** Identities of the start and of every message, the last reply included; `null` after a KV read. */
+  readonly conversation: { readonly start: string; readonly messages: readonly string[] } | null;
+}
+
+/** The weight of a cached chain: its tokens. */
+export function cachedChainTokens(chain: CachedChain): number {
+  return chain.prompt.length;
+}
+
+/** The cache key of a chain. */
+export function cacheKey(chain: { sessionId: string; id: string }): string {
+  return `${chain.sessionId}/${chain.id}`;
+}
+
+/** What reading a snapshot needs. */
+export interface SnapshotDeps {
+  readonly kv: Deno.Kv;
+  readonly tokenizer: ChatTokenizer;
+  readonly cache: ChainCache<CachedChain>;
+}
+
+/** A snapshot and the session record's versionstamp, which a registration is checked against. */
+export interface ReadSnapshot {
+  readonly snapshot: RouteSnapshot;
+  readonly sessionVersionstamp: string;
+}
+
+/**
+ * The first stage: the session, the request's own chain, and the cached conversation for it.
+ *
+ * @throws {SessionNotFoundError}
+ */
+export async function readRouteSnapshot<Reply>(
+  deps: SnapshotDeps,
+  input: TurnInput<Reply>,
+): Promise<ReadSnapshot> {
+  const { kv } = deps;
+  const [entry, agentChain, parentChain] = await Promise.all([
+    liveSession(kv, input.sessionId),
+    input.agent.id ? getAgentChain(kv, input.sessionId, input.agent.id) : null,
+    input.agent.id && input.agent.parentId
+      ? getAgentChain(kv, input.sessionId, input.agent.parentId)
+      : null,
+  ]);
+  const session = entry.value;
+  const ownId = input.agent.id ? agentChain : session.mainChain;
+  const own = ownId ? await getChain(kv, input.sessionId, ownId) : null;
+  const chains = new Map<string, RouteChain>();
+  let cached: RouteSnapshot["cached"] = null;
+  if (own?.value) {
+    chains.set(own.value.id, { header: own.value, versionstamp: own.versionstamp! });
+    cached = deps.cache.get(cacheKey(own.value), own.versionstamp!)?.conversation ?? null;
+  }
+  return {
+    snapshot: {
+      session,
+      agentChain,
+      parentChain,
+      chains,
+      complete: false,
+      cached,
+      dispatches: new Map(),
+    },
+    sessionVersionstamp: entry.versionstamp,
+  };
+}
+
+/** The snapshot with what the planner asked for read. */
+export async function readNeed<Reply>(
+  deps: SnapshotDeps,
+  input: TurnInput<Reply>,
+  snapshot: RouteSnapshot,
+  need: RouteNeed,
+): Promise<RouteSnapshot> {
+  const { kv } = deps;
+  const sessionId = snapshot.session.id;
+  switch (need.need) {
+    case "replay":
+      return { ...snapshot, replay: await findReplay(kv, sessionId, need.bodyDigest) };
+    case "chains": {
+      const chains = new Map(snapshot.chains);
+      for (const entry of await listChainEntries(kv, sessionId)) {
+        const known = chains.get(entry.value.id);
+        // A chain read already keeps its entry (and turns) as read: the plan is checked against it.
+        if (!known) {
+          chains.set(entry.value.id, { header: entry.value, versionstamp: entry.versionstamp });
+        }
+      }
+      return { ...snapshot, chains, complete: true };
+    }
+    case "turns": {
+      const chains = new Map(snapshot.chains);
+      await Promise.all(need.chains.map(async (id) => {
+        const chain = chains.get(id)!;
+        const turns = liveTurns(await readAllTurns(kv, sessionId, id), chain.header);
+        chains.set(id, { ...chain, turns });
+      }));
+      return { ...snapshot, chains };
+    }
+    case "dispatch": {
+      const parent = snapshot.chains.get(need.chain)!;
+      const calls = await dispatchCalls(deps, input, parent.header);
+      return { ...snapshot, dispatches: new Map(snapshot.dispatches).set(need.chain, calls) };
+    }
+  }
+}
+
+/** The live turn that answered this body before, in any chain of the session. */
+async function findReplay(
+  kv: Deno.Kv,
+  sessionId: string,
+  bodyDigest: string,
+): Promise<RouteSnapshot["replay"]> {
+  const entry = await getReplay(kv, sessionId, bodyDigest);
+  if (!entry) return null;
+  const chain = await getChain(kv, sessionId, entry.chainId);
+  if (!chain.value) return null;
+  const live = liveTurns(await readAllTurns(kv, sessionId, entry.chainId), chain.value);
+  const record = live[entry.index];
+  return record?.rid === entry.rid ? { chainId: entry.chainId, record } : null;
+}
+
+/** The Agent/Task calls of the chain's latest turns with a `prompt`, latest first. */
+async function dispatchCalls<Reply>(
+  deps: SnapshotDeps,
+  input: TurnInput<Reply>,
+  header: ChainHeader,
+): Promise<DispatchCall[]> {
+  const out: DispatchCall[] = [];
+  const turns = liveTurns(await readAllTurns(deps.kv, header.sessionId, header.id), header);
+  for (const turn of turns.slice(-DISPATCH_LOOKBACK_TURNS).reverse()) {
+    if (turn.toolCalls === 0) continue;
+    const tokens = await readTurnTokens(deps.kv, header.sessionId, header.id, turn);
+    const end = { reason: turn.finishReason, stopSequence: turn.stopSequence };
+    const { blocks } = parseTurnOutput(
+      deps.tokenizer,
+      Array.from(tokens.output),
+      end,
+      turn.startsInReasoning,
+      turn.toolNames,
+    );
+    const calls = blocks.filter((block) => block.type === "tool_call");
+    for (let i = calls.length - 1; i >= 0; i--) {
+      const call = calls[i];
+      if (call.type !== "tool_call" || !DISPATCH_TOOLS.has(call.name)) continue;
+      const prompt = call.input.prompt;
+      if (typeof prompt === "string") out.push({ id: input.toolUseId(turn.rid, i), prompt });
+    }
+  }
+  return out;
+}

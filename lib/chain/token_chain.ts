@@ -1,6 +1,6 @@
 /**
  * A chain as training arrays: `prompt_ids ++ response_ids`, with `loss_mask` and `logprobs`
- * aligned to `response_ids` (DESIGN §3).
+ * aligned to `response_ids` (docs/DESIGN.md §3).
  *
  * @module
  */

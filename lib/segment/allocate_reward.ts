@@ -1,5 +1,5 @@
 /**
- * Which segments of a session are trained on, and the reward each carries (DESIGN §4): side
+ * Which segments of a session are trained on, and the reward each carries (docs/DESIGN.md §5): side
  * segments only when asked; caps on the number of segments (the head and the final are kept)
  * and on tokens per segment (dropped or masked); the session's score shared out by a policy.
  * Everything left out is recorded with its reason.

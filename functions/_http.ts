@@ -6,30 +6,13 @@
  */
 import { Buffer } from "node:buffer";
 import { ZodError } from "zod";
-import {
-  ERROR_STATUS,
-  errorBody,
-  type ErrorType,
-  InvalidRequestError,
-} from "../lib/anthropic/mod.ts";
-import { EngineRejectedError, EngineUnavailableError } from "../lib/engine/mod.ts";
-import { InvalidCursorError, LeaseTimeoutError } from "../lib/kv/mod.ts";
-import {
-  AuthenticationError,
-  ChainConflictError,
-  ContextOverflowError,
-  SessionClosedError,
-  SessionExistsError,
-  SessionNotFoundError,
-} from "../lib/session/mod.ts";
-import { TemplateError } from "../lib/template/mod.ts";
-import { RepoError, SandboxUnavailableError } from "../lib/sandbox/mod.ts";
-import { JudgerError, UnknownJudgerError } from "../lib/evaluate/mod.ts";
-import { JobNotFoundError } from "../lib/rollout/mod.ts";
-import { jsonShapeProblem, LimitError, MAX_JSON_DEPTH } from "../lib/limits/mod.ts";
+import { errorBody, type ErrorType, InvalidRequestError } from "../lib/anthropic/mod.ts";
+import { codeOf, ERROR_TABLE } from "../lib/errors/mod.ts";
+import { jsonShapeProblem, MAX_JSON_DEPTH } from "../lib/limits/mod.ts";
 
 /** The body exceeds the configured limit (HTTP 413). */
 export class BodyTooLargeError extends Error {
+  readonly code = "body_too_large" as const;
   constructor(limit: number) {
     super(`Request body is larger than ${limit} bytes`);
     this.name = "BodyTooLargeError";
@@ -38,6 +21,7 @@ export class BodyTooLargeError extends Error {
 
 /** The caller is known but may not use this route (HTTP 403). */
 export class PermissionError extends Error {
+  readonly code = "permission" as const;
   constructor(message: string) {
     super(message);
     this.name = "PermissionError";
@@ -148,79 +132,45 @@ function describeIssue(issue: Issue, base: PropertyKey[]): string {
 
 /** How errors are answered: the wait suggested to clients of an overloaded engine. */
 export interface ErrorOptions {
+  /** `RETRY_AFTER_MS`. */
   readonly retryAfterMs: number;
 }
 
-const DEFAULT_ERROR_OPTIONS: ErrorOptions = { retryAfterMs: 2000 };
-
-/** The status, Anthropic error type and extra headers for an error. */
+/**
+ * The error type, message and extra headers for an error, from its code's row in
+ * {@linkcode ERROR_TABLE}. An error not raised on purpose is logged and answered as
+ * "Internal error" (a 500 is always a bug).
+ */
 export function classifyError(
   error: unknown,
-  options: ErrorOptions = DEFAULT_ERROR_OPTIONS,
-): { type: ErrorType; message: string; headers?: Record<string, string> } {
-  if (error instanceof InvalidRequestError || error instanceof ContextOverflowError) {
-    return { type: "invalid_request_error", message: error.message };
-  }
-  if (error instanceof LimitError || error instanceof InvalidCursorError) {
-    return { type: "invalid_request_error", message: error.message };
-  }
-  if (error instanceof RangeError && error.message.startsWith("Invalid session id")) {
-    return { type: "invalid_request_error", message: error.message };
-  }
-  if (error instanceof RepoError || error instanceof UnknownJudgerError) {
-    return { type: "invalid_request_error", message: error.message };
-  }
-  if (error instanceof SandboxUnavailableError) {
-    return { type: "unavailable_error", message: error.message };
-  }
-  if (error instanceof JudgerError) return { type: "api_error", message: error.message };
-  if (error instanceof EngineRejectedError) {
-    return { type: "invalid_request_error", message: error.message };
-  }
-  if (error instanceof AuthenticationError) {
-    return { type: "authentication_error", message: error.message };
-  }
-  if (error instanceof PermissionError) return { type: "permission_error", message: error.message };
-  if (error instanceof SessionNotFoundError || error instanceof JobNotFoundError) {
-    return { type: "not_found_error", message: error.message };
-  }
-  if (
-    error instanceof SessionExistsError || error instanceof SessionClosedError ||
-    error instanceof ChainConflictError
-  ) {
-    return { type: "conflict_error", message: error.message };
-  }
-  if (error instanceof BodyTooLargeError) {
-    return { type: "request_too_large", message: error.message };
-  }
-  if (error instanceof EngineUnavailableError || error instanceof LeaseTimeoutError) {
-    return {
-      type: "overloaded_error",
-      message: error.message,
-      headers: {
-        "x-should-retry": "true",
-        "retry-after": String(Math.ceil(options.retryAfterMs / 1000)),
-        "retry-after-ms": String(options.retryAfterMs),
-      },
-    };
-  }
-  if (error instanceof TemplateError) return { type: "api_error", message: error.message };
-  if (error instanceof DOMException && error.name === "AbortError") {
-    return { type: "api_error", message: "Client disconnected" };
-  }
-  console.error("Unexpected error:", error);
-  return { type: "api_error", message: "Internal error" };
+  options: ErrorOptions,
+): { status: number; type: ErrorType; message: string; headers?: Record<string, string> } {
+  const code = codeOf(error);
+  const row = ERROR_TABLE[code];
+  if (code === "internal") console.error("Unexpected error:", error);
+  const message = code === "internal"
+    ? "Internal error"
+    : code === "client_disconnected"
+    ? "Client disconnected"
+    : (error as Error).message;
+  if (!row.retry) return { status: row.status, type: row.type, message };
+  return {
+    status: row.status,
+    type: row.type,
+    message,
+    headers: {
+      "x-should-retry": "true",
+      "retry-after": String(Math.ceil(options.retryAfterMs / 1000)),
+      "retry-after-ms": String(options.retryAfterMs),
+    },
+  };
 }
 
 /** The HTTP response for an error, in Anthropic's envelope. */
-export function errorResponse(
-  error: unknown,
-  requestId: string,
-  options: ErrorOptions = DEFAULT_ERROR_OPTIONS,
-): Response {
-  const { type, message, headers } = classifyError(error, options);
+export function errorResponse(error: unknown, requestId: string, options: ErrorOptions): Response {
+  const { status, type, message, headers } = classifyError(error, options);
   return Response.json(errorBody(type, message, requestId), {
-    status: ERROR_STATUS[type],
+    status,
     headers: { "request-id": requestId, ...headers },
   });
 }

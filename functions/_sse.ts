@@ -69,7 +69,8 @@ export function sseResponse(turn: TurnStream): Response {
         },
         (error) => {
           if (!turn.cancelled()) {
-            const { type, message } = classifyError(error);
+            // An event carries no headers: the retry wait is not sent, only the type.
+            const { type, message } = classifyError(error, { retryAfterMs: 0 });
             send([errorEvent(type, message)]);
           }
           finish();

@@ -31,7 +31,7 @@ export function createEvaluateApp(deps: Deps): Hono {
     const result = await deps.evalSlots.run(() => evaluate(deps.evaluation, request), signal);
     return c.json(result);
   });
-  app.onError((error) => errorResponse(error, newRequestId()));
+  app.onError((error) => errorResponse(error, newRequestId(), deps.config));
   return app;
 }
 

@@ -87,7 +87,7 @@ export function createRolloutApp(deps: Deps): Hono {
     return c.json(await viewOf(deps.kv, job), FINAL_PHASES.has(job.phase) ? 200 : 202);
   });
 
-  app.onError((error) => errorResponse(error, newRequestId()));
+  app.onError((error) => errorResponse(error, newRequestId(), deps.config));
   return app;
 }
 

@@ -25,7 +25,7 @@ export function createGatewayApp(deps: Deps): Hono {
   app.route("/", createSessionsApp(deps));
   app.route("/", createEvaluateApp(deps));
   app.route("/", createRolloutApp(deps));
-  app.onError((error) => errorResponse(error, newRequestId()));
+  app.onError((error) => errorResponse(error, newRequestId(), deps.config));
   app.notFound((c) => {
     const requestId = newRequestId();
     return c.json(

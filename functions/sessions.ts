@@ -103,7 +103,7 @@ export function createSessionsApp(deps: Deps): Hono {
     });
   });
 
-  app.onError((error) => errorResponse(error, newRequestId()));
+  app.onError((error) => errorResponse(error, newRequestId(), deps.config));
   return app;
 }
 

@@ -3,13 +3,14 @@
  *
  * @module
  */
+import type { ErrorType } from "../errors/mod.ts";
 
 /**
  * Anthropic error types and the HTTP status each one travels with, plus the gateway's own
  * `unavailable_error` (503), which only the trainer's routes send: a sandbox backend that
  * cannot work (bubblewrap missing, E2B unreachable).
  */
-export const ERROR_STATUS = {
+export const ERROR_STATUS: Readonly<Record<ErrorType, number>> = {
   invalid_request_error: 400,
   authentication_error: 401,
   permission_error: 403,
@@ -21,10 +22,9 @@ export const ERROR_STATUS = {
   timeout_error: 504,
   unavailable_error: 503,
   overloaded_error: 529,
-} as const;
+};
 
-/** An Anthropic error type. */
-export type ErrorType = keyof typeof ERROR_STATUS;
+export type { ErrorType };
 
 /** The body of an error response. */
 export interface ErrorBody {

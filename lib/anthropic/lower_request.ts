@@ -9,6 +9,7 @@ import type { ContentBlockParam, MessageCreateParams, MessageParam, ToolParam } 
 
 /** A request the gateway understands but cannot serve as sent (HTTP 400). */
 export class InvalidRequestError extends Error {
+  readonly code = "invalid_request" as const;
   constructor(message: string) {
     super(message);
     this.name = "InvalidRequestError";

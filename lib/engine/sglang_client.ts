@@ -55,6 +55,7 @@ export interface Engine {
 
 /** The engine cannot take the request now (down, overloaded, timing out); retry later. */
 export class EngineUnavailableError extends Error {
+  readonly code = "engine_unavailable" as const;
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = "EngineUnavailableError";
@@ -63,6 +64,7 @@ export class EngineUnavailableError extends Error {
 
 /** The engine refused the request itself (HTTP 4xx): retrying the same request cannot help. */
 export class EngineRejectedError extends Error {
+  readonly code = "engine_rejected" as const;
   constructor(message: string) {
     super(message);
     this.name = "EngineRejectedError";

@@ -54,6 +54,7 @@ export type EvaluationResult = Evidence & Reward & {
 
 /** A task names a judger that is not configured (a bad request, not a bad configuration). */
 export class UnknownJudgerError extends RangeError {
+  readonly code = "unknown_judger" as const;
   constructor(name: string, known: Iterable<string>) {
     super(`Unknown judger "${name}": configured judgers are ${[...known].join(", ")}`);
     this.name = "UnknownJudgerError";

@@ -52,6 +52,7 @@ export class JudgerConfigError extends Error {
 
 /** A judger that returned something other than a reward, or threw. */
 export class JudgerError extends Error {
+  readonly code = "judger_failed" as const;
   constructor(readonly judger: string, message: string, options?: ErrorOptions) {
     super(`Judger "${judger}" ${message}`, options);
     this.name = "JudgerError";

@@ -18,6 +18,7 @@ export interface Lease {
 
 /** A waiter gave up: someone else held the lease longer than the wait allowed. */
 export class LeaseTimeoutError extends Error {
+  readonly code = "lease_timeout" as const;
   constructor(readonly holder: string, waitedMs: number) {
     super(`Session is busy: another request has held it for ${Math.round(waitedMs)} ms`);
     this.name = "LeaseTimeoutError";

@@ -56,6 +56,7 @@ export async function updateSession(
 
 /** A listing cursor that KV cannot read (HTTP 400): not one a listing handed out. */
 export class InvalidCursorError extends RangeError {
+  readonly code = "invalid_cursor" as const;
   constructor(cursor: string) {
     super(
       `Invalid cursor "${

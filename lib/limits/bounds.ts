@@ -42,6 +42,7 @@ export const REWARD_INLINE_BYTES = 16_384;
  * sent it (`metadata`, `tools`, `x-claude-code-agent-id`).
  */
 export class LimitError extends RangeError {
+  readonly code = "limit_exceeded" as const;
   constructor(readonly field: string, message: string) {
     super(`${field}: ${message}`);
     this.name = "LimitError";

@@ -55,6 +55,7 @@ export interface JobView {
 
 /** A rollout job, or group, not found (HTTP 404). */
 export class JobNotFoundError extends Error {
+  readonly code = "job_not_found" as const;
   constructor(id: string, what: "job" | "group" = "job") {
     super(`Rollout ${what} "${id.length > 64 ? `${id.slice(0, 64)}…` : id}" not found`);
     this.name = "JobNotFoundError";

@@ -111,6 +111,7 @@ export interface SandboxBackend {
 
 /** The backend cannot make sandboxes now (not installed, unreachable, out of capacity). */
 export class SandboxUnavailableError extends Error {
+  readonly code = "sandbox_unavailable" as const;
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = "SandboxUnavailableError";
@@ -122,6 +123,7 @@ export class SandboxUnavailableError extends Error {
  * not exist, the clone failed. A fault of the task, not of the backend.
  */
 export class RepoError extends Error {
+  readonly code = "bad_repo" as const;
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = "RepoError";

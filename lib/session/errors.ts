@@ -6,14 +6,29 @@
 
 /** No token, or a token that does not open the session it names (HTTP 401). */
 export class AuthenticationError extends Error {
+  readonly code = "authentication" as const;
   constructor(message: string) {
     super(message);
     this.name = "AuthenticationError";
   }
 }
 
+/** A session id that is not letters, digits, `_` and `-`, up to 128 characters (HTTP 400). */
+export class InvalidSessionIdError extends RangeError {
+  readonly code = "invalid_session_id" as const;
+  constructor(id: string) {
+    super(
+      `Invalid session id "${
+        id.length > 128 ? `${id.slice(0, 64)}…` : id
+      }": use letters, digits, _ and -`,
+    );
+    this.name = "InvalidSessionIdError";
+  }
+}
+
 /** No session with this id (HTTP 404). */
 export class SessionNotFoundError extends Error {
+  readonly code = "session_not_found" as const;
   constructor(readonly sessionId: string) {
     super(
       `Session "${sessionId.length > 128 ? `${sessionId.slice(0, 64)}…` : sessionId}" not found`,
@@ -24,6 +39,7 @@ export class SessionNotFoundError extends Error {
 
 /** A session id is taken already (HTTP 409). */
 export class SessionExistsError extends Error {
+  readonly code = "session_exists" as const;
   constructor(readonly sessionId: string) {
     super(`Session "${sessionId}" already exists`);
     this.name = "SessionExistsError";
@@ -32,6 +48,7 @@ export class SessionExistsError extends Error {
 
 /** The session no longer takes turns (HTTP 409). */
 export class SessionClosedError extends Error {
+  readonly code = "session_closed" as const;
   constructor(readonly sessionId: string) {
     super(`Session "${sessionId}" is closed`);
     this.name = "SessionClosedError";
@@ -40,6 +57,7 @@ export class SessionClosedError extends Error {
 
 /** The prompt does not fit the context window (HTTP 400 in Anthropic's wording). */
 export class ContextOverflowError extends Error {
+  readonly code = "context_overflow" as const;
   constructor(readonly promptTokens: number, readonly contextLength: number) {
     super(`prompt is too long: ${promptTokens} tokens > ${contextLength - 1} maximum`);
     this.name = "ContextOverflowError";
@@ -48,6 +66,7 @@ export class ContextOverflowError extends Error {
 
 /** The chain or the lease changed while this turn generated; nothing was recorded (HTTP 409). */
 export class ChainConflictError extends Error {
+  readonly code = "chain_conflict" as const;
   constructor(sessionId: string, chainId: string) {
     super(
       `Chain "${chainId}" of session "${sessionId}" changed during this turn; it was not recorded`,

@@ -7,7 +7,12 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { createSession, getSession, type SessionRecord } from "../kv/mod.ts";
 import { checkMetadata } from "../limits/mod.ts";
-import { AuthenticationError, SessionExistsError, SessionNotFoundError } from "./errors.ts";
+import {
+  AuthenticationError,
+  InvalidSessionIdError,
+  SessionExistsError,
+  SessionNotFoundError,
+} from "./errors.ts";
 
 /** Session ids: letters, digits, `_` and `-`, up to 128 characters. */
 export const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
@@ -45,7 +50,7 @@ export async function openSession(
 ): Promise<OpenedSession> {
   const id = options.id ?? `sess_${randomHex(12)}`;
   if (!SESSION_ID.test(id)) {
-    throw new RangeError(`Invalid session id "${id}": use letters, digits, _ and -`);
+    throw new InvalidSessionIdError(id);
   }
   checkMetadata(options.metadata ?? {});
   const token = `${id}.${randomHex(24)}`;

@@ -26,6 +26,7 @@ const ANCHOR: readonly ChatMessage[] = [
 
 /** Thrown when the chat template cannot be rendered incrementally; a deployment problem. */
 export class TemplateError extends Error {
+  readonly code = "template" as const;
   constructor(message: string) {
     super(message);
     this.name = "TemplateError";

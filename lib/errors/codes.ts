@@ -1,0 +1,97 @@
+/**
+ * What went wrong, as a code every error the gateway raises on purpose carries, and the one
+ * table that says how each code is answered: HTTP status, error type (Anthropic's names, which
+ * the OpenAI surfaces map to theirs) and whether the client should retry. Domain code raises
+ * coded errors and knows nothing of HTTP; `functions/_http.ts` reads the table.
+ *
+ * @module
+ */
+
+/** Error types as the API names them (Anthropic's, plus the trainer routes' `unavailable_error`). */
+export type ErrorType =
+  | "invalid_request_error"
+  | "authentication_error"
+  | "permission_error"
+  | "not_found_error"
+  | "conflict_error"
+  | "request_too_large"
+  | "rate_limit_error"
+  | "api_error"
+  | "timeout_error"
+  | "unavailable_error"
+  | "overloaded_error";
+
+/** How one code is answered. */
+export interface ErrorRow {
+  readonly status: number;
+  readonly type: ErrorType;
+  /** Tell the client to come back: `x-should-retry`, `retry-after` and `retry-after-ms`. */
+  readonly retry: boolean;
+}
+
+const row = (status: number, type: ErrorType, retry = false): ErrorRow => ({ status, type, retry });
+
+/** Every code and how it is answered. */
+export const ERROR_TABLE = {
+  /** A body that is not what the route takes (bad JSON, a field of the wrong shape). */
+  invalid_request: row(400, "invalid_request_error"),
+  /** The prompt does not fit the context window (worded the way clients detect it). */
+  context_overflow: row(400, "invalid_request_error"),
+  /** A client value over one of the gateway's bounds. */
+  limit_exceeded: row(400, "invalid_request_error"),
+  invalid_cursor: row(400, "invalid_request_error"),
+  invalid_session_id: row(400, "invalid_request_error"),
+  /** The task's repository cannot be used (a bad URL, a commit that is not there). */
+  bad_repo: row(400, "invalid_request_error"),
+  unknown_judger: row(400, "invalid_request_error"),
+  /** The engine refused the request (SGLang's 400). */
+  engine_rejected: row(400, "invalid_request_error"),
+  authentication: row(401, "authentication_error"),
+  permission: row(403, "permission_error"),
+  session_not_found: row(404, "not_found_error"),
+  job_not_found: row(404, "not_found_error"),
+  session_exists: row(409, "conflict_error"),
+  session_closed: row(409, "conflict_error"),
+  /** The chain or its lease moved on while the turn generated; nothing was recorded. */
+  chain_conflict: row(409, "conflict_error"),
+  body_too_large: row(413, "request_too_large"),
+  /** A judger failed while grading. */
+  judger_failed: row(500, "api_error"),
+  /** The chat template cannot be rendered as the gateway needs (a deployment problem). */
+  template: row(500, "api_error"),
+  /** The client left before the answer; nobody reads this one. */
+  client_disconnected: row(500, "api_error"),
+  /** Anything not raised on purpose: a bug, logged. */
+  internal: row(500, "api_error"),
+  /** A sandbox backend that cannot work (bubblewrap missing, E2B unreachable). */
+  sandbox_unavailable: row(503, "unavailable_error"),
+  /** The engine is down, saturated or paused. */
+  engine_unavailable: row(529, "overloaded_error", true),
+  /** The session or chain stayed busy past the wait. */
+  lease_timeout: row(529, "overloaded_error", true),
+} as const satisfies Record<string, ErrorRow>;
+
+/** A reason something failed. */
+export type ErrorCode = keyof typeof ERROR_TABLE;
+
+/** An error raised on purpose, with its code. */
+export interface CodedError extends Error {
+  readonly code: ErrorCode;
+}
+
+/**
+ * The code of any thrown value: its own, `client_disconnected` for an abort, else `internal`.
+ *
+ * @example
+ * ```ts
+ * codeOf(new SessionClosedError("s1")); // "session_closed"
+ * codeOf(new TypeError("x")); // "internal"
+ * ```
+ */
+export function codeOf(error: unknown): ErrorCode {
+  if (error instanceof Error && "code" in error && typeof error.code === "string") {
+    if (Object.hasOwn(ERROR_TABLE, error.code)) return error.code as ErrorCode;
+  }
+  if (error instanceof DOMException && error.name === "AbortError") return "client_disconnected";
+  return "internal";
+}

@@ -1,0 +1,2 @@
+/** Error codes and how each is answered. @module */
+export * from "./codes.ts";

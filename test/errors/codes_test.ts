@@ -1,0 +1,117 @@
+/**
+ * One table answers every error: each error class the gateway raises carries its code, each code
+ * has its status, type and retry headers, and nothing is matched on message text.
+ */
+import assert from "node:assert/strict";
+import { ERROR_STATUS, InvalidRequestError } from "../../lib/anthropic/mod.ts";
+import { EngineRejectedError, EngineUnavailableError } from "../../lib/engine/mod.ts";
+import { codeOf, ERROR_TABLE } from "../../lib/errors/mod.ts";
+import { JudgerError, UnknownJudgerError } from "../../lib/evaluate/mod.ts";
+import { InvalidCursorError, LeaseTimeoutError } from "../../lib/kv/mod.ts";
+import { LimitError } from "../../lib/limits/mod.ts";
+import { JobNotFoundError } from "../../lib/rollout/mod.ts";
+import { RepoError, SandboxUnavailableError } from "../../lib/sandbox/mod.ts";
+import {
+  AuthenticationError,
+  ChainConflictError,
+  ContextOverflowError,
+  InvalidSessionIdError,
+  openSession,
+  SessionClosedError,
+  SessionExistsError,
+  SessionNotFoundError,
+} from "../../lib/session/mod.ts";
+import { TemplateError } from "../../lib/template/mod.ts";
+import { BodyTooLargeError, classifyError, PermissionError } from "../../functions/_http.ts";
+
+const OPTIONS = { retryAfterMs: 7_500 };
+
+/** One instance of every error class, and how it must be answered. */
+const CASES: [Error, number, string][] = [
+  [new InvalidRequestError("messages: field required"), 400, "invalid_request_error"],
+  [new ContextOverflowError(5000, 4096), 400, "invalid_request_error"],
+  [new LimitError("tools", "300, at most 256"), 400, "invalid_request_error"],
+  [new InvalidCursorError("zz"), 400, "invalid_request_error"],
+  [new InvalidSessionIdError("a b"), 400, "invalid_request_error"],
+  [new RepoError("no such commit"), 400, "invalid_request_error"],
+  [new UnknownJudgerError("nope", ["tests"]), 400, "invalid_request_error"],
+  [new EngineRejectedError("bad input_ids"), 400, "invalid_request_error"],
+  [new AuthenticationError("Invalid session token"), 401, "authentication_error"],
+  [new PermissionError("admin only"), 403, "permission_error"],
+  [new SessionNotFoundError("s1"), 404, "not_found_error"],
+  [new JobNotFoundError("job_1"), 404, "not_found_error"],
+  [new SessionExistsError("s1"), 409, "conflict_error"],
+  [new SessionClosedError("s1"), 409, "conflict_error"],
+  [new ChainConflictError("s1", "c0"), 409, "conflict_error"],
+  [new BodyTooLargeError(1024), 413, "request_too_large"],
+  [new JudgerError("tests", "crashed"), 500, "api_error"],
+  [new TemplateError("no end-of-turn token"), 500, "api_error"],
+  [new SandboxUnavailableError("bubblewrap missing"), 503, "unavailable_error"],
+  [new EngineUnavailableError("engine down"), 529, "overloaded_error"],
+  [new LeaseTimeoutError("other", 30_000), 529, "overloaded_error"],
+];
+
+Deno.test("every error class carries its code, answered with its status and type", () => {
+  for (const [error, status, type] of CASES) {
+    const answer = classifyError(error, OPTIONS);
+    assert.deepEqual([answer.status, answer.type, answer.message], [status, type, error.message]);
+  }
+  const codes = new Set(CASES.map(([error]) => codeOf(error)));
+  assert.deepEqual(
+    Object.keys(ERROR_TABLE).filter((code) => !codes.has(code as keyof typeof ERROR_TABLE)).sort(),
+    ["client_disconnected", "internal"],
+    "every other code is some class's",
+  );
+});
+
+Deno.test("each row's status is its type's status in Anthropic's envelope", () => {
+  for (const [code, row] of Object.entries(ERROR_TABLE)) {
+    assert.equal(row.status, ERROR_STATUS[row.type], code);
+  }
+});
+
+Deno.test("retryable codes send the configured RETRY_AFTER_MS, and only they", () => {
+  for (const [error] of CASES) {
+    const { headers } = classifyError(error, OPTIONS);
+    if (ERROR_TABLE[codeOf(error)].retry) {
+      assert.deepEqual(headers, {
+        "x-should-retry": "true",
+        "retry-after": "8",
+        "retry-after-ms": "7500",
+      });
+    } else assert.equal(headers, undefined);
+  }
+});
+
+Deno.test("errors not raised on purpose are a 500 that says nothing of their insides", () => {
+  const originalError = console.error;
+  console.error = () => {};
+  try {
+    for (
+      const error of [new TypeError("x is undefined"), new RangeError("Invalid session id"), "boom"]
+    ) {
+      assert.deepEqual(classifyError(error, OPTIONS), {
+        status: 500,
+        type: "api_error",
+        message: "Internal error",
+      });
+    }
+  } finally {
+    console.error = originalError;
+  }
+  assert.equal(
+    classifyError(new DOMException("gone", "AbortError"), OPTIONS).message,
+    "Client disconnected",
+  );
+  const forged = Object.assign(new Error("x"), { code: "toString" });
+  assert.equal(codeOf(forged), "internal", "a code must be one of the table's own");
+});
+
+Deno.test("openSession() refuses a bad id with a coded error", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    await assert.rejects(openSession(kv, { id: "no spaces" }), InvalidSessionIdError);
+  } finally {
+    kv.close();
+  }
+});

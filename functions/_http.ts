@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { CodedError } from "../lib/errors/mod.ts";
 import { Buffer } from "node:buffer";
 import { ZodError } from "zod";
 import { errorBody, type ErrorType, InvalidRequestError } from "../lib/anthropic/mod.ts";
@@ -11,7 +12,7 @@ import { codeOf, ERROR_TABLE } from "../lib/errors/mod.ts";
 import { jsonShapeProblem, MAX_JSON_DEPTH } from "../lib/limits/mod.ts";
 
 /** The body exceeds the configured limit (HTTP 413). */
-export class BodyTooLargeError extends Error {
+export class BodyTooLargeError extends Error implements CodedError {
   readonly code = "body_too_large" as const;
   constructor(limit: number) {
     super(`Request body is larger than ${limit} bytes`);
@@ -20,11 +21,20 @@ export class BodyTooLargeError extends Error {
 }
 
 /** The caller is known but may not use this route (HTTP 403). */
-export class PermissionError extends Error {
+export class PermissionError extends Error implements CodedError {
   readonly code = "permission" as const;
   constructor(message: string) {
     super(message);
     this.name = "PermissionError";
+  }
+}
+
+/** No route answers this method and path (HTTP 404). */
+export class RouteNotFoundError extends Error implements CodedError {
+  readonly code = "route_not_found" as const;
+  constructor(method: string, path: string) {
+    super(`No route for ${method} ${path}`);
+    this.name = "RouteNotFoundError";
   }
 }
 
@@ -136,34 +146,49 @@ export interface ErrorOptions {
   readonly retryAfterMs: number;
 }
 
+/** What an error tells its client, from its code's row in {@linkcode ERROR_TABLE}. */
+export interface ErrorAnswer {
+  readonly status: number;
+  readonly type: ErrorType;
+  readonly message: string;
+  /** The client should come back later (see {@linkcode retryHeaders}). */
+  readonly retry: boolean;
+}
+
 /**
- * The error type, message and extra headers for an error, from its code's row in
- * {@linkcode ERROR_TABLE}. An error not raised on purpose is logged and answered as
- * "Internal error" (a 500 is always a bug).
+ * The answer to an error. An error not raised on purpose is logged and answered as
+ * "Internal error" (a 500 is always a bug); its message may hold anything.
  */
-export function classifyError(
-  error: unknown,
-  options: ErrorOptions,
-): { status: number; type: ErrorType; message: string; headers?: Record<string, string> } {
+export function describeError(error: unknown): ErrorAnswer {
   const code = codeOf(error);
-  const row = ERROR_TABLE[code];
+  const { status, type, retry } = ERROR_TABLE[code];
   if (code === "internal") console.error("Unexpected error:", error);
   const message = code === "internal"
     ? "Internal error"
     : code === "client_disconnected"
     ? "Client disconnected"
     : (error as Error).message;
-  if (!row.retry) return { status: row.status, type: row.type, message };
+  return { status, type, message, retry };
+}
+
+/** The headers that ask a client to come back after `RETRY_AFTER_MS` (`retry-after` in seconds). */
+export function retryHeaders(options: ErrorOptions): Record<string, string> {
   return {
-    status: row.status,
-    type: row.type,
-    message,
-    headers: {
-      "x-should-retry": "true",
-      "retry-after": String(Math.ceil(options.retryAfterMs / 1000)),
-      "retry-after-ms": String(options.retryAfterMs),
-    },
+    "x-should-retry": "true",
+    "retry-after": String(Math.ceil(options.retryAfterMs / 1000)),
+    "retry-after-ms": String(options.retryAfterMs),
   };
+}
+
+/** The status, error type, message and extra headers of an error's HTTP response. */
+export function classifyError(
+  error: unknown,
+  options: ErrorOptions,
+): { status: number; type: ErrorType; message: string; headers?: Record<string, string> } {
+  const { status, type, message, retry } = describeError(error);
+  return retry
+    ? { status, type, message, headers: retryHeaders(options) }
+    : { status, type, message };
 }
 
 /** The HTTP response for an error, in Anthropic's envelope. */

@@ -14,7 +14,7 @@ import {
   PING_EVENT,
   type SseEvent,
 } from "../lib/anthropic/mod.ts";
-import { classifyError } from "./_http.ts";
+import { describeError } from "./_http.ts";
 
 /** A settled promise's outcome. */
 export type Settled<T> = { readonly value: T } | { readonly error: unknown };
@@ -69,8 +69,8 @@ export function sseResponse(turn: TurnStream): Response {
         },
         (error) => {
           if (!turn.cancelled()) {
-            // An event carries no headers: the retry wait is not sent, only the type.
-            const { type, message } = classifyError(error, { retryAfterMs: 0 });
+            // An event has no status or headers: only the type and message reach the client.
+            const { type, message } = describeError(error);
             send([errorEvent(type, message)]);
           }
           finish();

@@ -7,7 +7,7 @@
 import { Hono } from "hono";
 import { ConfigError, resolveConfig } from "../lib/config/mod.ts";
 import { banner, buildDeps, type Deps } from "./_deps.ts";
-import { errorResponse, newRequestId } from "./_http.ts";
+import { errorResponse, newRequestId, RouteNotFoundError } from "./_http.ts";
 import { createMessagesApp } from "./messages.ts";
 import { createSessionsApp } from "./sessions.ts";
 import { createEvaluateApp } from "./evaluate.ts";
@@ -26,18 +26,9 @@ export function createGatewayApp(deps: Deps): Hono {
   app.route("/", createEvaluateApp(deps));
   app.route("/", createRolloutApp(deps));
   app.onError((error) => errorResponse(error, newRequestId(), deps.config));
-  app.notFound((c) => {
-    const requestId = newRequestId();
-    return c.json(
-      {
-        type: "error",
-        error: { type: "not_found_error", message: `No route for ${c.req.method} ${c.req.path}` },
-        request_id: requestId,
-      },
-      404,
-      { "request-id": requestId },
-    );
-  });
+  app.notFound((c) =>
+    errorResponse(new RouteNotFoundError(c.req.method, c.req.path), newRequestId(), deps.config)
+  );
   return app;
 }
 

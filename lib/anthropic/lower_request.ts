@@ -4,11 +4,12 @@
  *
  * @module
  */
+import type { CodedError } from "../errors/mod.ts";
 import type { ChatMessage, ChatTool, ChatToolCall } from "../chat/mod.ts";
 import type { ContentBlockParam, MessageCreateParams, MessageParam, ToolParam } from "./types.ts";
 
 /** A request the gateway understands but cannot serve as sent (HTTP 400). */
-export class InvalidRequestError extends Error {
+export class InvalidRequestError extends Error implements CodedError {
   readonly code = "invalid_request" as const;
   constructor(message: string) {
     super(message);

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { CodedError } from "../errors/mod.ts";
 import { Buffer } from "node:buffer";
 import { Agent, request } from "undici";
 import { PromptIds } from "./prompt_ids.ts";
@@ -54,7 +55,7 @@ export interface Engine {
 }
 
 /** The engine cannot take the request now (down, overloaded, timing out); retry later. */
-export class EngineUnavailableError extends Error {
+export class EngineUnavailableError extends Error implements CodedError {
   readonly code = "engine_unavailable" as const;
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
@@ -63,7 +64,7 @@ export class EngineUnavailableError extends Error {
 }
 
 /** The engine refused the request itself (HTTP 4xx): retrying the same request cannot help. */
-export class EngineRejectedError extends Error {
+export class EngineRejectedError extends Error implements CodedError {
   readonly code = "engine_rejected" as const;
   constructor(message: string) {
     super(message);

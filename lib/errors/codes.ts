@@ -7,7 +7,7 @@
  * @module
  */
 
-/** Error types as the API names them (Anthropic's, plus the trainer routes' `unavailable_error`). */
+/** Error types as the API names them: Anthropic's, plus the trainer routes' `unavailable_error`. */
 export type ErrorType =
   | "invalid_request_error"
   | "authentication_error"
@@ -50,6 +50,8 @@ export const ERROR_TABLE = {
   permission: row(403, "permission_error"),
   session_not_found: row(404, "not_found_error"),
   job_not_found: row(404, "not_found_error"),
+  /** No route for this method and path. */
+  route_not_found: row(404, "not_found_error"),
   session_exists: row(409, "conflict_error"),
   session_closed: row(409, "conflict_error"),
   /** The chain or its lease moved on while the turn generated; nothing was recorded. */
@@ -74,7 +76,7 @@ export const ERROR_TABLE = {
 /** A reason something failed. */
 export type ErrorCode = keyof typeof ERROR_TABLE;
 
-/** An error raised on purpose, with its code. */
+/** An error raised on purpose, with its code; error classes declare `implements CodedError`. */
 export interface CodedError extends Error {
   readonly code: ErrorCode;
 }

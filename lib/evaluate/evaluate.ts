@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { CodedError } from "../errors/mod.ts";
 import {
   type ExecResult,
   interleaved,
@@ -53,7 +54,7 @@ export type EvaluationResult = Evidence & Reward & {
 };
 
 /** A task names a judger that is not configured (a bad request, not a bad configuration). */
-export class UnknownJudgerError extends RangeError {
+export class UnknownJudgerError extends RangeError implements CodedError {
   readonly code = "unknown_judger" as const;
   constructor(name: string, known: Iterable<string>) {
     super(`Unknown judger "${name}": configured judgers are ${[...known].join(", ")}`);

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { CodedError } from "../errors/mod.ts";
 import { z } from "zod";
 import type { Evidence } from "./evidence.ts";
 import type { Task } from "./task.ts";
@@ -51,7 +52,7 @@ export class JudgerConfigError extends Error {
 }
 
 /** A judger that returned something other than a reward, or threw. */
-export class JudgerError extends Error {
+export class JudgerError extends Error implements CodedError {
   readonly code = "judger_failed" as const;
   constructor(readonly judger: string, message: string, options?: ErrorOptions) {
     super(`Judger "${judger}" ${message}`, options);

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { CodedError } from "../errors/mod.ts";
 import { commit } from "./atomic.ts";
 
 /** A lease as stored. */
@@ -17,7 +18,7 @@ export interface Lease {
 }
 
 /** A waiter gave up: someone else held the lease longer than the wait allowed. */
-export class LeaseTimeoutError extends Error {
+export class LeaseTimeoutError extends Error implements CodedError {
   readonly code = "lease_timeout" as const;
   constructor(readonly holder: string, waitedMs: number) {
     super(`Session is busy: another request has held it for ${Math.round(waitedMs)} ms`);

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { CodedError } from "../errors/mod.ts";
 import { commit } from "./atomic.ts";
 import { type DecodedTurnTokens, decodeTurnTokens } from "./chunked.ts";
 import { keys, KV_MAX_COMMIT_BYTES, KV_MAX_GET_MANY } from "./keys.ts";
@@ -55,7 +56,7 @@ export async function updateSession(
 }
 
 /** A listing cursor that KV cannot read (HTTP 400): not one a listing handed out. */
-export class InvalidCursorError extends RangeError {
+export class InvalidCursorError extends RangeError implements CodedError {
   readonly code = "invalid_cursor" as const;
   constructor(cursor: string) {
     super(

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import type { CodedError } from "../errors/mod.ts";
 
 /** Deepest nesting of arrays and objects in a JSON body (the body itself is depth 1). */
 export const MAX_JSON_DEPTH = 128;
@@ -41,7 +42,7 @@ export const REWARD_INLINE_BYTES = 16_384;
  * A client value over one of the gateway's bounds (HTTP 400). `field` names it as the client
  * sent it (`metadata`, `tools`, `x-claude-code-agent-id`).
  */
-export class LimitError extends RangeError {
+export class LimitError extends RangeError implements CodedError {
   readonly code = "limit_exceeded" as const;
   constructor(readonly field: string, message: string) {
     super(`${field}: ${message}`);

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { CodedError } from "../errors/mod.ts";
 import type { EvaluationResult } from "../evaluate/mod.ts";
 import {
   getRolloutJob,
@@ -54,7 +55,7 @@ export interface JobView {
 }
 
 /** A rollout job, or group, not found (HTTP 404). */
-export class JobNotFoundError extends Error {
+export class JobNotFoundError extends Error implements CodedError {
   readonly code = "job_not_found" as const;
   constructor(id: string, what: "job" | "group" = "job") {
     super(`Rollout ${what} "${id.length > 64 ? `${id.slice(0, 64)}…` : id}" not found`);

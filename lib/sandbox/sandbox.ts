@@ -6,6 +6,7 @@
  * @module
  */
 
+import type { CodedError } from "../errors/mod.ts";
 import type { Forward } from "./forward.ts";
 
 /** Where the repository of a sandbox comes from. */
@@ -110,7 +111,7 @@ export interface SandboxBackend {
 }
 
 /** The backend cannot make sandboxes now (not installed, unreachable, out of capacity). */
-export class SandboxUnavailableError extends Error {
+export class SandboxUnavailableError extends Error implements CodedError {
   readonly code = "sandbox_unavailable" as const;
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
@@ -122,7 +123,7 @@ export class SandboxUnavailableError extends Error {
  * The task's repository cannot be provided: the path is not a git repository, the commit does
  * not exist, the clone failed. A fault of the task, not of the backend.
  */
-export class RepoError extends Error {
+export class RepoError extends Error implements CodedError {
   readonly code = "bad_repo" as const;
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);

@@ -3,9 +3,10 @@
  *
  * @module
  */
+import type { CodedError } from "../errors/mod.ts";
 
 /** No token, or a token that does not open the session it names (HTTP 401). */
-export class AuthenticationError extends Error {
+export class AuthenticationError extends Error implements CodedError {
   readonly code = "authentication" as const;
   constructor(message: string) {
     super(message);
@@ -14,7 +15,7 @@ export class AuthenticationError extends Error {
 }
 
 /** A session id that is not letters, digits, `_` and `-`, up to 128 characters (HTTP 400). */
-export class InvalidSessionIdError extends RangeError {
+export class InvalidSessionIdError extends RangeError implements CodedError {
   readonly code = "invalid_session_id" as const;
   constructor(id: string) {
     super(
@@ -27,7 +28,7 @@ export class InvalidSessionIdError extends RangeError {
 }
 
 /** No session with this id (HTTP 404). */
-export class SessionNotFoundError extends Error {
+export class SessionNotFoundError extends Error implements CodedError {
   readonly code = "session_not_found" as const;
   constructor(readonly sessionId: string) {
     super(
@@ -38,7 +39,7 @@ export class SessionNotFoundError extends Error {
 }
 
 /** A session id is taken already (HTTP 409). */
-export class SessionExistsError extends Error {
+export class SessionExistsError extends Error implements CodedError {
   readonly code = "session_exists" as const;
   constructor(readonly sessionId: string) {
     super(`Session "${sessionId}" already exists`);
@@ -47,7 +48,7 @@ export class SessionExistsError extends Error {
 }
 
 /** The session no longer takes turns (HTTP 409). */
-export class SessionClosedError extends Error {
+export class SessionClosedError extends Error implements CodedError {
   readonly code = "session_closed" as const;
   constructor(readonly sessionId: string) {
     super(`Session "${sessionId}" is closed`);
@@ -56,7 +57,7 @@ export class SessionClosedError extends Error {
 }
 
 /** The prompt does not fit the context window (HTTP 400 in Anthropic's wording). */
-export class ContextOverflowError extends Error {
+export class ContextOverflowError extends Error implements CodedError {
   readonly code = "context_overflow" as const;
   constructor(readonly promptTokens: number, readonly contextLength: number) {
     super(`prompt is too long: ${promptTokens} tokens > ${contextLength - 1} maximum`);
@@ -65,7 +66,7 @@ export class ContextOverflowError extends Error {
 }
 
 /** The chain or the lease changed while this turn generated; nothing was recorded (HTTP 409). */
-export class ChainConflictError extends Error {
+export class ChainConflictError extends Error implements CodedError {
   readonly code = "chain_conflict" as const;
   constructor(sessionId: string, chainId: string) {
     super(

@@ -13,6 +13,7 @@
  *
  * @module
  */
+import type { CodedError } from "../errors/mod.ts";
 import type { ChatMessage, ChatPrompt } from "../chat/mod.ts";
 import type { Escapes } from "./plain_text.ts";
 import type { ChatTokenizer } from "./tokenizer.ts";
@@ -25,7 +26,7 @@ const ANCHOR: readonly ChatMessage[] = [
 ];
 
 /** Thrown when the chat template cannot be rendered incrementally; a deployment problem. */
-export class TemplateError extends Error {
+export class TemplateError extends Error implements CodedError {
   readonly code = "template" as const;
   constructor(message: string) {
     super(message);

@@ -22,7 +22,14 @@ import {
   SessionNotFoundError,
 } from "../../lib/session/mod.ts";
 import { TemplateError } from "../../lib/template/mod.ts";
-import { BodyTooLargeError, classifyError, PermissionError } from "../../functions/_http.ts";
+import {
+  BodyTooLargeError,
+  classifyError,
+  describeError,
+  errorResponse,
+  PermissionError,
+  RouteNotFoundError,
+} from "../../functions/_http.ts";
 
 const OPTIONS = { retryAfterMs: 7_500 };
 
@@ -40,6 +47,7 @@ const CASES: [Error, number, string][] = [
   [new PermissionError("admin only"), 403, "permission_error"],
   [new SessionNotFoundError("s1"), 404, "not_found_error"],
   [new JobNotFoundError("job_1"), 404, "not_found_error"],
+  [new RouteNotFoundError("GET", "/nope"), 404, "not_found_error"],
   [new SessionExistsError("s1"), 409, "conflict_error"],
   [new SessionClosedError("s1"), 409, "conflict_error"],
   [new ChainConflictError("s1", "c0"), 409, "conflict_error"],
@@ -81,6 +89,48 @@ Deno.test("retryable codes send the configured RETRY_AFTER_MS, and only they", (
       });
     } else assert.equal(headers, undefined);
   }
+});
+
+Deno.test("errorResponse() answers in Anthropic's envelope with the row's status and retry headers", async () => {
+  const busy = new LeaseTimeoutError("a turn in flight", 30_000);
+  const response = errorResponse(busy, "req_1", OPTIONS);
+  assert.equal(response.status, 529);
+  assert.equal(response.headers.get("request-id"), "req_1");
+  assert.equal(response.headers.get("retry-after-ms"), "7500");
+  assert.deepEqual(await response.json(), {
+    type: "error",
+    error: { type: "overloaded_error", message: busy.message },
+    request_id: "req_1",
+  });
+});
+
+Deno.test("describeError() gives a stream's error event its type from the table", () => {
+  assert.deepEqual(describeError(new EngineUnavailableError("engine down")), {
+    status: 529,
+    type: "overloaded_error",
+    message: "engine down",
+    retry: true,
+  });
+});
+
+Deno.test("the README's table of codes matches ERROR_TABLE", async () => {
+  const readme = await Deno.readTextFile(new URL("../../README.md", import.meta.url));
+  const lines = readme.split("\n");
+  const start = lines.findIndex((line) => /^\| status +\| type +\| codes +\|$/.test(line));
+  assert.ok(start >= 0, "the README has a table of codes");
+  const documented: Record<string, { status: number; type: string; retry: boolean }> = {};
+  for (const line of lines.slice(start + 2)) {
+    if (!line.startsWith("|")) break;
+    const [status, type, codes] = line.split("|").slice(1, -1).map((cell) => cell.trim());
+    for (const [, code] of codes.matchAll(/`(\w+)`/g)) {
+      documented[code] = {
+        status: Number(status),
+        type: type.replaceAll("`", ""),
+        retry: codes.endsWith("(retry)"),
+      };
+    }
+  }
+  assert.deepEqual(documented, structuredClone(ERROR_TABLE));
 });
 
 Deno.test("errors not raised on purpose are a 500 that says nothing of their insides", () => {

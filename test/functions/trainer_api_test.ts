@@ -259,3 +259,51 @@ Deno.test("a closed session is deleted once its retention is over", async () => 
     await gw.close();
   }
 });
+
+Deno.test("a close that waits past LOCK_WAIT_MS for a turn in flight is a 529 with the configured RETRY_AFTER_MS", async () => {
+  const gw = await startGateway({ env: { LOCK_WAIT_MS: "100", RETRY_AFTER_MS: "7500" } });
+  try {
+    const { id, token } = await gw.openSession();
+    gw.engine.fault({ kind: "hang" });
+    const leave = new AbortController();
+    const turn = fetch(`${gw.url}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": token, "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "m",
+        max_tokens: 16,
+        messages: [{ role: "user", content: "hi" }],
+      }),
+      signal: leave.signal,
+    }).catch(() => null);
+    while (gw.engine.calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    const response = await fetch(`${gw.url}/sessions/${id}/close`, {
+      method: "POST",
+      headers: ADMIN,
+    });
+    const body = await response.json();
+    assert.equal(response.status, 529);
+    assert.equal(body.error.type, "overloaded_error");
+    assert.deepEqual(
+      ["x-should-retry", "retry-after", "retry-after-ms"].map((name) => response.headers.get(name)),
+      ["true", "8", "7500"],
+    );
+    leave.abort();
+    await turn;
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("an unknown route is a 404 in the error envelope", async () => {
+  const gw = await startGateway();
+  try {
+    const response = await fetch(`${gw.url}/nope`, { headers: ADMIN });
+    assert.equal(response.status, 404);
+    assert.match(response.headers.get("request-id") ?? "", /^req_/);
+    const body = await response.json();
+    assert.deepEqual(body.error, { type: "not_found_error", message: "No route for GET /nope" });
+  } finally {
+    await gw.close();
+  }
+});

@@ -14,14 +14,8 @@
  *
  * @module
  */
-import {
-  type ChainHeader,
-  decodeTurnTokens,
-  keys,
-  liveTurns,
-  type ReplayEntry,
-  type TurnRecord,
-} from "../lib/kv/mod.ts";
+import type { ChainHeader, TurnRecord } from "../lib/chain/mod.ts";
+import { decodeTurnTokens, keys, liveTurns, parseKey, type ReplayEntry } from "../lib/kv/mod.ts";
 
 /** What the scan found. */
 export interface KvScan {
@@ -49,28 +43,31 @@ export async function scanKv(kv: Deno.Kv): Promise<KvScan> {
   };
   const sessions = new Set<string>();
   for await (const entry of kv.list({ prefix: keys.sessions() })) {
-    sessions.add(String(entry.key[1]));
+    const key = parseKey(entry.key);
+    if (key.kind === "session") sessions.add(key.sessionId);
   }
 
-  // Every family of per-session keys, by its first key part: entries of no session are orphans.
-  const families = [
-    keys.chains(""),
-    keys.sessionTurns(""),
-    keys.sessionChunks(""),
-    keys.replays(""),
-    keys.agents(""),
-  ].map((key) => key[0]);
+  // Entries of the per-session families whose session is gone are orphans.
   const mentioned = new Set<string>();
-  for (const family of families) {
-    for await (const entry of kv.list({ prefix: [family] })) {
-      const sessionId = String(entry.key[1]);
-      mentioned.add(sessionId);
-      if (!sessions.has(sessionId)) fault(`${JSON.stringify(entry.key)}: its session is gone`);
-    }
-  }
   let staleLeases = 0;
-  for (const family of [keys.lease("")[0], keys.chainLeases("")[0]]) {
-    for await (const _ of kv.list({ prefix: [family] })) staleLeases++;
+  for await (const entry of kv.list({ prefix: [] })) {
+    const key = parseKey(entry.key);
+    switch (key.kind) {
+      case "chain":
+      case "turn":
+      case "turn_chunk":
+      case "replay":
+      case "agent":
+        mentioned.add(key.sessionId);
+        if (!sessions.has(key.sessionId)) {
+          fault(`${JSON.stringify(entry.key)}: its session is gone`);
+        }
+        break;
+      case "lease":
+      case "chain_lease":
+        staleLeases++;
+        break;
+    }
   }
 
   const totals = { chains: 0, turns: 0, chunks: 0, replays: 0 };
@@ -90,7 +87,12 @@ async function scanSession(kv: Deno.Kv, sessionId: string, fault: (problem: stri
   const records: TurnRecord[] = [];
   const recordChain = new Map<TurnRecord, string>();
   for await (const entry of kv.list<TurnRecord>({ prefix: keys.sessionTurns(sessionId) })) {
-    const chainId = String(entry.key[2]);
+    const key = parseKey(entry.key);
+    if (key.kind !== "turn") {
+      fault(`${JSON.stringify(entry.key)}: not a turn record's key`);
+      continue;
+    }
+    const { chainId } = key;
     records.push(entry.value);
     recordChain.set(entry.value, chainId);
     if (!headers.has(chainId)) fault(`${JSON.stringify(entry.key)}: its chain header is missing`);
@@ -159,12 +161,13 @@ async function scanSession(kv: Deno.Kv, sessionId: string, fault: (problem: stri
   const byRid = new Map(records.map((record) => [record.rid, record]));
   for await (const entry of kv.list<ReplayEntry>({ prefix: keys.replays(sessionId) })) {
     replays++;
+    const key = parseKey(entry.key);
     const turn = byRid.get(entry.value.rid);
     if (
       !turn || recordChain.get(turn) !== entry.value.chainId || turn.index !== entry.value.index
     ) {
       fault(`${JSON.stringify(entry.key)}: names no turn`);
-    } else if (turn.bodyDigest !== entry.key.at(-1)) {
+    } else if (key.kind !== "replay" || turn.bodyDigest !== key.bodyDigest) {
       fault(`${JSON.stringify(entry.key)}: names a turn of another request body`);
     }
   }

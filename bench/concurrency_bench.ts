@@ -7,7 +7,8 @@
  * @module
  */
 import type { MessageParam } from "../lib/anthropic/mod.ts";
-import type { ChainHeader, TurnRecord } from "../lib/kv/mod.ts";
+import type { ChainHeader, TurnRecord } from "../lib/chain/mod.ts";
+import { keys, parseKey } from "../lib/kv/mod.ts";
 import { ADMIN, answer, filler, percentile, request, startBenchGateway } from "./_harness.ts";
 
 const SESSIONS = (Deno.env.get("BENCH_SESSIONS") ?? "1,16,64,256").split(",").map(Number);
@@ -48,7 +49,7 @@ for (const count of SESSIONS) {
   const { ids, times, elapsed } = await sweep(count);
   const engine: number[] = [];
   for (const id of ids) {
-    for await (const entry of deps.kv.list<TurnRecord>({ prefix: ["turn", id] })) {
+    for await (const entry of deps.kv.list<TurnRecord>({ prefix: keys.sessionTurns(id) })) {
       engine.push(entry.value.timings.engineReportedMs);
     }
   }
@@ -70,7 +71,7 @@ for await (const entry of deps.kv.list({ prefix: [] })) {
   const keyBytes = JSON.stringify(entry.key).length;
   if (entry.value instanceof Uint8Array) chunkBytes += entry.value.byteLength + keyBytes;
   else otherBytes += JSON.stringify(entry.value).length + keyBytes;
-  if (entry.key[0] === "chain") tokens += (entry.value as ChainHeader).tokenCount;
+  if (parseKey(entry.key).kind === "chain") tokens += (entry.value as ChainHeader).tokenCount;
 }
 const kvPath = gateway.kvPath;
 await gateway.close().catch(() => {});

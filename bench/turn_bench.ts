@@ -13,7 +13,8 @@
  * @module
  */
 import { lowerMessages, lowerSystem, lowerTools, type MessageParam } from "../lib/anthropic/mod.ts";
-import type { TurnRecord } from "../lib/kv/mod.ts";
+import type { TurnRecord } from "../lib/chain/mod.ts";
+import { keys } from "../lib/kv/mod.ts";
 import {
   ADMIN,
   answer,
@@ -122,7 +123,7 @@ async function turn(c: Conversation, measured: boolean): Promise<void> {
 /** Medians of the measured turns, and the naive baseline at the final history. */
 async function summarize(c: Conversation) {
   const records: TurnRecord[] = [];
-  for await (const entry of deps.kv.list<TurnRecord>({ prefix: ["turn", c.sessionId, "c0"] })) {
+  for await (const entry of deps.kv.list<TurnRecord>({ prefix: keys.turns(c.sessionId, "c0") })) {
     records.push(entry.value);
   }
   const engineTimes = records.slice(-MEASURED_TURNS).map((r) => r.timings.engineReportedMs);

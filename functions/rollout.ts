@@ -11,10 +11,11 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { InvalidRequestError } from "../lib/anthropic/mod.ts";
-import { FINAL_PHASES, getRolloutGroup } from "../lib/kv/mod.ts";
+import { getRolloutGroup } from "../lib/kv/mod.ts";
 import {
   checkJobId,
   describeJob,
+  FINAL_PHASES,
   JobNotFoundError,
   requestCancel,
   RolloutRequestSchema,

@@ -4,7 +4,8 @@
  *
  * @module
  */
-import type { DecodedTurnTokens, TurnRecord } from "../kv/mod.ts";
+import type { DecodedTurnTokens } from "../kv/mod.ts";
+import type { TurnRecord } from "./records.ts";
 
 /** A chain flattened for training. `response_ids`, `loss_mask` and `logprobs` are equally long. */
 export interface ChainArrays {

@@ -5,7 +5,7 @@
  * @module
  */
 import type { EngineFinish } from "../engine/mod.ts";
-import type { FinishReason } from "../kv/mod.ts";
+import type { FinishReason } from "./records.ts";
 
 /** How a turn ended, with the stop string when one matched. */
 export interface TurnEnd {

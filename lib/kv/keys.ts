@@ -1,5 +1,6 @@
 /**
- * Every Deno KV key the gateway writes, and the KV limits it works within.
+ * Every Deno KV key the gateway writes, how to take one apart again, and the KV limits it works
+ * within.
  *
  * @module
  */
@@ -121,3 +122,144 @@ export const keys = {
   /** A gateway-wide secret shared by every process on this KV. */
   secret: (name: string): Deno.KvKey => ["secret", name],
 } as const;
+
+/**
+ * A key of `keys` taken apart: its family (`kind`, the key's first part) and its other parts by
+ * name. The chunks of a blob (`reward_blob`, `rollout_task`, `rollout_blob`) are the blob's
+ * prefix and the chunk's position. `other` is a key no family of `keys` has.
+ */
+export type ParsedKey =
+  | { readonly kind: "session"; readonly sessionId: string }
+  | { readonly kind: "chain"; readonly sessionId: string; readonly chainId: string }
+  | {
+    readonly kind: "turn";
+    readonly sessionId: string;
+    readonly chainId: string;
+    readonly index: number;
+    readonly rid: string;
+  }
+  | {
+    readonly kind: "turn_chunk";
+    readonly sessionId: string;
+    readonly chainId: string;
+    readonly index: number;
+    readonly rid: string;
+    readonly chunk: number;
+  }
+  | { readonly kind: "lease"; readonly sessionId: string }
+  | { readonly kind: "chain_lease"; readonly sessionId: string; readonly chainId: string }
+  | { readonly kind: "replay"; readonly sessionId: string; readonly bodyDigest: string }
+  | { readonly kind: "agent"; readonly sessionId: string; readonly agentId: string }
+  | { readonly kind: "reward"; readonly sessionId: string }
+  | {
+    readonly kind: "reward_blob";
+    readonly sessionId: string;
+    readonly version: string;
+    readonly chunk: number;
+  }
+  | { readonly kind: "expiry"; readonly expiresAt: number; readonly sessionId: string }
+  | { readonly kind: "rollout_group"; readonly groupId: string }
+  | { readonly kind: "rollout_task"; readonly groupId: string; readonly chunk: number }
+  | { readonly kind: "rollout_job"; readonly jobId: string }
+  | { readonly kind: "rollout_active"; readonly jobId: string }
+  | { readonly kind: "rollout_lease"; readonly jobId: string }
+  | {
+    readonly kind: "rollout_blob";
+    readonly jobId: string;
+    readonly attempt: number;
+    readonly name: string;
+    readonly chunk: number;
+  }
+  | { readonly kind: "rollout_expiry"; readonly expiresAt: number; readonly jobId: string }
+  | { readonly kind: "rollout_boot_slot"; readonly slot: number }
+  | { readonly kind: "secret"; readonly name: string }
+  | { readonly kind: "other"; readonly key: Deno.KvKey };
+
+const str = (part: Deno.KvKeyPart | undefined): part is string => typeof part === "string";
+const num = (part: Deno.KvKeyPart | undefined): part is number => typeof part === "number";
+
+/**
+ * Takes a key apart, so that no code outside `lib/kv` reads a key tuple by position.
+ *
+ * @example
+ * ```ts
+ * parseKey(keys.turn("s1", "c0", 3, "rid"));
+ * // { kind: "turn", sessionId: "s1", chainId: "c0", index: 3, rid: "rid" }
+ * parseKey(["elsewhere", 1]); // { kind: "other", key: ["elsewhere", 1] }
+ * ```
+ */
+export function parseKey(key: Deno.KvKey): ParsedKey {
+  const [family, a, b, c, d, e] = key;
+  const n = key.length;
+  switch (family) {
+    case "session":
+      if (n === 2 && str(a)) return { kind: "session", sessionId: a };
+      break;
+    case "chain":
+      if (n === 3 && str(a) && str(b)) return { kind: "chain", sessionId: a, chainId: b };
+      break;
+    case "turn":
+      if (n === 5 && str(a) && str(b) && num(c) && str(d)) {
+        return { kind: "turn", sessionId: a, chainId: b, index: c, rid: d };
+      }
+      break;
+    case "turn_chunk":
+      if (n === 6 && str(a) && str(b) && num(c) && str(d) && num(e)) {
+        return { kind: "turn_chunk", sessionId: a, chainId: b, index: c, rid: d, chunk: e };
+      }
+      break;
+    case "lease":
+      if (n === 2 && str(a)) return { kind: "lease", sessionId: a };
+      break;
+    case "chain_lease":
+      if (n === 3 && str(a) && str(b)) return { kind: "chain_lease", sessionId: a, chainId: b };
+      break;
+    case "replay":
+      if (n === 3 && str(a) && str(b)) return { kind: "replay", sessionId: a, bodyDigest: b };
+      break;
+    case "agent":
+      if (n === 3 && str(a) && str(b)) return { kind: "agent", sessionId: a, agentId: b };
+      break;
+    case "reward":
+      if (n === 2 && str(a)) return { kind: "reward", sessionId: a };
+      break;
+    case "reward_blob":
+      if (n === 4 && str(a) && str(b) && num(c)) {
+        return { kind: "reward_blob", sessionId: a, version: b, chunk: c };
+      }
+      break;
+    case "expiry":
+      if (n === 3 && num(a) && str(b)) return { kind: "expiry", expiresAt: a, sessionId: b };
+      break;
+    case "rollout_group":
+      if (n === 2 && str(a)) return { kind: "rollout_group", groupId: a };
+      break;
+    case "rollout_task":
+      if (n === 3 && str(a) && num(b)) return { kind: "rollout_task", groupId: a, chunk: b };
+      break;
+    case "rollout_job":
+      if (n === 2 && str(a)) return { kind: "rollout_job", jobId: a };
+      break;
+    case "rollout_active":
+      if (n === 2 && str(a)) return { kind: "rollout_active", jobId: a };
+      break;
+    case "rollout_lease":
+      if (n === 2 && str(a)) return { kind: "rollout_lease", jobId: a };
+      break;
+    case "rollout_blob":
+      if (n === 5 && str(a) && num(b) && str(c) && num(d)) {
+        return { kind: "rollout_blob", jobId: a, attempt: b, name: c, chunk: d };
+      }
+      break;
+    case "rollout_expiry":
+      if (n === 3 && num(a) && str(b)) return { kind: "rollout_expiry", expiresAt: a, jobId: b };
+      break;
+    case "rollout_boot_slot":
+      if (n === 2 && num(a)) return { kind: "rollout_boot_slot", slot: a };
+      break;
+    case "secret":
+      if (n === 2 && str(a)) return { kind: "secret", name: a };
+      break;
+  }
+  return { kind: "other", key };
+}

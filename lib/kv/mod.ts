@@ -1,4 +1,9 @@
-/** Deno KV: keys, limits, records, chunked token blobs and the session store. @module */
+/**
+ * Deno KV: keys, limits, chunked token blobs, and the stores that keep the domain's records
+ * (defined in `lib/session`, `lib/chain`, `lib/rollout`) with the shapes only storage needs.
+ *
+ * @module
+ */
 export * from "./keys.ts";
 export * from "./atomic.ts";
 export * from "./records.ts";

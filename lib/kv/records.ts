@@ -1,53 +1,11 @@
 /**
- * The shapes stored in KV. Domain modules build and read them; this layer only stores them.
+ * Shapes that exist only in storage: a reward's blob layout and a replay entry. The records of
+ * the domain (session, chain header, turn, rollout job) are defined in their own modules
+ * (`lib/session`, `lib/chain`, `lib/rollout`); this layer only stores them.
  *
  * @module
  */
-
-/** The trainer's verdict on an episode: a numeric `score` and whatever evidence comes with it. */
-export interface RewardPayload {
-  readonly score: number;
-  readonly [key: string]: unknown;
-}
-
-/**
- * An agent episode: its secret's digest and how it stands. Everything that grows with the
- * episode lives under keys of its own (chain headers, agents, turns, a large reward), so this
- * record stays small whatever the client sends.
- */
-export interface SessionRecord {
-  readonly id: string;
-  /** SHA-256 (hex) of the session's bearer token; the token itself is never stored. */
-  readonly tokenDigest: string;
-  /** `open` takes turns; `closed` is frozen and deleted after the retention. */
-  readonly status: "open" | "closed";
-  readonly createdAt: number;
-  /** When the session was closed; `null` while open. */
-  readonly closedAt: number | null;
-  /** When a closed session is deleted; `null` while open. */
-  readonly expiresAt: number | null;
-  /**
-   * How a closed session ended: `completed` (closed by its trainer or its rollout), or
-   * `aborted` (its rollout was cancelled, timed out or lost its worker). Absent while open.
-   */
-  readonly closedAs?: "completed" | "aborted";
-  /** The trainer's metadata (bounded: `MAX_METADATA_BYTES`). */
-  readonly metadata: Record<string, unknown>;
-  /** How the reward is shared among the session's segments; `null` for the gateway's default. */
-  readonly allocation: "uniform" | "copy" | "final_only" | null;
-  /**
-   * Chains registered so far. Registering one rewrites the record with this count raised, so a
-   * registration decided from an older record fails its check.
-   */
-  readonly chainCount: number;
-  /** The main conversation's chain: where a request without an agent id goes first. */
-  readonly mainChain: string;
-  /** Opened by an unknown token on first use (`DEV_OPEN_SESSIONS`). */
-  readonly dev: boolean;
-}
-
-/** A session record with its reward read back: what views and exports show. */
-export type RewardedSession = SessionRecord & { readonly reward: RewardPayload | null };
+import type { RewardPayload } from "../session/records.ts";
 
 /**
  * A session's reward as stored under its own key: small payloads inline, larger ones as a
@@ -62,125 +20,9 @@ export interface RewardRecord {
   readonly setAt: number;
 }
 
-/** What a chain is in its session: the main conversation, a sub-agent's, or a side request's. */
-export type ChainRole = "main" | "subagent" | "side";
-
-/**
- * A chain as a training segment: `final` the current main conversation, `wipe` a conversation a
- * later one replaced (a compaction restarts it from a summary), `subagent`, and `side` (requests
- * of no agent: titles, summaries, a small model's work).
- */
-export type SegmentKind = "final" | "wipe" | "subagent" | "side";
-
 /** Which turn answered a request body. */
 export interface ReplayEntry {
   readonly chainId: string;
   readonly index: number;
   readonly rid: string;
-}
-
-/**
- * A chain's header: enough to route to it and extend it without reading its tokens. A chain is
- * registered with an empty header when a request first routes to it.
- */
-export interface ChainHeader {
-  readonly sessionId: string;
-  readonly id: string;
-  readonly role: ChainRole;
-  /** When a later conversation of the same agent replaced this one; `null` while current. */
-  readonly wipedAt: number | null;
-  /** Lineage: the chain that dispatched this sub-agent, or the conversation this one replaced. */
-  readonly parent: string | null;
-  /** The id of the Agent/Task tool call that dispatched this sub-agent, when it was found. */
-  readonly dispatch: string | null;
-  /** The client's id for this sub-agent (`x-claude-code-agent-id`), if it sent one. */
-  readonly agentId: string | null;
-  /** The model name of the request that started the chain. */
-  readonly model: string;
-  /** Names of the tools the chain's prompt has shown the model so far. */
-  readonly tools: readonly string[];
-  /** Some live turn's output holds reasoning (which templates drop at a new user query). */
-  readonly reasoning: boolean;
-  /** Digest of the chain's start (its system prompt): `prefixDigests(start, [])[0]`. */
-  readonly startDigest: string;
-  readonly turnCount: number;
-  /** Tokens in the chain: every turn's delta, output and closing tokens. */
-  readonly tokenCount: number;
-  /** Messages of the conversation so far, the last reply included. */
-  readonly messageCount: number;
-  /** Prefix digest of those messages (see `prefixDigests`); empty before the first turn. */
-  readonly digest: string;
-  /** The engine request id of the chain's last live turn; turns link back to their parents. */
-  readonly lastRid: string | null;
-  readonly createdAt: number;
-  readonly updatedAt: number;
-}
-
-/** The segment kind of a chain. */
-export function segmentKind(header: Pick<ChainHeader, "role" | "wipedAt">): SegmentKind {
-  if (header.role === "main") return header.wipedAt === null ? "final" : "wipe";
-  return header.role;
-}
-
-/** How a turn's generation ended. */
-export type FinishReason = "end_of_turn" | "length" | "stop_sequence";
-
-/**
- * One request → response of a chain, without its tokens (those are in the turn's chunks). The
- * live turns of a chain are the ones reached from the header's `lastRid` through `parent`; a
- * rewind leaves the turns it discards in KV, off that path.
- */
-export interface TurnRecord {
-  readonly index: number;
-  /** Engine request id; response and tool-use ids derive from it. */
-  readonly rid: string;
-  /** The previous live turn's rid when this turn was recorded; `null` for the chain's first. */
-  readonly parent: string | null;
-  /** Tokens before this turn's output: the whole prompt the engine read. */
-  readonly inputLen: number;
-  /** Tokens this turn added before its output (the whole prompt on a chain's first turn). */
-  readonly deltaLen: number;
-  /** Tokens the engine sampled. */
-  readonly outputLen: number;
-  /** Tokens appended after the output to close the turn (the end-of-turn token), mask 0. */
-  readonly closingLen: number;
-  readonly finishReason: FinishReason;
-  readonly stopSequence: string | null;
-  /** `ill_formed`, `roundtrip_mismatch`, `masked`, `engine_aborted`. */
-  readonly flags: readonly string[];
-  /** Tool calls the reply carried. */
-  readonly toolCalls: number;
-  /** The sampled tokens of this turn carry mask 0 (masking policy). */
-  readonly masked: boolean;
-  readonly weightVersions: readonly string[];
-  /** Engine-side aborts resumed during this turn. */
-  readonly aborts: number;
-  /** The prompt ended inside `<think>`, so the output began as reasoning. */
-  readonly startsInReasoning: boolean;
-  /** The output holds reasoning. */
-  readonly reasoning: boolean;
-  /** Tools the request offered, needed to parse the output again. */
-  readonly toolNames: readonly string[];
-  readonly model: string;
-  /** Messages of the conversation after this turn, its reply included. */
-  readonly messageCount: number;
-  /** Prefix digest of those messages. */
-  readonly digest: string;
-  /** Prefix digest of the request's messages (the conversation before the reply). */
-  readonly requestDigest: string;
-  /** Digest of the whole normalized request body: a retry repeats it. */
-  readonly bodyDigest: string;
-  /** Chunks holding the turn's token blob. */
-  readonly chunks: number;
-  readonly createdAt: number;
-  /**
-   * Milliseconds: routing and rendering, the engine call as the gateway saw it, the engine's own
-   * account of it (`e2e_latency`), and the whole turn up to its commit.
-   */
-  readonly timings: {
-    readonly renderMs: number;
-    readonly engineMs: number;
-    readonly engineReportedMs: number;
-    readonly totalMs: number;
-  };
 }

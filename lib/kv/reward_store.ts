@@ -7,10 +7,11 @@
  *
  * @module
  */
+import type { RewardPayload, SessionRecord } from "../session/records.ts";
 import { commit } from "./atomic.ts";
 import { deleteBlob, readBlob, writeBlob } from "./blob.ts";
 import { keys } from "./keys.ts";
-import type { RewardPayload, RewardRecord, SessionRecord } from "./records.ts";
+import type { RewardRecord } from "./records.ts";
 
 /** Tries at reading a large reward while a new one replaces it. */
 const READ_TRIES = 4;

@@ -5,80 +5,29 @@
  *
  * @module
  */
+import type {
+  FinalPhase,
+  RolloutGroupRecord,
+  RolloutJobRecord,
+  RolloutPhase,
+} from "../rollout/records.ts";
 import { commit } from "./atomic.ts";
 import { deleteBlob, readBlob, writeBlob } from "./blob.ts";
-import { keys, KV_MAX_GET_MANY } from "./keys.ts";
+import { keys, KV_MAX_GET_MANY, parseKey } from "./keys.ts";
 
-/** Where a sample is. `done`, `failed` and `aborted` are final. */
-export type RolloutPhase =
-  | "queued"
-  | "booting"
-  | "agent"
-  | "evaluating"
-  | "done"
-  | "failed"
-  | "aborted";
-
-/** Phases a job never leaves. */
-export const FINAL_PHASES: ReadonlySet<RolloutPhase> = new Set(["done", "failed", "aborted"]);
-
-/** How the agent of an attempt ended. */
-export interface AgentOutcome {
-  /** The agent process's exit status; `null` when it was killed. */
-  readonly exitCode: number | null;
-  /** It ran past its time budget and was stopped. */
-  readonly timedOut: boolean;
-  /** Turns the agent reported (Claude Code's `num_turns`), when it said. */
-  readonly numTurns: number | null;
-  /** The agent's own account of how it ended (Claude Code's result `subtype`), when it said. */
-  readonly result: string | null;
-}
-
-/** One sample of a group. */
-export interface RolloutJobRecord {
-  readonly id: string;
-  readonly groupId: string;
-  /** Position in the group, from 0. */
-  readonly index: number;
-  readonly phase: RolloutPhase;
-  /** Why a job failed or was aborted (`wall_clock_timeout`, `cancelled`, `worker_lost`, …). */
-  readonly reason: string | null;
-  /** The reason in words. */
-  readonly detail: string | null;
-  /** Attempts started; 0 while first queued. */
-  readonly attempt: number;
-  readonly maxAttempts: number;
-  /** The session of the current (or last) attempt. */
-  readonly sessionId: string | null;
-  /** Every attempt's session, oldest first. */
-  readonly sessions: readonly string[];
-  readonly createdAt: number;
-  /** When the current attempt started. */
-  readonly startedAt: number | null;
-  readonly finishedAt: number | null;
-  /** The wall-clock guard of the current attempt. */
-  readonly deadlineAt: number | null;
-  /** DELETE asked for it: the worker stops it. */
-  readonly cancelRequested: boolean;
-  /** Holder id of the worker of the current attempt. */
-  readonly worker: string | null;
-  readonly agent: AgentOutcome | null;
-  /** Chunk counts of the current attempt's blobs (`patch`, `reward`, `agent_log`). */
-  readonly blobs: Readonly<Record<string, number>>;
-  /** When a finished job is deleted (its session keeps its own retention); `null` before. */
-  readonly expiresAt?: number | null;
-}
-
-/** A group of samples of one task. */
-export interface RolloutGroupRecord {
-  readonly id: string;
-  readonly createdAt: number;
-  readonly jobs: readonly string[];
-  /** Chunks of the task spec blob. */
-  readonly taskChunks: number;
-  /** The request's settings besides the task (agent, sandbox, budgets, reward mode). */
-  readonly settings: unknown;
-}
+/**
+ * Which phases take a job out of the index of unfinished jobs: the final ones, checked against
+ * the rollout layer's `FinalPhase` so the two cannot drift apart.
+ */
+const LEAVES_ACTIVE_INDEX: { readonly [P in RolloutPhase]: P extends FinalPhase ? true : false } = {
+  queued: false,
+  booting: false,
+  agent: false,
+  evaluating: false,
+  done: true,
+  failed: true,
+  aborted: true,
+};
 
 /**
  * Writes a group, its task and its queued jobs.
@@ -142,7 +91,7 @@ export async function updateRolloutJob(
 ): Promise<Deno.KvEntry<RolloutJobRecord> | null> {
   const result = await commit(() => {
     const op = kv.atomic().check(entry).set(entry.key, next);
-    if (FINAL_PHASES.has(next.phase)) {
+    if (LEAVES_ACTIVE_INDEX[next.phase]) {
       op.delete(keys.rolloutActive(next.id));
       if (next.expiresAt) op.set(keys.rolloutExpiry(next.expiresAt, next.id), true);
     }
@@ -174,7 +123,8 @@ export async function modifyRolloutJob(
 export async function listActiveRolloutJobs(kv: Deno.Kv): Promise<string[]> {
   const found: { id: string; at: number }[] = [];
   for await (const entry of kv.list<number>({ prefix: keys.rolloutActives() })) {
-    found.push({ id: String(entry.key[1]), at: entry.value });
+    const key = parseKey(entry.key);
+    if (key.kind === "rollout_active") found.push({ id: key.jobId, at: entry.value });
   }
   return found.sort((a, b) => a.at - b.at).map((job) => job.id);
 }
@@ -213,7 +163,9 @@ export async function sweepExpiredRollouts(kv: Deno.Kv, at = Date.now()): Promis
     end: [...keys.rolloutExpiries(), at + 1],
   });
   for await (const entry of due) {
-    const jobId = String(entry.key[2]);
+    const key = parseKey(entry.key);
+    if (key.kind !== "rollout_expiry") continue;
+    const { jobId } = key;
     const job = (await getRolloutJob(kv, jobId)).value;
     if (job) groups.add(job.groupId);
     await deleteBlob(kv, keys.rolloutBlobs(jobId));

@@ -6,12 +6,14 @@
  *
  * @module
  */
+import type { ChainHeader, TurnRecord } from "../chain/records.ts";
 import type { CodedError } from "../errors/mod.ts";
+import type { SessionRecord } from "../session/records.ts";
 import { commit } from "./atomic.ts";
 import { type DecodedTurnTokens, decodeTurnTokens } from "./chunked.ts";
 import { keys, KV_MAX_COMMIT_BYTES, KV_MAX_GET_MANY } from "./keys.ts";
 import type { Lease } from "./lease.ts";
-import type { ChainHeader, ReplayEntry, SessionRecord, TurnRecord } from "./records.ts";
+import type { ReplayEntry } from "./records.ts";
 
 /** Room left in a commit for the records and keys besides the chunks. */
 const COMMIT_SLACK_BYTES = 32_768;

@@ -5,8 +5,9 @@
  *
  * @module
  */
-import { FINAL_PHASES, getRolloutJob, modifyRolloutJob, type RolloutJobRecord } from "../kv/mod.ts";
+import { getRolloutJob, modifyRolloutJob } from "../kv/mod.ts";
 import { JobNotFoundError } from "./job_view.ts";
+import { FINAL_PHASES, type RolloutJobRecord } from "./records.ts";
 
 /**
  * Marks job `jobId` cancelled; resolves to its record. A finished job is left as it is.

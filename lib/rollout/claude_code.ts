@@ -6,7 +6,7 @@
  * @module
  */
 import { shellQuote, type Task } from "../evaluate/mod.ts";
-import type { AgentOutcome } from "../kv/mod.ts";
+import type { AgentOutcome } from "./records.ts";
 import { type AgentSettings, PROBLEM_FILE } from "./request.ts";
 
 /** Where a local sandbox shows the host's Claude Code binary. */

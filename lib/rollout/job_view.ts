@@ -6,13 +6,9 @@
  */
 import type { CodedError } from "../errors/mod.ts";
 import type { EvaluationResult } from "../evaluate/mod.ts";
-import {
-  getRolloutJob,
-  readRolloutBlob,
-  type RolloutJobRecord,
-  type RolloutPhase,
-} from "../kv/mod.ts";
+import { getRolloutJob, readRolloutBlob } from "../kv/mod.ts";
 import { describeSession, SessionNotFoundError } from "../session/mod.ts";
+import type { RolloutJobRecord, RolloutPhase } from "./records.ts";
 
 /** A job as the API shows it. */
 export interface JobView {

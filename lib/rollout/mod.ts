@@ -1,4 +1,5 @@
 /** Rollouts: groups of agent episodes run in sandboxes, graded and recorded, by durable jobs. @module */
+export * from "./records.ts";
 export * from "./request.ts";
 export * from "./claude_code.ts";
 export * from "./boot_slots.ts";

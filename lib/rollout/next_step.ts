@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { FINAL_PHASES, type RolloutJobRecord } from "../kv/mod.ts";
+import { FINAL_PHASES, type RolloutJobRecord } from "./records.ts";
 
 /** What to do with a job whose lease was just taken. */
 export type NextStep =

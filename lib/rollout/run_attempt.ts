@@ -15,12 +15,7 @@ import {
   repoSource,
   type Task,
 } from "../evaluate/mod.ts";
-import {
-  type AgentOutcome,
-  modifyRolloutJob,
-  type RolloutJobRecord,
-  type RolloutPhase,
-} from "../kv/mod.ts";
+import { modifyRolloutJob } from "../kv/mod.ts";
 import {
   type ExecResult,
   forwardTarget,
@@ -39,6 +34,7 @@ import {
   fillPrompt,
   readAgentLog,
 } from "./claude_code.ts";
+import type { AgentOutcome, RolloutJobRecord, RolloutPhase } from "./records.ts";
 import type { RolloutSettings } from "./request.ts";
 import {
   type ClaudeInstall,

@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { createRolloutGroup, type RolloutJobRecord } from "../kv/mod.ts";
+import { createRolloutGroup } from "../kv/mod.ts";
+import type { RolloutJobRecord } from "./records.ts";
 import type { RolloutRequest, RolloutSettings } from "./request.ts";
 
 /** The ids a submission returns. */

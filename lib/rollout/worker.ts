@@ -9,7 +9,6 @@
 import type { Task } from "../evaluate/mod.ts";
 import {
   deleteBlob,
-  FINAL_PHASES,
   getRolloutGroup,
   getRolloutJob,
   type HeldLease,
@@ -17,12 +16,12 @@ import {
   listActiveRolloutJobs,
   modifyRolloutJob,
   readRolloutTask,
-  type RolloutJobRecord,
   tryLease,
   updateRolloutJob,
   writeRolloutBlob,
 } from "../kv/mod.ts";
 import { closeSession, SessionNotFoundError } from "../session/mod.ts";
+import { FINAL_PHASES, type RolloutJobRecord } from "./records.ts";
 import type { RolloutSettings } from "./request.ts";
 import { nextStep } from "./next_step.ts";
 import { type AttemptDeps, type AttemptOutcome, AttemptStop, runAttempt } from "./run_attempt.ts";

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { RewardedSession } from "../kv/mod.ts";
+import type { RewardedSession } from "../session/mod.ts";
 import type { Segment } from "./segments.ts";
 
 /** How a session's score is shared among its K trainable segments. */

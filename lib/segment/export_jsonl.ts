@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { RewardedSession } from "../kv/mod.ts";
+import type { RewardedSession } from "../session/mod.ts";
 import type { ChatTokenizer } from "../template/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
 import { type SegmentIdentity, segmentIdentity } from "./samples.ts";

@@ -4,14 +4,8 @@
  *
  * @module
  */
-import {
-  type ChainHeader,
-  listChains,
-  liveTurns,
-  readAllTurns,
-  readTurnTokens,
-  type TurnRecord,
-} from "../kv/mod.ts";
+import type { ChainHeader, TurnRecord } from "../chain/mod.ts";
+import { listChains, liveTurns, readAllTurns, readTurnTokens } from "../kv/mod.ts";
 import { describeSession, type SessionView } from "../session/mod.ts";
 
 /** One turn as recorded, with its tokens. */

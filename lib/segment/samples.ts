@@ -4,9 +4,9 @@
  *
  * @module
  */
-import type { ChainArrays } from "../chain/mod.ts";
-import type { RewardedSession, SegmentKind } from "../kv/mod.ts";
+import type { ChainArrays, SegmentKind } from "../chain/mod.ts";
 import { metadataText } from "../limits/mod.ts";
+import type { RewardedSession } from "../session/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
 import type { Lineage, SegmentStats } from "./segments.ts";
 

@@ -5,19 +5,16 @@
  *
  * @module
  */
-import { type ChainArrays, flattenChain } from "../chain/mod.ts";
 import {
+  type ChainArrays,
   type ChainHeader,
-  listChains,
-  readLiveTurns,
-  readReward,
-  readTurnTokens,
-  type RewardedSession,
+  flattenChain,
   type SegmentKind,
   segmentKind,
   type TurnRecord,
-} from "../kv/mod.ts";
-import { liveSession } from "../session/mod.ts";
+} from "../chain/mod.ts";
+import { listChains, readLiveTurns, readReward, readTurnTokens } from "../kv/mod.ts";
+import { liveSession, type RewardedSession } from "../session/mod.ts";
 
 /** Where a segment comes from. */
 export interface Lineage {

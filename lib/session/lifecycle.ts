@@ -5,11 +5,10 @@
  *
  * @module
  */
+import { type ChainHeader, type ChainRole, type SegmentKind, segmentKind } from "../chain/mod.ts";
 import {
   acquireLease,
   anyLeaseHeld,
-  type ChainHeader,
-  type ChainRole,
   deleteSession,
   expiredSessions,
   getRewardRecord,
@@ -21,10 +20,6 @@ import {
   listSessions,
   putReward,
   readReward,
-  type RewardPayload,
-  type SegmentKind,
-  segmentKind,
-  type SessionRecord,
   updateSession,
 } from "../kv/mod.ts";
 import {
@@ -35,6 +30,7 @@ import {
   REWARD_INLINE_BYTES,
 } from "../limits/mod.ts";
 import { SessionNotFoundError } from "./errors.ts";
+import type { RewardPayload, SessionRecord } from "./records.ts";
 import { SESSION_ID } from "./session.ts";
 
 /** What the lifecycle operations need. */

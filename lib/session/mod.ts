@@ -1,4 +1,5 @@
 /** Sessions: tokens, routing requests to chains, and running one turn. @module */
+export * from "./records.ts";
 export * from "./errors.ts";
 export * from "./session.ts";
 export * from "./turn_input.ts";

@@ -7,16 +7,9 @@
  *
  * @module
  */
+import type { ChainHeader, TurnRecord } from "../chain/mod.ts";
 import { PromptIds } from "../engine/mod.ts";
-import {
-  type ChainHeader,
-  keys,
-  readLiveTurns,
-  readTurnTokens,
-  registerChain,
-  reopenChain,
-  type TurnRecord,
-} from "../kv/mod.ts";
+import { keys, readLiveTurns, readTurnTokens, registerChain, reopenChain } from "../kv/mod.ts";
 import { LimitError, MAX_CHAINS_PER_SESSION, MAX_TOOLS } from "../limits/mod.ts";
 import { opensReasoning, renderDelta, renderPrompt } from "../template/mod.ts";
 import { ContextOverflowError } from "./errors.ts";

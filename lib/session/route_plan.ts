@@ -7,10 +7,16 @@
  *
  * @module
  */
-import { classify, findRewind } from "../chain/mod.ts";
+import {
+  type ChainHeader,
+  type ChainRole,
+  classify,
+  findRewind,
+  type TurnRecord,
+} from "../chain/mod.ts";
 import { extendDigest, prefixDigests } from "../chat/mod.ts";
-import type { ChainHeader, ChainRole, SessionRecord, TurnRecord } from "../kv/mod.ts";
 import { SessionClosedError } from "./errors.ts";
+import type { SessionRecord } from "./records.ts";
 
 /** Tool names that dispatch a sub-agent (Claude Code's Agent, formerly Task). */
 export const DISPATCH_TOOLS: ReadonlySet<string> = new Set(["Agent", "Task"]);

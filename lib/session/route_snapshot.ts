@@ -5,9 +5,9 @@
  *
  * @module
  */
+import type { ChainHeader } from "../chain/mod.ts";
 import {
   type ChainCache,
-  type ChainHeader,
   getAgentChain,
   getChain,
   getReplay,

@@ -11,13 +11,19 @@
  *
  * @module
  */
-import { closingTokens, survivesRoundTrip, type TurnEnd, turnEnd } from "../chain/mod.ts";
+import {
+  type ChainHeader,
+  closingTokens,
+  survivesRoundTrip,
+  type TurnEnd,
+  turnEnd,
+  type TurnRecord,
+} from "../chain/mod.ts";
 import { extendDigest } from "../chat/mod.ts";
 import { type Engine, newRid, type SamplingParams, samplingParams } from "../engine/mod.ts";
 import type { RoundtripPolicy } from "../config/mod.ts";
 import {
   acquireLease,
-  type ChainHeader,
   commitTurn,
   encodeTurnTokens,
   getChain,
@@ -27,7 +33,6 @@ import {
   type LeaseOptions,
   readTurnTokens,
   tryLease,
-  type TurnRecord,
 } from "../kv/mod.ts";
 import { renderPrompt } from "../template/mod.ts";
 import { ChainConflictError } from "./errors.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import { createSession, getSession, type SessionRecord } from "../kv/mod.ts";
+import { createSession, getSession } from "../kv/mod.ts";
 import { checkMetadata } from "../limits/mod.ts";
 import {
   AuthenticationError,
@@ -13,6 +13,7 @@ import {
   SessionExistsError,
   SessionNotFoundError,
 } from "./errors.ts";
+import type { SessionRecord } from "./records.ts";
 
 /** Session ids: letters, digits, `_` and `-`, up to 128 characters. */
 export const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;

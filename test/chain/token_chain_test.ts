@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
+import type { TurnRecord } from "../../lib/chain/mod.ts";
 import { flattenChain } from "../../lib/chain/token_chain.ts";
-import type { DecodedTurnTokens, TurnRecord } from "../../lib/kv/mod.ts";
+import type { DecodedTurnTokens } from "../../lib/kv/mod.ts";
 
 const EOS = 151_645;
 

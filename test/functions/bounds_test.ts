@@ -14,7 +14,8 @@ import {
   MAX_TOOL_NAME_CHARS,
   MAX_TOOLS,
 } from "../../lib/limits/mod.ts";
-import { keys, type SessionRecord } from "../../lib/kv/mod.ts";
+import { keys } from "../../lib/kv/mod.ts";
+import type { SessionRecord } from "../../lib/session/mod.ts";
 import { ADMIN_HEADERS, kvSnapshot, startGateway, type TestGateway } from "../_gateway.ts";
 
 function messages(

@@ -3,9 +3,10 @@
  *
  * @module
  */
+import type { ChainHeader, TurnRecord } from "../../lib/chain/mod.ts";
 import { encodeTurnTokens, type TurnTokens } from "../../lib/kv/chunked.ts";
-import type { ChainHeader, SessionRecord, TurnRecord } from "../../lib/kv/records.ts";
 import { readTurnTokens, type TurnCommit } from "../../lib/kv/session_store.ts";
+import type { SessionRecord } from "../../lib/session/mod.ts";
 
 export const SID = "s1";
 

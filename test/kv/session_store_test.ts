@@ -1,11 +1,6 @@
 import assert from "node:assert/strict";
+import { type ChainHeader, segmentKind, type TurnRecord } from "../../lib/chain/mod.ts";
 import { keys } from "../../lib/kv/keys.ts";
-import {
-  type ChainHeader,
-  segmentKind,
-  type SessionRecord,
-  type TurnRecord,
-} from "../../lib/kv/records.ts";
 import {
   commitTurn,
   createSession,
@@ -18,6 +13,7 @@ import {
   registerChain,
   type TurnCommit,
 } from "../../lib/kv/session_store.ts";
+import type { SessionRecord } from "../../lib/session/mod.ts";
 import { chunkStamps, header, readBack, session, SID, tokensOf, turnCommit } from "./_store.ts";
 
 Deno.test("createSession() stores a session and refuses a duplicate id", async () => {

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { startScriptedEngine } from "../../fixtures/scripted_engine.ts";
-import { keys, type Lease } from "../../lib/kv/mod.ts";
+import { keys, type Lease, parseKey } from "../../lib/kv/mod.ts";
 import { assertChainExact } from "../_chain_exact.ts";
 import { qwen3 } from "../_gateway.ts";
 import {
@@ -32,8 +32,16 @@ async function until(condition: () => boolean, what: string, deadlineMs = 10_000
 /** Every key of the session's records, as JSON, for finding what an attempt wrote. */
 async function sessionKeys(kv: Deno.Kv, sessionId: string): Promise<string[]> {
   const out: string[] = [];
-  for (const prefix of ["session", "chain", "turn", "turn_chunk", "replay", "lease"]) {
-    for await (const entry of kv.list({ prefix: [prefix, sessionId] })) {
+  const prefixes = [
+    keys.session(sessionId),
+    keys.chains(sessionId),
+    keys.sessionTurns(sessionId),
+    keys.sessionChunks(sessionId),
+    keys.replays(sessionId),
+    keys.lease(sessionId),
+  ];
+  for (const prefix of prefixes) {
+    for await (const entry of kv.list({ prefix })) {
       out.push(JSON.stringify(entry.key));
     }
   }
@@ -135,11 +143,12 @@ Deno.test("a gateway killed mid-turn loses no committed turn, leaves no half tur
       assert.deepEqual(sample[field].slice(0, before[field].length), before[field], field);
     }
     // Exactly three turn records exist, none of them the killed attempt's.
-    const turnKeys = (await sessionKeys(kv, id)).filter((key) => key.startsWith('["turn",'));
-    assert.deepEqual(
-      turnKeys.map((key) => JSON.parse(key).at(-1)).sort(),
-      recorded.map((call) => call.rid).sort(),
-    );
+    const turnRids: string[] = [];
+    for await (const entry of kv.list({ prefix: keys.sessionTurns(id) })) {
+      const key = parseKey(entry.key);
+      if (key.kind === "turn") turnRids.push(key.rid);
+    }
+    assert.deepEqual(turnRids.sort(), recorded.map((call) => call.rid).sort());
     assert.equal(
       (await sessionKeys(kv, id)).filter((key) => key.includes(killedCall.rid)).length,
       0,

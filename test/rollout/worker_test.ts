@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
-import type { RolloutJobRecord } from "../../lib/kv/mod.ts";
-import { nextStep, queuedJob } from "../../lib/rollout/mod.ts";
+import { nextStep, queuedJob, type RolloutJobRecord } from "../../lib/rollout/mod.ts";
 
 const JOB: RolloutJobRecord = queuedJob({
   id: "job_1",

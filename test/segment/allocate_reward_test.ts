@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
-import type { ChainHeader, RewardedSession, SegmentKind } from "../../lib/kv/mod.ts";
+import type { ChainHeader, SegmentKind } from "../../lib/chain/mod.ts";
 import { type Segment, type SegmentPolicy, selectSegments } from "../../lib/segment/mod.ts";
+import type { RewardedSession } from "../../lib/session/mod.ts";
 
 const SESSION = {
   id: "s1",

@@ -7,8 +7,8 @@
  * @module
  */
 import { messageIdentities, type MessageParam, startIdentity } from "../../lib/anthropic/mod.ts";
+import { type ChainHeader, segmentKind, type TurnRecord } from "../../lib/chain/mod.ts";
 import { extendDigest } from "../../lib/chat/mod.ts";
-import { type ChainHeader, segmentKind, type TurnRecord } from "../../lib/kv/mod.ts";
 import {
   DISPATCH_LOOKBACK_TURNS,
   DISPATCH_TOOLS,

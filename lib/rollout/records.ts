@@ -1,0 +1,85 @@
+/**
+ * The stored shapes of a rollout: a group of samples, its jobs, and the phases a job goes
+ * through. The rollout layer builds and reads them; `lib/kv` only stores them.
+ *
+ * @module
+ */
+
+/** Phases a job never leaves. */
+export type FinalPhase = "done" | "failed" | "aborted";
+
+/** Where a sample is. `done`, `failed` and `aborted` are final. */
+export type RolloutPhase = "queued" | "booting" | "agent" | "evaluating" | FinalPhase;
+
+/**
+ * Phases a job never leaves, as a set to test a job's phase against.
+ *
+ * @example
+ * ```ts
+ * FINAL_PHASES.has("aborted"); // true
+ * FINAL_PHASES.has("evaluating"); // false
+ * ```
+ */
+export const FINAL_PHASES: ReadonlySet<RolloutPhase> = new Set<FinalPhase>([
+  "done",
+  "failed",
+  "aborted",
+]);
+
+/** How the agent of an attempt ended. */
+export interface AgentOutcome {
+  /** The agent process's exit status; `null` when it was killed. */
+  readonly exitCode: number | null;
+  /** It ran past its time budget and was stopped. */
+  readonly timedOut: boolean;
+  /** Turns the agent reported (Claude Code's `num_turns`), when it said. */
+  readonly numTurns: number | null;
+  /** The agent's own account of how it ended (Claude Code's result `subtype`), when it said. */
+  readonly result: string | null;
+}
+
+/** One sample of a group. */
+export interface RolloutJobRecord {
+  readonly id: string;
+  readonly groupId: string;
+  /** Position in the group, from 0. */
+  readonly index: number;
+  readonly phase: RolloutPhase;
+  /** Why a job failed or was aborted (`wall_clock_timeout`, `cancelled`, `worker_lost`, …). */
+  readonly reason: string | null;
+  /** The reason in words. */
+  readonly detail: string | null;
+  /** Attempts started; 0 while first queued. */
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  /** The session of the current (or last) attempt. */
+  readonly sessionId: string | null;
+  /** Every attempt's session, oldest first. */
+  readonly sessions: readonly string[];
+  readonly createdAt: number;
+  /** When the current attempt started. */
+  readonly startedAt: number | null;
+  readonly finishedAt: number | null;
+  /** The wall-clock guard of the current attempt. */
+  readonly deadlineAt: number | null;
+  /** DELETE asked for it: the worker stops it. */
+  readonly cancelRequested: boolean;
+  /** Holder id of the worker of the current attempt. */
+  readonly worker: string | null;
+  readonly agent: AgentOutcome | null;
+  /** Chunk counts of the current attempt's blobs (`patch`, `reward`, `agent_log`). */
+  readonly blobs: Readonly<Record<string, number>>;
+  /** When a finished job is deleted (its session keeps its own retention); `null` before. */
+  readonly expiresAt?: number | null;
+}
+
+/** A group of samples of one task. */
+export interface RolloutGroupRecord {
+  readonly id: string;
+  readonly createdAt: number;
+  readonly jobs: readonly string[];
+  /** Chunks of the task spec blob. */
+  readonly taskChunks: number;
+  /** The request's settings besides the task (agent, sandbox, budgets, reward mode). */
+  readonly settings: unknown;
+}

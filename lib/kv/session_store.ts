@@ -1,7 +1,7 @@
 /**
  * Sessions, chains and turns in Deno KV. A turn is written as its token chunks, its record,
  * its replay entry and the new chain header in one atomic commit guarded by the header's
- * versionstamp and the session's lease; chunks that do not fit that commit are written first
+ * versionstamp and the chain's lease (which it deletes); chunks that do not fit that commit are written first
  * under keys nothing references yet, so a half-written turn is never visible.
  *
  * @module

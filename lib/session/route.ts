@@ -15,6 +15,7 @@ import { opensReasoning, renderDelta, renderPrompt } from "../template/mod.ts";
 import { ContextOverflowError } from "./errors.ts";
 import {
   type ExtendPlan,
+  newChainHeader,
   planRoute,
   type RegisterPlan,
   type RouteChain,
@@ -138,7 +139,16 @@ export async function routeTurn<Reply>(
         contextLength,
       );
     } else {
-      routed = await startChain(deps, input, read, snapshot, plan, options.register, contextLength);
+      routed = await startChain(
+        deps,
+        input,
+        request,
+        read,
+        snapshot,
+        plan,
+        options.register,
+        contextLength,
+      );
     }
     if (routed !== null) return fits(routed, contextLength);
     if (attempt >= ROUTE_TRIES) {
@@ -216,6 +226,7 @@ async function extendChain<Reply>(
 async function startChain<Reply>(
   deps: RouteDeps,
   input: TurnInput<Reply>,
+  request: RouteRequest,
   read: ReadSnapshot,
   snapshot: RouteSnapshot,
   plan: RegisterPlan,
@@ -225,26 +236,7 @@ async function startChain<Reply>(
   input.verifyHistory();
   const { session } = snapshot;
   const now = Date.now();
-  const header: ChainHeader = {
-    sessionId: session.id,
-    id: plan.chainId,
-    role: plan.role,
-    wipedAt: null,
-    parent: plan.parent,
-    dispatch: plan.dispatch,
-    agentId: input.agent.id,
-    model: input.model,
-    tools: input.toolNames,
-    reasoning: false,
-    startDigest: plan.startDigest,
-    turnCount: 0,
-    tokenCount: 0,
-    messageCount: 0,
-    digest: "",
-    lastRid: null,
-    createdAt: now,
-    updatedAt: now,
-  };
+  const header = newChainHeader(session.id, plan, request, now);
   const key = keys.chain(session.id, plan.chainId);
   const base = { turnCount: 0, lastRid: null, reasoning: false };
   const planned = wholePrompt(

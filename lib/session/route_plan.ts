@@ -168,6 +168,38 @@ export interface RegisterPlan extends PlanDigests {
 /** Where a request goes. */
 export type RoutePlan = ExtendPlan | ReplayPlan | RegisterPlan;
 
+/**
+ * The empty header a registration writes: the chain's place and lineage from the plan, its
+ * agent, model and tools from the request.
+ */
+export function newChainHeader(
+  sessionId: string,
+  plan: RegisterPlan,
+  request: RouteRequest,
+  now: number,
+): ChainHeader {
+  return {
+    sessionId,
+    id: plan.chainId,
+    role: plan.role,
+    wipedAt: null,
+    parent: plan.parent,
+    dispatch: plan.dispatch,
+    agentId: request.agentId,
+    model: request.model,
+    tools: request.toolNames,
+    reasoning: false,
+    startDigest: plan.startDigest,
+    turnCount: 0,
+    tokenCount: 0,
+    messageCount: 0,
+    digest: "",
+    lastRid: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
 /** How many of a parent chain's last turns are searched for the call that dispatched a sub-agent. */
 export const DISPATCH_LOOKBACK_TURNS = 32;
 

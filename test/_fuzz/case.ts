@@ -24,6 +24,23 @@ export interface FuzzCase {
   readonly notes: string[];
 }
 
+/**
+ * A case with no body (GET, DELETE); its method is the endpoint's.
+ *
+ * @example
+ * ```ts
+ * bodiless("GET /sessions/:id", `/sessions/${id}`, headers, notes).method; // "GET"
+ * ```
+ */
+export function bodiless(
+  endpoint: string,
+  path: string,
+  headers: Record<string, string>,
+  notes: string[],
+): FuzzCase {
+  return { index: 0, endpoint, method: endpoint.split(" ")[0], path, headers, body: null, notes };
+}
+
 /** A session the fuzzer may use: its id and token. */
 export interface FuzzSession {
   readonly id: string;

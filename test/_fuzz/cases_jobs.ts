@@ -9,6 +9,7 @@ import { z } from "zod";
 import { TaskSchema } from "../../lib/evaluate/mod.ts";
 import { RolloutRequestSchema } from "../../lib/rollout/mod.ts";
 import {
+  bodiless,
   credentials,
   type FuzzCase,
   type FuzzWorld,
@@ -126,36 +127,12 @@ export function jobCase(prng: Prng, world: FuzzWorld, route: "get" | "delete" | 
     if (params[0][1] !== known) {
       notes.push(`group_id ${JSON.stringify(String(params[0][1]).slice(0, 60))}`);
     }
-    return {
-      index: 0,
-      endpoint: "GET /rollout?group_id",
-      method: "GET",
-      path: `/rollout${queryString(params)}`,
-      headers,
-      body: null,
-      notes,
-    };
+    return bodiless("GET /rollout?group_id", `/rollout${queryString(params)}`, headers, notes);
   }
   const id = pathId(prng, world.jobIds, notes);
   if (route === "delete") {
-    return {
-      index: 0,
-      endpoint: "DELETE /rollout/:id",
-      method: "DELETE",
-      path: `/rollout/${id}`,
-      headers,
-      body: null,
-      notes,
-    };
+    return bodiless("DELETE /rollout/:id", `/rollout/${id}`, headers, notes);
   }
   const query = prng.chance(0.3) ? queryString([["format", hostileQueryValue(prng)]]) : "";
-  return {
-    index: 0,
-    endpoint: "GET /rollout/:id",
-    method: "GET",
-    path: `/rollout/${id}${query}`,
-    headers,
-    body: null,
-    notes,
-  };
+  return bodiless("GET /rollout/:id", `/rollout/${id}${query}`, headers, notes);
 }

@@ -8,6 +8,7 @@
  */
 import { MessageCountTokensParams, MessageCreateParams } from "../../lib/anthropic/mod.ts";
 import {
+  bodiless,
   bodyBytes,
   contentType,
   credentials,
@@ -145,26 +146,10 @@ export function probeCase(prng: Prng, world: FuzzWorld, route: "models" | "hello
   const right = prng.chance(0.3) ? world.adminToken : session.token;
   const headers = { ...credentials(prng, world, right, notes), ...agentHeaders(prng, notes) };
   if (route === "models") {
-    return {
-      index: 0,
-      endpoint: "GET /v1/models",
-      method: "GET",
-      path: "/v1/models",
-      headers,
-      body: null,
-      notes,
-    };
+    return bodiless("GET /v1/models", "/v1/models", headers, notes);
   }
   const method = prng.pick(["HEAD", "GET"]);
-  return {
-    index: 0,
-    endpoint: `${method} /api/hello`,
-    method,
-    path: "/api/hello",
-    headers,
-    body: null,
-    notes,
-  };
+  return bodiless(`${method} /api/hello`, "/api/hello", headers, notes);
 }
 
 /** Claude Code's routing and retry headers, hostile some of the time. */

@@ -7,6 +7,7 @@
  */
 import { SamplesQuery } from "../../functions/_samples.ts";
 import {
+  bodiless,
   bodyBytes,
   contentType,
   credentials,
@@ -60,24 +61,8 @@ export function closeCase(prng: Prng, world: FuzzWorld, route: "close" | "delete
   const id = pathId(prng, world.sessions.map((s) => s.id), notes);
   const headers = credentials(prng, world, world.adminToken, notes);
   return route === "close"
-    ? {
-      index: 0,
-      endpoint: "POST /sessions/:id/close",
-      method: "POST",
-      path: `/sessions/${id}/close`,
-      headers,
-      body: null,
-      notes,
-    }
-    : {
-      index: 0,
-      endpoint: "DELETE /sessions/:id",
-      method: "DELETE",
-      path: `/sessions/${id}`,
-      headers,
-      body: null,
-      notes,
-    };
+    ? bodiless("POST /sessions/:id/close", `/sessions/${id}/close`, headers, notes)
+    : bodiless("DELETE /sessions/:id", `/sessions/${id}`, headers, notes);
 }
 
 /** `GET /sessions/:id` or `GET /sessions/:id/samples?…`; the untouched session is read too. */
@@ -86,15 +71,7 @@ export function readCase(prng: Prng, world: FuzzWorld, route: "view" | "samples"
   const id = pathId(prng, [...world.sessions.map((s) => s.id), world.untouched.id], notes);
   const headers = credentials(prng, world, world.adminToken, notes);
   if (route === "view") {
-    return {
-      index: 0,
-      endpoint: "GET /sessions/:id",
-      method: "GET",
-      path: `/sessions/${id}`,
-      headers,
-      body: null,
-      notes,
-    };
+    return bodiless("GET /sessions/:id", `/sessions/${id}`, headers, notes);
   }
   const sample = sampleOf(SamplesQuery, prng) as Record<string, string>;
   const params: [string, string | RawQuery][] = Object.entries(sample).map((
@@ -108,15 +85,12 @@ export function readCase(prng: Prng, world: FuzzWorld, route: "view" | "samples"
     "max_segment_tokens",
     "overlong",
   ], notes);
-  return {
-    index: 0,
-    endpoint: "GET /sessions/:id/samples",
-    method: "GET",
-    path: `/sessions/${id}/samples${queryString(params)}`,
+  return bodiless(
+    "GET /sessions/:id/samples",
+    `/sessions/${id}/samples${queryString(params)}`,
     headers,
-    body: null,
     notes,
-  };
+  );
 }
 
 /** `GET /sessions?status&limit&cursor&metadata.KEY`. */
@@ -140,15 +114,8 @@ export function listCase(prng: Prng, world: FuzzWorld): FuzzCase {
     "metadata.__proto__",
     "metadata.constructor",
   ], notes);
-  return {
-    index: 0,
-    endpoint: "GET /sessions",
-    method: "GET",
-    path: `/sessions${queryString(params)}`,
-    headers: credentials(prng, world, world.adminToken, notes),
-    body: null,
-    notes,
-  };
+  const headers = credentials(prng, world, world.adminToken, notes);
+  return bodiless("GET /sessions", `/sessions${queryString(params)}`, headers, notes);
 }
 
 /** A cursor: one a listing handed out, changed, or made up. */

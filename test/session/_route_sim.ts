@@ -13,6 +13,7 @@ import {
   DISPATCH_LOOKBACK_TURNS,
   DISPATCH_TOOLS,
   type DispatchCall,
+  newChainHeader,
   planRoute,
   type RouteChain,
   type RoutePlan,
@@ -235,26 +236,7 @@ export class RouteSim {
       const replaced = plan.replaces ? this.#chains.get(plan.replaces) : undefined;
       if (replaced) this.#wipe(replaced, now);
       chain = {
-        header: {
-          sessionId: this.#session.id,
-          id: plan.chainId,
-          role: plan.role,
-          wipedAt: null,
-          parent: plan.parent,
-          dispatch: plan.dispatch,
-          agentId: request.agentId,
-          model: request.model,
-          tools: request.toolNames,
-          reasoning: false,
-          startDigest: plan.startDigest,
-          turnCount: 0,
-          tokenCount: 0,
-          messageCount: 0,
-          digest: "",
-          lastRid: null,
-          createdAt: now,
-          updatedAt: now,
-        },
+        header: newChainHeader(this.#session.id, plan, request, now),
         all: [],
         version: 0,
       };

@@ -50,3 +50,26 @@ export function plainUserTurn(plain: ChatTokenizer, text: string): number[] {
     ...plain.encode("assistant\n"),
   ];
 }
+
+/** `<tool_response>` and `</tool_response>` of Qwen3. */
+export const TOOL_RESPONSE = 151665;
+export const TOOL_RESPONSE_END = 151666;
+
+/**
+ * The delta Qwen3's template gives a tool result holding `text` after an assistant turn: the turn
+ * separator, the user turn wrapping it, and the next assistant header, `text` as plain text.
+ */
+export function plainToolDelta(plain: ChatTokenizer, text: string): number[] {
+  return [
+    ...plain.encode("\n"),
+    IM_START,
+    ...plain.encode("user\n"),
+    TOOL_RESPONSE,
+    ...plain.encode(`\n${text}\n`),
+    TOOL_RESPONSE_END,
+    IM_END,
+    ...plain.encode("\n"),
+    IM_START,
+    ...plain.encode("assistant\n"),
+  ];
+}

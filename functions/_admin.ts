@@ -29,7 +29,8 @@ export function admin(deps: Deps): MiddlewareHandler {
   };
 }
 
-function sameSecret(a: string, b: string): boolean {
+/** Compares two secrets in time that does not depend on where they differ. */
+export function sameSecret(a: string, b: string): boolean {
   const x = new TextEncoder().encode(a);
   const y = new TextEncoder().encode(b);
   return x.length === y.length && timingSafeEqual(x, y);

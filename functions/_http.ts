@@ -10,6 +10,8 @@ import { ZodError } from "zod";
 import { errorBody, type ErrorType, InvalidRequestError } from "../lib/anthropic/mod.ts";
 import { codeOf, ERROR_TABLE } from "../lib/errors/mod.ts";
 import { jsonShapeProblem, MAX_JSON_DEPTH } from "../lib/limits/mod.ts";
+import { contextOverflowMessage, openaiErrorBody } from "../lib/openai/mod.ts";
+import { ContextOverflowError } from "../lib/session/mod.ts";
 
 /** The body exceeds the configured limit (HTTP 413). */
 export class BodyTooLargeError extends Error implements CodedError {
@@ -197,5 +199,29 @@ export function errorResponse(error: unknown, requestId: string, options: ErrorO
   return Response.json(errorBody(type, message, requestId), {
     status,
     headers: { "request-id": requestId, ...headers },
+  });
+}
+
+/**
+ * The HTTP response for an error, in OpenAI's envelope: the same status and retry headers, the
+ * gateway's error code as `code` (`context_length_exceeded` for a prompt over the window, worded
+ * as OpenAI words it).
+ */
+export function openaiErrorResponse(
+  error: unknown,
+  requestId: string,
+  options: ErrorOptions,
+): Response {
+  const { status, type, message, headers } = classifyError(error, options);
+  const body = error instanceof ContextOverflowError
+    ? openaiErrorBody(
+      type,
+      contextOverflowMessage(error.promptTokens, error.contextLength),
+      "context_length_exceeded",
+    )
+    : openaiErrorBody(type, message, codeOf(error));
+  return Response.json(body, {
+    status,
+    headers: { "request-id": requestId, "x-request-id": requestId, ...headers },
   });
 }

@@ -1,7 +1,8 @@
 /**
- * Streams one turn as Anthropic SSE: `message_start` at once, `ping` while the engine works
- * (so a client's stall watchdog never fires), then the content events, or an `error` event if
- * the turn fails after the stream started. A client that disconnects aborts the turn.
+ * Streams one turn, as Anthropic SSE or as Chat Completions chunks: the head at once
+ * (`message_start`, or the role chunk), keep-alives while the engine works (so a client's stall
+ * watchdog never fires), then the content, or an error event if the turn fails after the stream
+ * started. A client that disconnects aborts the turn.
  *
  * @module
  */
@@ -14,6 +15,17 @@ import {
   PING_EVENT,
   type SseEvent,
 } from "../lib/anthropic/mod.ts";
+import { codeOf } from "../lib/errors/mod.ts";
+import {
+  bodyChunks,
+  type ChatCompletion,
+  DONE_EVENT,
+  encodeData,
+  KEEPALIVE_EVENT,
+  openaiErrorBody,
+  roleChunk,
+  type StreamOptions,
+} from "../lib/openai/mod.ts";
 import { describeError } from "./_http.ts";
 
 /** A settled promise's outcome. */
@@ -88,6 +100,79 @@ export function sseResponse(turn: TurnStream): Response {
       "content-type": "text/event-stream; charset=utf-8",
       "cache-control": "no-cache",
       "request-id": turn.requestId,
+    },
+  });
+}
+
+/** What {@linkcode chunkStreamResponse} streams. */
+export interface ChunkStream {
+  readonly requestId: string;
+  /** Id, model and creation time every chunk carries. */
+  readonly head: { readonly id: string; readonly model: string; readonly created: number };
+  readonly options: StreamOptions;
+  /**
+   * Hold the role chunk back until the turn is done, so it can carry `prompt_token_ids`
+   * (`return_token_ids`, the vLLM convention: prompt ids in the first chunk).
+   */
+  readonly promptIdsFirst: boolean;
+  /** The turn, settling with the final completion. */
+  readonly done: Promise<ChatCompletion>;
+  cancel(reason: unknown): void;
+  readonly cancelled: () => boolean;
+  readonly pingIntervalMs: number;
+}
+
+/**
+ * The streaming response of a Chat Completions turn: the role chunk at once (unless it waits
+ * for the prompt ids), keep-alive comments while the engine works, the body chunks, and
+ * `data: [DONE]`; or a `data: {"error": …}` event if the turn fails after the stream started
+ * (the OpenAI SDKs raise it as an `APIError`). A client that disconnects aborts the turn.
+ */
+export function chunkStreamResponse(turn: ChunkStream): Response {
+  let timer: ReturnType<typeof setInterval> | undefined;
+  let closed = false;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      const send = (...events: Uint8Array[]) => {
+        if (closed) return;
+        for (const event of events) controller.enqueue(event);
+      };
+      const finish = () => {
+        clearInterval(timer);
+        if (!closed) controller.close();
+        closed = true;
+      };
+      if (!turn.promptIdsFirst) send(encodeData(roleChunk(turn.head, turn.options)));
+      timer = setInterval(() => send(KEEPALIVE_EVENT), turn.pingIntervalMs);
+      turn.done.then(
+        (completion) => {
+          if (turn.promptIdsFirst) {
+            send(encodeData(roleChunk(turn.head, turn.options, completion.prompt_token_ids)));
+          }
+          send(...bodyChunks(completion, turn.options).map(encodeData), DONE_EVENT);
+          finish();
+        },
+        (error) => {
+          if (!turn.cancelled()) {
+            const { type, message } = describeError(error);
+            send(encodeData(openaiErrorBody(type, message, codeOf(error))));
+          }
+          finish();
+        },
+      );
+    },
+    cancel() {
+      closed = true;
+      clearInterval(timer);
+      turn.cancel(new DOMException("Client disconnected", "AbortError"));
+    },
+  });
+  return new Response(body, {
+    headers: {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+      "request-id": turn.requestId,
+      "x-request-id": turn.requestId,
     },
   });
 }

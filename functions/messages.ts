@@ -1,7 +1,7 @@
 /**
  * The agent's surface, the Anthropic API as Claude Code and the SDKs use it:
- * `POST /v1/messages` (JSON or SSE), `POST /v1/messages/count_tokens`, `GET /v1/models` and
- * `HEAD /api/hello`. Authenticated by the session token as `x-api-key` or
+ * `POST /v1/messages` (JSON or SSE), `POST /v1/messages/count_tokens` and `HEAD /api/hello`
+ * (`GET /v1/models` is `models.ts`). Authenticated by the session token as `x-api-key` or
  * `Authorization: Bearer`; the query string (`?beta=true`) and `anthropic-beta` headers are
  * ignored.
  *
@@ -122,30 +122,6 @@ export function createMessagesApp(deps: Deps): Hono {
 
   // Claude Code's connection-warming probe; any 2xx will do.
   app.on(["GET", "HEAD"], "/api/hello", (c) => c.body(null, 200));
-
-  // The served model, in the shape of Anthropic's model list. Requests may name any model.
-  app.get("/v1/models", async (c) => {
-    const requestId = newRequestId();
-    const token = credential(c.req.raw);
-    if (token !== deps.adminToken) {
-      try {
-        await resolveToken(deps.kv, token, { devOpenSessions: deps.config.devOpenSessions });
-      } catch (error) {
-        return errorResponse(error, requestId, errors);
-      }
-    }
-    const model = {
-      type: "model",
-      id: deps.config.modelId,
-      display_name: deps.config.modelId,
-      created_at: new Date(0).toISOString(),
-      max_input_tokens: deps.contextLength,
-      max_tokens: deps.contextLength,
-    };
-    return c.json({ data: [model], has_more: false, first_id: model.id, last_id: model.id }, 200, {
-      "request-id": requestId,
-    });
-  });
 
   return app;
 }

@@ -8,7 +8,7 @@ import { Hono } from "hono";
 import { ConfigError, resolveConfig } from "../lib/config/mod.ts";
 import { banner, buildDeps, type Deps } from "./_deps.ts";
 import { errorResponse, newRequestId, RouteNotFoundError } from "./_http.ts";
-import { createMessagesApp } from "./messages.ts";
+import { createAgentsApp } from "./agents.ts";
 import { createSessionsApp } from "./sessions.ts";
 import { createEvaluateApp } from "./evaluate.ts";
 import { createRolloutApp } from "./rollout.ts";
@@ -21,7 +21,7 @@ const SWEEP_INTERVAL_MS = 60_000;
 /** All functions mounted on one app. */
 export function createGatewayApp(deps: Deps): Hono {
   const app = new Hono();
-  app.route("/", createMessagesApp(deps));
+  app.route("/", createAgentsApp(deps));
   app.route("/", createSessionsApp(deps));
   app.route("/", createEvaluateApp(deps));
   app.route("/", createRolloutApp(deps));

@@ -12,6 +12,7 @@
  *
  * @module
  */
+import type { OutputBlock } from "../template/mod.ts";
 import type { ContentBlock, ContentBlockParam, MessageParam } from "./types.ts";
 
 /** A message as identities read it: a role and its content. */
@@ -69,6 +70,26 @@ export function messageIdentity(
     ? [{ type: "text", text: message.content }]
     : (message.content as ContentBlockParam[]).map((block) => blockIdentity(block, callRef));
   return JSON.stringify({ role: message.role, content: blocks });
+}
+
+/**
+ * The identity of a reply built from parsed output, whichever protocol shows it: what its echo
+ * will be identified by, over the Messages API or Chat Completions alike.
+ *
+ * @example
+ * ```ts
+ * outputIdentity([{ type: "text", text: "hello" }]) ===
+ *   messageIdentity({ role: "assistant", content: "hello" }); // true
+ * ```
+ */
+export function outputIdentity(blocks: readonly OutputBlock[]): string {
+  return replyIdentity(blocks.flatMap((block): ContentBlockParam[] => {
+    if (block.type === "text") return [{ type: "text", text: block.text }];
+    if (block.type === "tool_call") {
+      return [{ type: "tool_use", id: "", name: block.name, input: block.input }];
+    }
+    return [];
+  }));
 }
 
 /** The identity of an assistant message: its normalized text, tool calls and other blocks. */

@@ -7,7 +7,7 @@
 import type { ChatMessage, ChatTool } from "../chat/mod.ts";
 import type { TurnInput, TurnOutput } from "../session/mod.ts";
 import { buildMessage, type Finish, toolUseId } from "./build_response.ts";
-import { messageIdentities, messageIdentity, stableJson, startIdentity } from "./identity.ts";
+import { messageIdentities, outputIdentity, stableJson, startIdentity } from "./identity.ts";
 import {
   InvalidRequestError,
   lowerMessages,
@@ -96,10 +96,7 @@ export function anthropicTurnInput(
         usage: usage(output.inputTokens, output.outputTokens),
         sign,
       });
-      return {
-        reply: message,
-        identity: messageIdentity({ role: "assistant", content: message.content }),
-      };
+      return { reply: message, identity: outputIdentity(output.blocks) };
     },
   };
 }

@@ -12,6 +12,8 @@ export interface SamplingParams {
   readonly top_p?: number;
   readonly top_k?: number;
   readonly stop?: readonly string[];
+  /** Deterministic sampling with this seed. */
+  readonly sampling_seed?: number;
   /** Extra stop ids: the template's end-of-turn token, whatever the engine's EOS setting. */
   readonly stop_token_ids: readonly number[];
   /** Always false: special tokens are part of what the gateway parses. */
@@ -28,6 +30,7 @@ export interface SamplingRequest {
   readonly topP?: number;
   readonly topK?: number;
   readonly stop?: readonly string[];
+  readonly seed?: number;
 }
 
 /**
@@ -51,6 +54,7 @@ export function samplingParams(
     ...(request.topP === undefined ? {} : { top_p: request.topP }),
     ...(request.topK === undefined ? {} : { top_k: request.topK }),
     ...(request.stop && request.stop.length > 0 ? { stop: request.stop } : {}),
+    ...(request.seed === undefined ? {} : { sampling_seed: request.seed }),
     stop_token_ids: [limits.eosId],
     skip_special_tokens: false,
     no_stop_trim: true,

@@ -24,6 +24,8 @@ export interface Generation {
   readonly outputIds: number[];
   /** Log-probability of each output token under the sampling policy. */
   readonly logprobs: number[];
+  /** At each output position, the most likely tokens `[id, logprob]`, when asked for. */
+  readonly topLogprobs?: [number, number][][];
   readonly finish: EngineFinish;
   /** Weight version of every engine call that produced tokens, in order. */
   readonly weightVersions: string[];
@@ -42,6 +44,8 @@ export interface GenerateRequest {
   /** The prompt; pass {@linkcode PromptIds} to send a long history without formatting it again. */
   readonly inputIds: ArrayLike<number> | PromptIds;
   readonly sampling: SamplingParams;
+  /** How many most likely tokens to return at each output position (`top_logprobs_num`). */
+  readonly topLogprobs?: number;
   /** Aborted when the client leaves: the engine request is aborted and nothing is returned. */
   readonly signal?: AbortSignal;
 }
@@ -92,6 +96,7 @@ interface RawOutput {
   meta_info?: {
     finish_reason?: { type: string; matched?: number | string | null; message?: string } | null;
     output_token_logprobs?: [number, number, unknown][];
+    output_top_logprobs?: ([number, number, unknown][] | null)[];
     weight_version?: string;
     e2e_latency?: number;
   };
@@ -123,6 +128,7 @@ export class SglangClient implements Engine {
     const started = performance.now();
     const outputIds: number[] = [];
     const logprobs: number[] = [];
+    const topLogprobs: [number, number][][] = [];
     const weightVersions: string[] = [];
     let aborts = 0;
     let reportedMs = 0;
@@ -144,6 +150,12 @@ export class SglangClient implements Engine {
         outputIds.push(ids[i]);
         logprobs.push(lps[i][0]);
       }
+      if (req.topLogprobs) {
+        const tops = raw.meta_info?.output_top_logprobs ?? [];
+        for (let i = 0; i < ids.length; i++) {
+          topLogprobs.push((tops[i] ?? []).map(([logprob, id]) => [id, logprob]));
+        }
+      }
       if (ids.length > 0) weightVersions.push(raw.meta_info?.weight_version ?? "default");
       const finish = raw.meta_info?.finish_reason;
       if (finish?.type === "abort") {
@@ -163,6 +175,7 @@ export class SglangClient implements Engine {
         rid: firstRid,
         outputIds,
         logprobs,
+        ...(req.topLogprobs ? { topLogprobs } : {}),
         finish: engineFinish,
         weightVersions,
         aborts,
@@ -184,7 +197,11 @@ export class SglangClient implements Engine {
     const body = Buffer.concat([
       encoder.encode(`{"rid":"${rid}","input_ids":[`),
       inputIds.ascii(),
-      encoder.encode(`],"sampling_params":${sampling},"return_logprob":true,"stream":false}`),
+      encoder.encode(
+        `],"sampling_params":${sampling},"return_logprob":true,${
+          req.topLogprobs ? `"top_logprobs_num":${req.topLogprobs},` : ""
+        }"stream":false}`,
+      ),
     ]);
     const timeout = AbortSignal.timeout(this.#options.timeoutMs);
     const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;

@@ -31,6 +31,7 @@ import {
   type HeldLease,
   keys,
   type LeaseOptions,
+  readAllTurns,
   readTurnTokens,
   tryLease,
 } from "../kv/mod.ts";
@@ -256,6 +257,7 @@ async function generateAndRecord<Reply>(
     rid: prepared.rid,
     inputIds: route.prompt,
     sampling: prepared.sampling,
+    ...(input.tokenData?.topLogprobs ? { topLogprobs: input.tokenData.topLogprobs } : {}),
     signal,
   });
   signal?.throwIfAborted();
@@ -280,6 +282,10 @@ async function generateAndRecord<Reply>(
     end,
     inputTokens: prepared.promptTokens,
     outputTokens: output.length,
+    outputIds: output,
+    logprobs: generation.logprobs,
+    ...(generation.topLogprobs ? { topLogprobs: generation.topLogprobs } : {}),
+    ...(input.tokenData?.promptIds ? { promptIds: route.prompt.toArray() } : {}),
   });
 
   const messageCount = input.messageIdentities.length + 1;
@@ -376,7 +382,47 @@ async function recordedReply<Reply>(
     end,
     inputTokens: record.inputLen,
     outputTokens: record.outputLen,
+    outputIds: tokens.output,
+    logprobs: tokens.logprobs,
+    ...(input.tokenData?.promptIds
+      ? { promptIds: await readTurnPrompt(deps.kv, input.sessionId, replay.chainId, record) }
+      : {}),
   }).reply;
+}
+
+/**
+ * The prompt a recorded turn read: the tokens of its ancestors (through the parent links) and
+ * its own delta. Reads the whole history: only a replay that asks for prompt ids needs it.
+ *
+ * @throws {Error} when a linked turn is missing or the tokens do not add up to the recorded
+ * prompt length (a broken chain).
+ */
+async function readTurnPrompt(
+  kv: Deno.Kv,
+  sessionId: string,
+  chainId: string,
+  record: TurnRecord,
+): Promise<number[]> {
+  const byRid = new Map(
+    (await readAllTurns(kv, sessionId, chainId)).map((turn) => [turn.rid, turn]),
+  );
+  const lineage: TurnRecord[] = [];
+  for (let turn: TurnRecord | undefined = record; turn; turn = byRid.get(turn.parent ?? "")) {
+    lineage.unshift(turn);
+    if (turn.parent === null) break;
+  }
+  let prompt: number[] = [];
+  for (const turn of lineage) {
+    const tokens = await readTurnTokens(kv, sessionId, chainId, turn);
+    const parts = turn === record ? [tokens.delta] : [tokens.delta, tokens.output, tokens.closing];
+    prompt = prompt.concat(...parts.map((part) => Array.from(part)));
+  }
+  if (prompt.length !== record.inputLen) {
+    throw new Error(
+      `Cannot rebuild the prompt of turn ${record.index} of chain "${chainId}": ${prompt.length} tokens, recorded ${record.inputLen}`,
+    );
+  }
+  return prompt;
 }
 
 /**

@@ -39,6 +39,11 @@ export interface TurnInput<Reply> {
   readonly toolNames: readonly string[];
   readonly sampling: SamplingRequest;
   readonly model: string;
+  /**
+   * Token data the reply shows beyond the parsed output: the whole prompt's ids (OpenAI's
+   * `return_token_ids`), and the engine's `topLogprobs` most likely tokens at each position.
+   */
+  readonly tokenData?: { readonly promptIds?: boolean; readonly topLogprobs?: number };
   /** Builds the client's reply from the parsed output, and that reply's message identity. */
   reply(output: TurnOutput): { reply: Reply; identity: string };
 }
@@ -50,4 +55,14 @@ export interface TurnOutput {
   readonly end: TurnEnd;
   readonly inputTokens: number;
   readonly outputTokens: number;
+  /** The sampled tokens (the end-of-turn token included) and the engine's logprob of each. */
+  readonly outputIds: ArrayLike<number>;
+  readonly logprobs: ArrayLike<number>;
+  /**
+   * At each output position, the engine's most likely tokens as `[id, logprob]`, when
+   * `tokenData.topLogprobs` asked for them. Not recorded: a replay has none.
+   */
+  readonly topLogprobs?: readonly (readonly (readonly [number, number])[])[];
+  /** The whole prompt the engine read, when `tokenData.promptIds` asked for it. */
+  readonly promptIds?: readonly number[];
 }

@@ -189,7 +189,8 @@ function headerValue(text: string): string {
   return safe.join("").trim();
 }
 
-function plant(
+/** Puts `value` at `path` in `object`, when the path's parents are objects. */
+export function plant(
   object: Record<string, unknown>,
   path: readonly (string | number)[],
   value: unknown,

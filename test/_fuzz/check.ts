@@ -1,7 +1,8 @@
 /**
  * What every fuzzed response must be: a 2xx whose body parses (an SSE stream that ends with
- * `message_stop`), or an error in Anthropic's envelope with the status of its type and the
- * `request-id` header — never a 5xx. Problems are tallied into classes for the report.
+ * `message_stop`, or chunks that end with `[DONE]`), or an error in its protocol's envelope
+ * (Anthropic's, or OpenAI's for Chat Completions) with the status of its type and the request id
+ * header — never a 5xx. Problems are tallied into classes for the report.
  *
  * @module
  */
@@ -49,7 +50,9 @@ export async function checkResponse(
     }
     const type = response.headers.get("content-type") ?? "";
     if (type.startsWith("text/event-stream")) {
-      const problem = streamProblem(text);
+      const problem = fuzzCase.endpoint === "POST /v1/chat/completions"
+        ? chunkStreamProblem(text)
+        : streamProblem(text);
       return problem ? found("stream", problem) : { status, text, finding: null };
     }
     if (type.startsWith("application/x-ndjson")) {
@@ -63,11 +66,53 @@ export async function checkResponse(
     return problem ? found("shape", problem) : { status, text, finding: null };
   }
   if (status < 400) return found("shape", `unexpected status ${status}`);
-  const problem = envelopeProblem(text, status, response.headers.get("request-id"));
+  const problem = openaiEnvelope(fuzzCase)
+    ? openaiEnvelopeProblem(text, status, response.headers.get("x-request-id"))
+    : envelopeProblem(text, status, response.headers.get("request-id"));
   if (problem) return found("shape", problem);
   const message = JSON.parse(text).error.message as string;
   if (/\.\s*$/.test(message)) return found("style", "error message ends with a period");
   return { status, text, finding: null };
+}
+
+/** Chat Completions answers in OpenAI's envelope; so does the model list to non-Anthropic clients. */
+function openaiEnvelope(fuzzCase: FuzzCase): boolean {
+  if (fuzzCase.endpoint === "POST /v1/chat/completions") return true;
+  return fuzzCase.endpoint === "GET /v1/models" &&
+    !Object.keys(fuzzCase.headers).some((name) => name.toLowerCase() === "anthropic-version");
+}
+
+/** What is wrong with an error body, or `null` when it is OpenAI's envelope. */
+export function openaiEnvelopeProblem(
+  text: string,
+  status: number,
+  requestId: string | null,
+): string | null {
+  let body;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return "error body is not JSON";
+  }
+  const error = body?.error;
+  if (typeof error !== "object" || error === null) return "error body has no error object";
+  const names = Object.keys(body).join(",") + "/" + Object.keys(error).sort().join(",");
+  if (names !== "error/code,message,param,type") return `OpenAI envelope has keys ${names}`;
+  if (typeof error.message !== "string" || error.message === "") return "error message missing";
+  if (typeof error.code !== "string") return "error code missing";
+  const type = error.type;
+  if (type === "server_error") {
+    if (status < 500) return `server_error sent with status ${status}`;
+  } else if (!Object.hasOwn(ERROR_STATUS, type)) {
+    return `unknown error type ${JSON.stringify(type)}`;
+  } else if (
+    ERROR_STATUS[type as keyof typeof ERROR_STATUS] !== status &&
+    !(type === "invalid_request_error" && status === 413)
+  ) {
+    return `error type ${type} sent with status ${status}`;
+  }
+  if (typeof requestId !== "string" || !requestId.startsWith("req_")) return "x-request-id missing";
+  return null;
 }
 
 /** What is wrong with an error body, or `null` when it is Anthropic's envelope. */
@@ -107,6 +152,15 @@ function successProblem(endpoint: string, body: Record<string, unknown>): string
       return "reply has no token counts";
     }
   }
+  if (endpoint === "POST /v1/chat/completions") {
+    const usage = body.usage as Record<string, unknown> | undefined;
+    if (body.object !== "chat.completion" || !Array.isArray(body.choices)) {
+      return "reply is not a chat.completion";
+    }
+    if (!Number.isInteger(usage?.prompt_tokens) || !Number.isInteger(usage?.completion_tokens)) {
+      return "reply has no token counts";
+    }
+  }
   if (endpoint === "POST /v1/messages/count_tokens" && !Number.isInteger(body.input_tokens)) {
     return "count has no input_tokens";
   }
@@ -128,6 +182,28 @@ function streamProblem(text: string): string | null {
   }
   if (names[0] !== "message_start") return `stream starts with ${names[0]}`;
   if (names.at(-1) !== "message_stop") return `stream ends with ${names.at(-1)}`;
+  return null;
+}
+
+/** What is wrong with a chunk stream: a chunk that is not JSON, a server error, no `[DONE]`. */
+function chunkStreamProblem(text: string): string | null {
+  const data = [...text.matchAll(/^data: (.*)$/gm)].map((m) => m[1]);
+  if (data.length === 0) return "stream has no data events";
+  for (const item of data.slice(0, -1)) {
+    if (!parses(item)) return "a chunk is not JSON";
+    const chunk = JSON.parse(item);
+    if (chunk.error) {
+      return chunk.error.type === "server_error" && chunk.error.code !== "engine_unavailable"
+        ? `stream ended with a server error: ${chunk.error.message}`
+        : null;
+    }
+    if (chunk.object !== "chat.completion.chunk") return "an event is not a chat.completion.chunk";
+  }
+  const last = data.at(-1)!;
+  if (last !== "[DONE]") {
+    const chunk = parses(last) ? JSON.parse(last) : null;
+    return chunk?.error ? null : "stream does not end with [DONE]";
+  }
   return null;
 }
 

@@ -190,6 +190,8 @@ Deno.test("reply() builds the message and the identity of that message echoed ba
     end: { reason: "end_of_turn", stopSequence: null },
     inputTokens: 300,
     outputTokens: 25,
+    outputIds: [],
+    logprobs: [],
   };
   const { reply, identity } = input.reply(output);
   assert.deepEqual(reply, {
@@ -237,6 +239,8 @@ Deno.test("reply() maps length and stop-sequence endings to Anthropic stop reaso
     blocks: [{ type: "text" as const, text: "x" }],
     inputTokens: 1,
     outputTokens: 1,
+    outputIds: [1],
+    logprobs: [-0.5],
   };
   const length = input.reply({ ...base, end: { reason: "length", stopSequence: null } }).reply;
   assert.deepEqual([length.stop_reason, length.stop_sequence], ["max_tokens", null]);

@@ -26,9 +26,13 @@ Deno.test("GET /v1/models lists the served model to a session or admin token, no
       });
       assert.equal(response.status, 200);
       assert.deepEqual(await response.json(), {
+        object: "list",
         data: [{
-          type: "model",
           id: "qwen3-8b",
+          object: "model",
+          created: 0,
+          owned_by: "rollout-gateway",
+          type: "model",
           display_name: "qwen3-8b",
           created_at: "1970-01-01T00:00:00.000Z",
           max_input_tokens: 40_960,

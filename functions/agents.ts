@@ -1,0 +1,49 @@
+/**
+ * Everything an agent talks to: the Messages API, Chat Completions and the model list, at the
+ * root (the session token in a header) and under a per-session base URL,
+ * `/sessions/<token>/v1/…`, for agents that cannot set headers (the token in the path is the
+ * credential). A per-session request is answered as the same request at `/v1/…` with the token
+ * as `Authorization: Bearer`; the path with the token is never logged or echoed in an error.
+ *
+ * Served alone with `deno serve -A functions/agents.ts`, or with the others by `serve.ts`.
+ *
+ * @module
+ */
+import { Hono } from "hono";
+import { type Deps, lazyApp } from "./_deps.ts";
+import { createChatCompletionsApp } from "./chat_completions.ts";
+import { createMessagesApp } from "./messages.ts";
+import { createModelsApp } from "./models.ts";
+
+/** A path under a per-session base URL: the token segment and the API path after it. */
+const SESSION_PATH = /^\/sessions\/([^/]+)(\/v1\/.*)$/;
+
+/** The agents' app over `deps`. */
+export function createAgentsApp(deps: Deps): Hono {
+  const app = new Hono();
+  // First, so no route under /sessions (the trainer's, admin only) sees these requests.
+  app.all("/sessions/:token/v1/*", (c) => {
+    const raw = c.req.raw;
+    const url = new URL(raw.url);
+    const [, segment, rest] = url.pathname.match(SESSION_PATH)!;
+    let token: string;
+    try {
+      token = decodeURIComponent(segment);
+    } catch {
+      token = segment;
+    }
+    url.pathname = rest;
+    const headers = new Headers(raw.headers);
+    headers.delete("x-api-key");
+    headers.set("authorization", `Bearer ${token}`);
+    return app.fetch(
+      new Request(url, { method: raw.method, headers, body: raw.body, signal: raw.signal }),
+    );
+  });
+  app.route("/", createMessagesApp(deps));
+  app.route("/", createChatCompletionsApp(deps));
+  app.route("/", createModelsApp(deps));
+  return app;
+}
+
+export default lazyApp(createAgentsApp);

@@ -1,0 +1,75 @@
+/**
+ * `GET /v1/models` and `GET /v1/models/{id}`: the served model, in one shape both SDKs read
+ * (Anthropic's `data`/`has_more`/`display_name`/`max_input_tokens` and OpenAI's
+ * `object`/`created`/`owned_by`). Requests may name any model: one engine serves them all.
+ * Answers a session token or the admin token.
+ *
+ * @module
+ */
+import { Hono } from "hono";
+import { resolveToken } from "../lib/session/mod.ts";
+import { sameSecret } from "./_admin.ts";
+import { type Deps, lazyApp } from "./_deps.ts";
+import { credential, errorResponse, newRequestId, openaiErrorResponse } from "./_http.ts";
+
+/** The models app over `deps`. */
+export function createModelsApp(deps: Deps): Hono {
+  const app = new Hono();
+  const errors = { retryAfterMs: deps.config.retryAfterMs };
+
+  const model = (id: string) => ({
+    id,
+    object: "model",
+    created: 0,
+    owned_by: "rollout-gateway",
+    type: "model",
+    display_name: id,
+    created_at: new Date(0).toISOString(),
+    max_input_tokens: deps.contextLength,
+    max_tokens: deps.contextLength,
+  });
+
+  /** `null` when the caller may list models, else the error response in its client's shape. */
+  const refused = async (raw: Request, requestId: string): Promise<Response | null> => {
+    const token = credential(raw);
+    if (token !== null && sameSecret(token, deps.adminToken)) return null;
+    try {
+      await resolveToken(deps.kv, token, { devOpenSessions: deps.config.devOpenSessions });
+      return null;
+    } catch (error) {
+      // Anthropic's clients name their API version; OpenAI's do not.
+      return raw.headers.has("anthropic-version")
+        ? errorResponse(error, requestId, errors)
+        : openaiErrorResponse(error, requestId, errors);
+    }
+  };
+
+  app.get("/v1/models", async (c) => {
+    const requestId = newRequestId();
+    const refusal = await refused(c.req.raw, requestId);
+    if (refusal) return refusal;
+    const served = model(deps.config.modelId);
+    return c.json(
+      {
+        object: "list",
+        data: [served],
+        has_more: false,
+        first_id: served.id,
+        last_id: served.id,
+      },
+      200,
+      { "request-id": requestId },
+    );
+  });
+
+  app.get("/v1/models/:id{.+}", async (c) => {
+    const requestId = newRequestId();
+    const refusal = await refused(c.req.raw, requestId);
+    if (refusal) return refusal;
+    return c.json(model(c.req.param("id")), 200, { "request-id": requestId });
+  });
+
+  return app;
+}
+
+export default lazyApp(createModelsApp);

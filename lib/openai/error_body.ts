@@ -1,0 +1,52 @@
+/**
+ * OpenAI's error envelope (reference anthropic-openai-api.md §3.4): `{error: {message, type,
+ * param, code}}`, which the OpenAI SDKs read into their error classes. The HTTP status is the
+ * same as on the Messages API; the SDKs choose their error class and whether to retry by it.
+ *
+ * @module
+ */
+import type { ErrorType } from "../errors/mod.ts";
+
+/** The body of an error response. */
+export interface OpenAIErrorBody {
+  error: { message: string; type: string; param: string | null; code: string | null };
+}
+
+/** OpenAI's names for the server-side error types; the others keep their Anthropic names. */
+const TYPES: Partial<Record<ErrorType, string>> = {
+  api_error: "server_error",
+  overloaded_error: "server_error",
+  timeout_error: "server_error",
+  unavailable_error: "server_error",
+  request_too_large: "invalid_request_error",
+};
+
+/**
+ * The error envelope. `param` is the request path a validation message starts with
+ * (`messages.2.content: …`), when it does.
+ *
+ * @example
+ * ```ts
+ * openaiErrorBody("invalid_request_error", "n: only n = 1 is served", "invalid_request");
+ * // { error: { message: "n: only n = 1 is served", type: "invalid_request_error", param: "n", code: "invalid_request" } }
+ * ```
+ */
+export function openaiErrorBody(type: ErrorType, message: string, code: string): OpenAIErrorBody {
+  const param = message.match(/^([A-Za-z_][\w.-]*): /)?.[1] ?? null;
+  return { error: { message, type: TYPES[type] ?? type, param, code } };
+}
+
+/**
+ * A prompt over the context window, worded as OpenAI words it: LiteLLM (mini-swe-agent,
+ * SWE-agent, OpenHands) recognises "This model's maximum context length is" and raises
+ * `ContextWindowExceededError`, which such agents do not retry.
+ *
+ * @example
+ * ```ts
+ * contextOverflowMessage(40_000, 32_768);
+ * // "This model's maximum context length is 32768 tokens. However, your messages resulted in 40000 tokens. …"
+ * ```
+ */
+export function contextOverflowMessage(promptTokens: number, contextLength: number): string {
+  return `This model's maximum context length is ${contextLength} tokens. However, your messages resulted in ${promptTokens} tokens (one token must be left to generate). Please reduce the length of the messages.`;
+}

@@ -1,0 +1,7 @@
+/** The OpenAI Chat Completions adapter: request schemas, translation, responses, chunks, errors. @module */
+export * from "./types.ts";
+export * from "./translate.ts";
+export * from "./build_response.ts";
+export * from "./stream_response.ts";
+export * from "./error_body.ts";
+export * from "./turn_input.ts";

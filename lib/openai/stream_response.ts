@@ -1,0 +1,107 @@
+/**
+ * A Chat Completions response as a stream of `chat.completion.chunk` events in OpenAI's order
+ * (reference anthropic-openai-api.md §3.3): the role, then reasoning, content and each tool call
+ * (its id and name, then its arguments), then the finish reason, the usage when
+ * `stream_options.include_usage` asked for it, and `data: [DONE]`. Each event is `data: <json>`
+ * with no `event:` line; keep-alives are SSE comments, which clients skip.
+ *
+ * @module
+ */
+import type { ChatCompletion, ChatCompletionChunk } from "./types.ts";
+
+type ChunkChoice = ChatCompletionChunk["choices"][number];
+
+/** How a stream is shaped beyond the completion itself. */
+export interface StreamOptions {
+  /** `stream_options.include_usage`: a last chunk with `choices: []` and the usage. */
+  readonly includeUsage: boolean;
+}
+
+/**
+ * The first chunk: the assistant's role, announced before anything is generated.
+ *
+ * @example
+ * ```ts
+ * roleChunk({ id: "chatcmpl-1", model: "m", created: 0 }, { includeUsage: false }).choices[0].delta;
+ * // { role: "assistant" }
+ * ```
+ */
+export function roleChunk(
+  head: { readonly id: string; readonly model: string; readonly created: number },
+  options: StreamOptions,
+  promptIds?: readonly number[],
+): ChatCompletionChunk {
+  return {
+    ...envelope(head, options),
+    choices: [choice({ role: "assistant" })],
+    ...(promptIds ? { prompt_token_ids: [...promptIds] } : {}),
+  };
+}
+
+/**
+ * The chunks after the role chunk that stream `completion`. Logprobs and token ids travel with
+ * the first chunk of the message's body.
+ */
+export function bodyChunks(
+  completion: ChatCompletion,
+  options: StreamOptions,
+): ChatCompletionChunk[] {
+  const [only] = completion.choices;
+  const { message } = only;
+  const base = envelope(completion, options);
+  const deltas: ChunkChoice["delta"][] = [];
+  if (message.reasoning_content) deltas.push({ reasoning_content: message.reasoning_content });
+  if (message.content) deltas.push({ content: message.content });
+  (message.tool_calls ?? []).forEach((call, index) => {
+    deltas.push({
+      tool_calls: [{
+        index,
+        id: call.id,
+        type: "function",
+        function: { name: call.function.name, arguments: "" },
+      }],
+    });
+    deltas.push({ tool_calls: [{ index, function: { arguments: call.function.arguments } }] });
+  });
+  const chunks = deltas.map((delta) => ({ ...base, choices: [choice(delta)] }));
+  const finish = { ...base, choices: [choice({}, only.finish_reason)] };
+  chunks.push(finish);
+  const first = chunks[0].choices[0];
+  if (only.logprobs) first.logprobs = only.logprobs;
+  if (only.token_ids) first.token_ids = only.token_ids;
+  if (options.includeUsage) chunks.push({ ...base, choices: [], usage: completion.usage });
+  return chunks;
+}
+
+/** One SSE event carrying `data`. */
+export function encodeData(data: unknown): Uint8Array {
+  return encoder.encode(`data: ${JSON.stringify(data)}\n\n`);
+}
+
+/** The event that ends every stream. */
+export const DONE_EVENT: Uint8Array = new TextEncoder().encode("data: [DONE]\n\n");
+
+/** A keep-alive: an SSE comment. */
+export const KEEPALIVE_EVENT: Uint8Array = new TextEncoder().encode(": keep-alive\n\n");
+
+const encoder = new TextEncoder();
+
+function envelope(
+  head: { readonly id: string; readonly model: string; readonly created: number },
+  options: StreamOptions,
+): Omit<ChatCompletionChunk, "choices"> {
+  return {
+    id: head.id,
+    object: "chat.completion.chunk",
+    created: head.created,
+    model: head.model,
+    ...(options.includeUsage ? { usage: null } : {}),
+  };
+}
+
+function choice(
+  delta: ChunkChoice["delta"],
+  finishReason: ChunkChoice["finish_reason"] = null,
+): ChunkChoice {
+  return { index: 0, delta, logprobs: null, finish_reason: finishReason };
+}

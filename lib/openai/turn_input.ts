@@ -1,0 +1,138 @@
+/**
+ * Presents a validated Chat Completions request to the session layer as a protocol-neutral
+ * turn, and builds the OpenAI reply from the parsed output. The conversation goes through its
+ * Messages-shape translation ({@linkcode toMessagesRequest}), so routing, lowering and echo
+ * identities are the Messages adapter's own; what differs is read here: sampling, output
+ * options, tool-call ids and the reply.
+ *
+ * @module
+ */
+import {
+  anthropicTurnInput,
+  InvalidRequestError,
+  type LowerOptions,
+  outputIdentity,
+  stableJson,
+} from "../anthropic/mod.ts";
+import type { TurnInput } from "../session/mod.ts";
+import { buildChatCompletion, toolCallId } from "./build_response.ts";
+import { toMessagesRequest } from "./translate.ts";
+import type { ChatCompletion, ChatCompletionCreateParams, ToolChoice } from "./types.ts";
+
+/** Who the turn belongs to and how its reply is shown. */
+export interface OpenAITurnContext {
+  readonly sessionId: string;
+  readonly lowering?: LowerOptions;
+  /** The text of one token, for `logprobs`. */
+  readonly decodeToken: (id: number) => string;
+  /** The client's agent ids, if it sent them. */
+  readonly agent?: { readonly id: string | null; readonly parentId: string | null };
+}
+
+/**
+ * A request for as many tokens as the context has left: `max_tokens` is optional in this API.
+ * {@linkcode samplingParams} clamps it to the room left after the prompt.
+ */
+const UNTIL_CONTEXT_ENDS = Number.MAX_SAFE_INTEGER;
+
+/**
+ * The turn a Chat Completions request asks for.
+ *
+ * @example
+ * ```ts
+ * const input = openaiTurnInput(request, { sessionId, decodeToken: (id) => tokenizer.decode([id]) });
+ * const turn = await startTurn(deps, input);
+ * ```
+ * @throws {InvalidRequestError} for what the gateway does not serve: `n` > 1, `top_logprobs`
+ * without `logprobs`, a `tool_choice` naming a tool the request does not offer, and whatever
+ * {@linkcode toMessagesRequest} refuses.
+ */
+export function openaiTurnInput(
+  request: ChatCompletionCreateParams,
+  context: OpenAITurnContext,
+): TurnInput<ChatCompletion> {
+  checkOptions(request);
+  const translated = toMessagesRequest(request, context.lowering);
+  const base = anthropicTurnInput(translated, {
+    sessionId: context.sessionId,
+    // No thinking block of a Chat Completions conversation is signed: none is verified.
+    signingSecret: "",
+    lowering: context.lowering,
+    agent: context.agent,
+  });
+  const stop = typeof request.stop === "string" ? [request.stop] : request.stop ?? undefined;
+  const logprobs = request.logprobs === true;
+  const topLogprobs = logprobs ? request.top_logprobs ?? 0 : 0;
+  const tokenIds = request.return_token_ids === true;
+  return {
+    ...base,
+    settingsIdentity: settingsIdentity(request),
+    toolUseId: toolCallId,
+    verifyHistory: () => {},
+    sampling: {
+      maxTokens: request.max_completion_tokens ?? request.max_tokens ?? UNTIL_CONTEXT_ENDS,
+      temperature: request.temperature ?? undefined,
+      topP: request.top_p ?? undefined,
+      topK: request.top_k ?? undefined,
+      stop,
+      seed: request.seed ?? undefined,
+    },
+    tokenData: { promptIds: tokenIds, topLogprobs },
+    reply: (output) => ({
+      reply: buildChatCompletion(output, {
+        model: request.model,
+        logprobs,
+        topLogprobs,
+        tokenIds,
+        decodeToken: context.decodeToken,
+        created: Math.floor(Date.now() / 1000),
+      }),
+      identity: outputIdentity(output.blocks),
+    }),
+  };
+}
+
+/** The options this gateway validates beyond their shapes. */
+function checkOptions(request: ChatCompletionCreateParams): void {
+  if ((request.n ?? 1) > 1) {
+    throw new InvalidRequestError(
+      "n: only n = 1 is served; send the request n times (each answer is its own chain and sample)",
+    );
+  }
+  if ((request.top_logprobs ?? 0) > 0 && request.logprobs !== true) {
+    throw new InvalidRequestError("top_logprobs: requires logprobs to be true");
+  }
+  const offered = new Set((request.tools ?? []).map((tool) => tool.function.name));
+  for (const name of namedTools(request.tool_choice)) {
+    if (!offered.has(name)) {
+      throw new InvalidRequestError(`tool_choice: names "${name}", which tools does not offer`);
+    }
+  }
+  if (request.tool_choice === "required" && offered.size === 0) {
+    throw new InvalidRequestError('tool_choice: "required" needs at least one tool in tools');
+  }
+}
+
+function namedTools(choice: ToolChoice | null | undefined): string[] {
+  if (!choice || typeof choice === "string") return [];
+  if (choice.type === "function") return [choice.function.name];
+  return choice.allowed_tools.tools.map((tool) => tool.function.name);
+}
+
+/**
+ * Everything in a request but its conversation and how the answer is shown: a client that falls
+ * back from streaming, or asks for logprobs or token ids again, asks the same question (and is
+ * answered from the recorded turn).
+ */
+function settingsIdentity(request: ChatCompletionCreateParams): string {
+  const {
+    messages: _messages,
+    stream: _stream,
+    stream_options: _streamOptions,
+    logprobs: _logprobs,
+    top_logprobs: _topLogprobs,
+    return_token_ids: _tokenIds,
+    ...settings
+  } = request;
+  return stableJson({ protocol: "chat.completions", ...settings });
+}

@@ -1,0 +1,129 @@
+/**
+ * Fuzzed requests of Chat Completions: `POST /v1/chat/completions` (JSON and chunks), at the
+ * root or under the per-session base URL. Bases are hand-written conversations (tool calls,
+ * tool results, reasoning echoes) and samples of the zod schema.
+ *
+ * @module
+ */
+import { ChatCompletionCreateParams } from "../../lib/openai/mod.ts";
+import {
+  bodyBytes,
+  contentType,
+  credentials,
+  encode,
+  type FuzzCase,
+  type FuzzWorld,
+  liveSession,
+} from "./case.ts";
+import { sampleOf } from "./from_schema.ts";
+import { deep, hostileString, prototypeObject } from "./hostile.ts";
+import { cloneJson } from "./json_text.ts";
+import { plant } from "./cases_messages.ts";
+import { describe, mutate } from "./mutate.ts";
+import type { Prng } from "./prng.ts";
+
+const BASH = {
+  type: "function",
+  function: {
+    name: "bash",
+    parameters: { type: "object", properties: { command: { type: "string" } } },
+  },
+};
+
+/** Conversations as OpenAI clients send them. */
+const CONVERSATIONS: readonly unknown[] = [
+  { model: "m", max_tokens: 32, messages: [{ role: "user", content: "hi" }] },
+  {
+    model: "m",
+    max_completion_tokens: 32,
+    tools: [BASH],
+    messages: [
+      { role: "system", content: "Be brief." },
+      { role: "user", content: [{ type: "text", text: "List files." }] },
+      {
+        role: "assistant",
+        content: null,
+        reasoning_content: "List them.",
+        tool_calls: [{
+          id: "call_1",
+          type: "function",
+          function: { name: "bash", arguments: '{"command": "ls"}' },
+        }],
+      },
+      { role: "tool", tool_call_id: "call_1", content: "a.txt" },
+    ],
+    logprobs: true,
+    top_logprobs: 2,
+    return_token_ids: true,
+  },
+  {
+    model: "m",
+    max_tokens: 16,
+    stop: ["\n\n"],
+    seed: 3,
+    stream_options: { include_usage: true },
+    messages: [
+      { role: "developer", content: "Answer in one word." },
+      { role: "user", content: "Colour of the sky?" },
+      { role: "assistant", content: "Blue." },
+      { role: "system", content: "Mid-conversation note." },
+      { role: "user", content: "And grass?" },
+    ],
+  },
+];
+
+/** Where values are planted. */
+const PLANT_PATHS = [
+  ["messages", 0, "content"],
+  ["model"],
+  ["tools"],
+  ["tool_choice"],
+  ["stop"],
+  ["messages"],
+] as const;
+
+/** A `POST /v1/chat/completions` case. */
+export function chatCase(prng: Prng, world: FuzzWorld): FuzzCase {
+  const notes: string[] = [];
+  const fromSchema = prng.chance(0.3);
+  const base = fromSchema
+    ? sampleOf(ChatCompletionCreateParams, prng)
+    : cloneJson(prng.pick(CONVERSATIONS));
+  notes.push(fromSchema ? "base: sample of the zod schema" : "base: hand-written conversation");
+  const object = base as Record<string, unknown>;
+  object.stream = prng.chance(0.5);
+  let value: unknown = base;
+  if (prng.chance(0.15)) {
+    const path = prng.pick(PLANT_PATHS);
+    const planted = prng.weighted<() => unknown>([
+      [2, () => deep(prng)],
+      [2, () => prototypeObject(prng, { maxString: 70_000 })],
+      [2, () => hostileString(prng, { maxString: 70_000 })],
+    ])();
+    plant(object, path, planted);
+    notes.push(`plant ${path.join(".")} = ${describe(planted)}`);
+  }
+  if (prng.chance(0.8)) {
+    const mutated = mutate(prng, value, { maxString: 70_000 });
+    value = mutated.value;
+    notes.push(...mutated.notes);
+  }
+  const session = liveSession(prng, world);
+  const inPath = prng.chance(0.3);
+  const headers = {
+    ...(inPath ? {} : credentials(prng, world, session.token, notes)),
+    ...contentType(prng, notes),
+  };
+  if (inPath) notes.push("token in the per-session base URL");
+  return {
+    index: 0,
+    endpoint: "POST /v1/chat/completions",
+    method: "POST",
+    path: inPath
+      ? `/sessions/${encode(session.token)}/v1/chat/completions`
+      : "/v1/chat/completions",
+    headers,
+    body: bodyBytes(prng, world, value, notes),
+    notes,
+  };
+}

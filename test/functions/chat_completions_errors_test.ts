@@ -1,0 +1,248 @@
+/**
+ * Chat Completions refuses what it cannot serve in OpenAI's error envelope, with the status the
+ * OpenAI SDKs act on, and writes nothing to KV; context overflow is worded as LiteLLM detects it.
+ */
+import OpenAI from "openai";
+import assert from "node:assert/strict";
+import { kvSnapshot, startGateway, type TestGateway } from "../_gateway.ts";
+
+const USER = [{ role: "user", content: "hi" }];
+
+/** Posts `body` and asserts OpenAI's envelope, the status, and that KV did not change. */
+async function expectError(
+  gw: TestGateway,
+  token: string | null,
+  body: unknown,
+  expected: { status: number; type: string; code: string; message: RegExp; param?: string | null },
+) {
+  const before = await kvSnapshot(gw.kv);
+  const response = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+  const json = await response.json();
+  assert.equal(response.status, expected.status, JSON.stringify(json));
+  assert.deepEqual(Object.keys(json), ["error"]);
+  assert.deepEqual(Object.keys(json.error).sort(), ["code", "message", "param", "type"]);
+  assert.equal(json.error.type, expected.type);
+  assert.equal(json.error.code, expected.code);
+  assert.match(json.error.message, expected.message);
+  if (expected.param !== undefined) assert.equal(json.error.param, expected.param);
+  assert.match(response.headers.get("x-request-id") ?? "", /^req_[0-9a-f]{32}$/);
+  assert.deepEqual(await kvSnapshot(gw.kv), before, "KV unchanged");
+  assert.equal(gw.engine.calls.length, 0, "the engine was not called");
+}
+
+const bad = (message: RegExp, param?: string | null) => ({
+  status: 400,
+  type: "invalid_request_error",
+  code: "invalid_request",
+  message,
+  param,
+});
+
+Deno.test("/v1/chat/completions refuses bad bodies with 400 in OpenAI's shape and leaves KV unchanged", async (t) => {
+  const gw = await startGateway({ env: { MAX_BODY_BYTES: "8192" } });
+  const { token } = await gw.openSession();
+  const cases: [string, unknown, ReturnType<typeof bad>][] = [
+    ["invalid JSON", '{"model": "m",', bad(/not valid JSON/)],
+    ["no messages", { model: "m" }, bad(/messages: field required/, "messages")],
+    ["empty messages", { model: "m", messages: [] }, bad(/messages/, "messages")],
+    ["unknown role", { model: "m", messages: [{ role: "robot", content: "x" }] }, bad(/role/)],
+    ["n > 1", { model: "m", messages: USER, n: 2 }, bad(/only n = 1/, "n")],
+    [
+      "top_logprobs without logprobs",
+      { model: "m", messages: USER, top_logprobs: 3 },
+      bad(/requires logprobs/, "top_logprobs"),
+    ],
+    [
+      "top_logprobs over 20",
+      { model: "m", messages: USER, logprobs: true, top_logprobs: 21 },
+      bad(/top_logprobs/),
+    ],
+    ["temperature over 2", { model: "m", messages: USER, temperature: 3 }, bad(/temperature/)],
+    [
+      "tool_choice naming a missing tool",
+      {
+        model: "m",
+        messages: USER,
+        tool_choice: { type: "function", function: { name: "nope" } },
+      },
+      bad(/tool_choice: names "nope"/, "tool_choice"),
+    ],
+    [
+      "tool_choice required without tools",
+      { model: "m", messages: USER, tool_choice: "required" },
+      bad(/required/),
+    ],
+    [
+      "response_format of an unknown type",
+      { model: "m", messages: USER, response_format: { type: "xml" } },
+      bad(/response_format/),
+    ],
+    [
+      "a last assistant message (prefill)",
+      { model: "m", messages: [...USER, { role: "assistant", content: "Sure" }] },
+      bad(/prefill is not supported/, "messages.1"),
+    ],
+    [
+      "tool arguments that are not JSON",
+      {
+        model: "m",
+        messages: [
+          ...USER,
+          {
+            role: "assistant",
+            content: null,
+            tool_calls: [{
+              id: "c1",
+              type: "function",
+              function: { name: "f", arguments: "{bad" },
+            }],
+          },
+          { role: "tool", tool_call_id: "c1", content: "ok" },
+        ],
+      },
+      bad(/not valid JSON/, "messages.1.tool_calls.0.function.arguments"),
+    ],
+    [
+      "tool arguments that are a JSON array",
+      {
+        model: "m",
+        messages: [
+          ...USER,
+          {
+            role: "assistant",
+            tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "[1]" } }],
+          },
+          { role: "tool", tool_call_id: "c1", content: "ok" },
+        ],
+      },
+      bad(/must be a JSON object/),
+    ],
+    [
+      "a __proto__ key in tool arguments",
+      {
+        model: "m",
+        messages: [
+          ...USER,
+          {
+            role: "assistant",
+            tool_calls: [{
+              id: "c1",
+              type: "function",
+              function: { name: "f", arguments: '{"__proto__": {"x": 1}}' },
+            }],
+          },
+          { role: "tool", tool_call_id: "c1", content: "ok" },
+        ],
+      },
+      bad(/__proto__/),
+    ],
+    [
+      "an image under the reject policy",
+      {
+        model: "m",
+        messages: [{
+          role: "user",
+          content: [{ type: "image_url", image_url: { url: "data:," } }],
+        }],
+      },
+      bad(/image_url parts are not supported/, "messages.0.content.0"),
+    ],
+    [
+      "audio",
+      {
+        model: "m",
+        messages: [{ role: "user", content: [{ type: "input_audio", input_audio: {} }] }],
+      },
+      bad(/input_audio/),
+    ],
+    [
+      "the legacy function role",
+      { model: "m", messages: [...USER, { role: "function", name: "f", content: "x" }] },
+      bad(/legacy "function" role/),
+    ],
+    [
+      "only system messages",
+      { model: "m", messages: [{ role: "system", content: "x" }] },
+      bad(/at least one user message/),
+    ],
+    [
+      "a stop list too long",
+      { model: "m", messages: USER, stop: Array(65).fill("x") },
+      bad(/stop/),
+    ],
+  ];
+  try {
+    for (const [name, body, expected] of cases) {
+      await t.step(name, () => expectError(gw, token, body, expected));
+    }
+    await t.step(
+      "a body over MAX_BODY_BYTES → 413",
+      () =>
+        expectError(gw, token, {
+          model: "m",
+          messages: [{ role: "user", content: "x".repeat(9000) }],
+        }, {
+          status: 413,
+          type: "invalid_request_error",
+          code: "body_too_large",
+          message: /larger than 8192 bytes/,
+        }),
+    );
+    await t.step("no token → 401", () =>
+      expectError(gw, null, { model: "m", messages: USER }, {
+        status: 401,
+        type: "authentication_error",
+        code: "authentication",
+        message: /./,
+      }));
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("a prompt over the context window is worded as OpenAI words it, and the SDK does not retry it", async () => {
+  const gw = await startGateway({ env: { CONTEXT_LENGTH: "256" } });
+  try {
+    const { token } = await gw.openSession();
+    const client = new OpenAI({ apiKey: token, baseURL: `${gw.url}/v1`, maxRetries: 2 });
+    const error = await client.chat.completions.create({
+      model: "m",
+      messages: [{ role: "user", content: "word ".repeat(400) }],
+    }).then(() => null, (error) => error);
+    assert.ok(error instanceof OpenAI.BadRequestError, String(error));
+    assert.equal(error.code, "context_length_exceeded");
+    assert.match(error.message, /This model's maximum context length is 256 tokens/);
+    assert.equal(gw.exchanges.length, 2, "the session's opening and one request: no retry");
+    assert.equal(gw.engine.calls.length, 0);
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("GET /v1/models answers both SDKs", async () => {
+  const gw = await startGateway({ env: { MODEL_ID: "qwen3-test" } });
+  try {
+    const { token } = await gw.openSession();
+    const openai = new OpenAI({ apiKey: token, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    const models = [];
+    for await (const model of openai.models.list()) models.push(model);
+    assert.deepEqual(models.map((model) => [model.id, model.object]), [["qwen3-test", "model"]]);
+    assert.equal((await openai.models.retrieve("any/model")).id, "any/model");
+    // The per-session base URL serves the list too, to the token in the path.
+    const listed = await fetch(`${gw.url}/sessions/${token}/v1/models`);
+    assert.equal(listed.status, 200);
+    assert.equal((await listed.json()).data[0].id, "qwen3-test");
+    const refused = await fetch(`${gw.url}/sessions/not-a-token/v1/models`);
+    assert.equal(refused.status, 401);
+    assert.equal((await refused.json()).error.type, "authentication_error");
+  } finally {
+    await gw.close();
+  }
+});

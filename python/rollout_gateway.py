@@ -1,13 +1,14 @@
 """A client of the Rollout Gateway's trainer API, Python 3.9+ standard library only.
 
-The trainer opens one session per episode, hands the session token to the agent as its Anthropic
-API key, scores the episode, closes the session and reads the recorded tokens back::
+The trainer opens one session per episode, hands the session token to the agent as its API key
+(or a base URL carrying it), scores the episode, closes the session and reads the recorded tokens
+back::
 
     from rollout_gateway import Gateway
 
     gw = Gateway("http://127.0.0.1:8080", admin_token=os.environ["ADMIN_TOKEN"])
     session = gw.open_session(metadata={"task": "astropy-1234"})
-    run_agent(base_url=gw.base_url, api_key=session.token)  # the agent talks to /v1/messages
+    run_agent(base_url=gw.base_url, api_key=session.token)  # /v1/messages or /v1/chat/completions
     gw.set_reward(session.id, 1.0, tests_passed=12)  # evidence is kept beside the score
     gw.close_session(session.id)  # later turns with the token get 409
     for sample in gw.samples(session.id, format="slime"):  # one sample per chain
@@ -166,6 +167,26 @@ class Gateway:
             body["metadata"] = dict(metadata)
         opened = self._json("POST", "/sessions", body=body)
         return Session(id=opened["id"], token=opened["token"], created_at=opened["created_at"])
+
+    def agent_base_url(self, token: str, protocol: str = "openai") -> str:
+        """The base URL an agent uses with ``token`` in its path, for agents that cannot set
+        headers or a trainer that hands each trial its own URL (any API key then works).
+
+        ``protocol`` is ``"openai"`` (``.../sessions/<token>/v1``, for OpenAI SDKs and LiteLLM,
+        which append ``/chat/completions``) or ``"anthropic"`` (``.../sessions/<token>``, for
+        Anthropic SDKs and Claude Code, which append ``/v1/messages``).
+        """
+        if protocol not in ("openai", "anthropic"):
+            raise ValueError(f"protocol must be 'openai' or 'anthropic', not {protocol!r}")
+        root = f"{self.base_url}/sessions/{_quote(token)}"
+        return root + "/v1" if protocol == "openai" else root
+
+    def record(self, id: str, format: str = "verl") -> Dict[str, Any]:
+        """Everything a trainer reads about a finished episode in one call: ``session`` (the
+        view of :meth:`get_session`, with its chains and reward) and ``samples`` (one per chain,
+        in ``format``, see :meth:`samples`: token ids, loss mask and the engine's logprobs).
+        """
+        return {"session": self.get_session(id), "samples": self.samples(id, format=format)}
 
     def get_session(self, id: str) -> Dict[str, Any]:
         """The session's view: ``status`` (``"open"``/``"closed"``), ``created_at``,

@@ -5,7 +5,8 @@
  * - Debian packages, with apt-get (as root, or through sudo): `git` and `bubblewrap` (local
  *   sandboxes) for serving; with `--tests` also `python3-pytest` (a fixture task's runner).
  * - The pinned Claude Code CLI in tools/claude-code (npm ci): the agent of `/rollout`, and of
- *   the tests that drive the real CLI. With `--tests`, also that install packed as an npm
+ *   the tests that drive the real CLI. With `--tests`, also the pinned Qwen Code CLI in
+ *   tools/qwen-code, the OpenAI-speaking agent of the end-to-end tests. With `--tests`, also that install packed as an npm
  *   tarball (`tools/claude-code/claude-code-<version>.tgz`, its native binary inside), which the
  *   E2B rollout test uploads and installs offline: no test needs the registry.
  *
@@ -68,20 +69,24 @@ async function installSystemPackages(): Promise<void> {
   if (!ok) console.warn(`Could not install ${missing.join(" ")} with apt-get`);
 }
 
-async function installClaudeCode(): Promise<void> {
-  const dir = new URL("./claude-code/", import.meta.url).pathname;
+/**
+ * `npm ci` of a pinned agent CLI in `tools/<folder>`, unless the pinned version is there. The
+ * tests need it; a serving gateway only needs Claude Code (the agent of `/rollout`).
+ */
+async function installPinned(folder: string, pkg: string, required: boolean): Promise<void> {
+  const dir = new URL(`./${folder}/`, import.meta.url).pathname;
   const pinned: string = JSON.parse(await Deno.readTextFile(`${dir}package.json`))
-    .dependencies["@anthropic-ai/claude-code"];
+    .dependencies[pkg];
   const installedVersion = async (): Promise<string | null> => {
     try {
-      const manifest = `${dir}node_modules/@anthropic-ai/claude-code/package.json`;
+      const manifest = `${dir}node_modules/${pkg}/package.json`;
       return JSON.parse(await Deno.readTextFile(manifest)).version;
     } catch {
       return null;
     }
   };
   if ((await installedVersion()) === pinned) return;
-  console.log(`Installing Claude Code ${pinned} into tools/claude-code (npm ci)`);
+  console.log(`Installing ${pkg} ${pinned} into tools/${folder} (npm ci)`);
   const npm = await new Deno.Command("npm", {
     args: ["ci", "--no-audit", "--no-fund", "--loglevel=error"],
     cwd: dir,
@@ -89,8 +94,8 @@ async function installClaudeCode(): Promise<void> {
     stderr: "inherit",
   }).output();
   if (!npm.success || (await installedVersion()) !== pinned) {
-    console.error("Cannot install the Claude Code CLI: npm ci failed in tools/claude-code");
-    if (tests) Deno.exit(1);
+    console.error(`Cannot install ${pkg}: npm ci failed in tools/${folder}`);
+    if (required) Deno.exit(1);
   }
 }
 
@@ -131,5 +136,7 @@ async function packClaudeCode(): Promise<void> {
 }
 
 await installSystemPackages();
-await installClaudeCode();
+await installPinned("claude-code", "@anthropic-ai/claude-code", tests);
+// Qwen Code: the OpenAI-speaking agent of the end-to-end tests.
+if (tests) await installPinned("qwen-code", "@qwen-code/qwen-code", true);
 if (tests) await packClaudeCode();

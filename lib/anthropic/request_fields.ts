@@ -147,13 +147,19 @@ export function unaccounted(paths: Iterable<string>, headers: Iterable<string>):
   return out;
 }
 
-/** Every field path of a request body (`messages[].content[].type` style), opaque values not entered. */
-export function fieldPaths(body: unknown): Set<string> {
+/**
+ * Every field path of a request body (`messages[].content[].type` style); values under an
+ * `opaque` key (tool arguments and schemas) are not entered.
+ */
+export function fieldPaths(
+  body: unknown,
+  opaque: readonly string[] = ["input", "input_schema"],
+): Set<string> {
   const paths = new Set<string>();
   const walk = (value: unknown, path: string) => {
     if (path) paths.add(path);
     const last = path.slice(path.lastIndexOf(".") + 1);
-    if (last === "input" || last === "input_schema") return;
+    if (opaque.includes(last)) return;
     if (Array.isArray(value)) value.forEach((item) => walk(item, `${path}[]`));
     else if (value !== null && typeof value === "object") {
       for (const [key, item] of Object.entries(value)) walk(item, path ? `${path}.${key}` : key);

@@ -5,3 +5,4 @@ export * from "./build_response.ts";
 export * from "./stream_response.ts";
 export * from "./error_body.ts";
 export * from "./turn_input.ts";
+export * from "./request_fields.ts";

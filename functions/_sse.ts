@@ -13,7 +13,6 @@ import {
   messageBodyEvents,
   messageStartEvent,
   PING_EVENT,
-  type SseEvent,
 } from "../lib/anthropic/mod.ts";
 import { codeOf } from "../lib/errors/mod.ts";
 import {
@@ -43,13 +42,11 @@ export async function settleWithin<T>(promise: Promise<T>, ms: number): Promise<
   }
 }
 
-/** What {@linkcode sseResponse} streams. */
-export interface TurnStream {
+/** A turn under way, as a stream sees it. */
+interface StreamedTurn<T> {
   readonly requestId: string;
-  /** The message as `message_start` announces it. */
-  readonly head: Message;
-  /** The turn, settling with the final message. */
-  readonly done: Promise<Message>;
+  /** The turn, settling with the final reply. */
+  readonly done: Promise<T>;
   /** Cancels the turn when the client goes away. */
   cancel(reason: unknown): void;
   /** True once the turn was cancelled: its failure then is the client's leaving, not an error. */
@@ -57,83 +54,30 @@ export interface TurnStream {
   readonly pingIntervalMs: number;
 }
 
-/** The streaming response of a turn. */
-export function sseResponse(turn: TurnStream): Response {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let closed = false;
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      const send = (events: readonly SseEvent[]) => {
-        if (closed) return;
-        for (const event of events) controller.enqueue(encodeSse(event));
-      };
-      const finish = () => {
-        clearInterval(timer);
-        if (!closed) controller.close();
-        closed = true;
-      };
-      send([messageStartEvent(turn.head)]);
-      timer = setInterval(() => send([PING_EVENT]), turn.pingIntervalMs);
-      turn.done.then(
-        (message) => {
-          send(messageBodyEvents(message));
-          finish();
-        },
-        (error) => {
-          if (!turn.cancelled()) {
-            // An event has no status or headers: only the type and message reach the client.
-            const { type, message } = describeError(error);
-            send([errorEvent(type, message)]);
-          }
-          finish();
-        },
-      );
-    },
-    cancel() {
-      closed = true;
-      clearInterval(timer);
-      turn.cancel(new DOMException("Client disconnected", "AbortError"));
-    },
-  });
-  return new Response(body, {
-    headers: {
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache",
-      "request-id": turn.requestId,
-    },
-  });
-}
-
-/** What {@linkcode chunkStreamResponse} streams. */
-export interface ChunkStream {
-  readonly requestId: string;
-  /** Id, model and creation time every chunk carries. */
-  readonly head: { readonly id: string; readonly model: string; readonly created: number };
-  readonly options: StreamOptions;
-  /**
-   * Hold the role chunk back until the turn is done, so it can carry `prompt_token_ids`
-   * (`return_token_ids`, the vLLM convention: prompt ids in the first chunk).
-   */
-  readonly promptIdsFirst: boolean;
-  /** The turn, settling with the final completion. */
-  readonly done: Promise<ChatCompletion>;
-  cancel(reason: unknown): void;
-  readonly cancelled: () => boolean;
-  readonly pingIntervalMs: number;
+/** What a protocol writes at each point of a stream. */
+interface StreamShape<T> {
+  /** Sent at once, before anything is generated. */
+  readonly head: readonly Uint8Array[];
+  /** Sent every `pingIntervalMs` while the turn works. */
+  readonly keepAlive: Uint8Array;
+  /** The rest of the stream, once the turn is done. */
+  body(reply: T): readonly Uint8Array[];
+  /** The event that reports a failure after the stream started. */
+  failure(error: unknown): Uint8Array;
+  readonly headers: Record<string, string>;
 }
 
 /**
- * The streaming response of a Chat Completions turn: the role chunk at once (unless it waits
- * for the prompt ids), keep-alive comments while the engine works, the body chunks, and
- * `data: [DONE]`; or a `data: {"error": …}` event if the turn fails after the stream started
- * (the OpenAI SDKs raise it as an `APIError`). A client that disconnects aborts the turn.
+ * The streaming response of a turn: the head, keep-alives, then the body or a failure event; a
+ * client that disconnects cancels the turn. An event has no status or headers: only the error's
+ * type and message reach the client.
  */
-export function chunkStreamResponse(turn: ChunkStream): Response {
+function streamResponse<T>(turn: StreamedTurn<T>, shape: StreamShape<T>): Response {
   let timer: ReturnType<typeof setInterval> | undefined;
   let closed = false;
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
-      const send = (...events: Uint8Array[]) => {
+      const send = (events: readonly Uint8Array[]) => {
         if (closed) return;
         for (const event of events) controller.enqueue(event);
       };
@@ -142,21 +86,15 @@ export function chunkStreamResponse(turn: ChunkStream): Response {
         if (!closed) controller.close();
         closed = true;
       };
-      if (!turn.promptIdsFirst) send(encodeData(roleChunk(turn.head, turn.options)));
-      timer = setInterval(() => send(KEEPALIVE_EVENT), turn.pingIntervalMs);
+      send(shape.head);
+      timer = setInterval(() => send([shape.keepAlive]), turn.pingIntervalMs);
       turn.done.then(
-        (completion) => {
-          if (turn.promptIdsFirst) {
-            send(encodeData(roleChunk(turn.head, turn.options, completion.prompt_token_ids)));
-          }
-          send(...bodyChunks(completion, turn.options).map(encodeData), DONE_EVENT);
+        (reply) => {
+          send(shape.body(reply));
           finish();
         },
         (error) => {
-          if (!turn.cancelled()) {
-            const { type, message } = describeError(error);
-            send(encodeData(openaiErrorBody(type, message, codeOf(error))));
-          }
+          if (!turn.cancelled()) send([shape.failure(error)]);
           finish();
         },
       );
@@ -172,7 +110,63 @@ export function chunkStreamResponse(turn: ChunkStream): Response {
       "content-type": "text/event-stream; charset=utf-8",
       "cache-control": "no-cache",
       "request-id": turn.requestId,
-      "x-request-id": turn.requestId,
+      ...shape.headers,
     },
+  });
+}
+
+/** What {@linkcode sseResponse} streams. */
+export interface TurnStream extends StreamedTurn<Message> {
+  /** The message as `message_start` announces it. */
+  readonly head: Message;
+}
+
+/** The Anthropic SSE response of a turn: `message_start`, `ping`s, the content events. */
+export function sseResponse(turn: TurnStream): Response {
+  return streamResponse(turn, {
+    head: [encodeSse(messageStartEvent(turn.head))],
+    keepAlive: encodeSse(PING_EVENT),
+    body: (message) => messageBodyEvents(message).map(encodeSse),
+    failure: (error) => {
+      const { type, message } = describeError(error);
+      return encodeSse(errorEvent(type, message));
+    },
+    headers: {},
+  });
+}
+
+/** What {@linkcode chunkStreamResponse} streams. */
+export interface ChunkStream extends StreamedTurn<ChatCompletion> {
+  /** Id, model and creation time every chunk carries. */
+  readonly head: { readonly id: string; readonly model: string; readonly created: number };
+  readonly options: StreamOptions;
+  /**
+   * Hold the role chunk back until the turn is done, so it can carry `prompt_token_ids`
+   * (`return_token_ids`, the vLLM convention: prompt ids in the first chunk).
+   */
+  readonly promptIdsFirst: boolean;
+}
+
+/**
+ * The Chat Completions response of a turn: the role chunk (at once, unless it waits for the
+ * prompt ids), `: keep-alive` comments, the body chunks and `data: [DONE]`; or a
+ * `data: {"error": …}` event, which the OpenAI SDKs raise as an `APIError`.
+ */
+export function chunkStreamResponse(turn: ChunkStream): Response {
+  return streamResponse(turn, {
+    head: turn.promptIdsFirst ? [] : [encodeData(roleChunk(turn.head, turn.options))],
+    keepAlive: KEEPALIVE_EVENT,
+    body: (completion) => [
+      ...(turn.promptIdsFirst
+        ? [encodeData(roleChunk(turn.head, turn.options, completion.prompt_token_ids))]
+        : []),
+      ...bodyChunks(completion, turn.options).map(encodeData),
+      DONE_EVENT,
+    ],
+    failure: (error) => {
+      const { type, message } = describeError(error);
+      return encodeData(openaiErrorBody(type, message, codeOf(error)));
+    },
+    headers: { "x-request-id": turn.requestId },
   });
 }

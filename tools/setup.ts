@@ -6,7 +6,7 @@
  *   sandboxes) for serving; with `--tests` also `python3-pytest` (a fixture task's runner).
  * - The pinned Claude Code CLI in tools/claude-code (npm ci): the agent of `/rollout`, and of
  *   the tests that drive the real CLI. With `--tests`, also the pinned Qwen Code CLI in
- *   tools/qwen-code, the OpenAI-speaking agent of the end-to-end tests. With `--tests`, also that install packed as an npm
+ *   tools/qwen-code (from its lock file), the OpenAI-speaking agent of the end-to-end tests. With `--tests`, also that install packed as an npm
  *   tarball (`tools/claude-code/claude-code-<version>.tgz`, its native binary inside), which the
  *   E2B rollout test uploads and installs offline: no test needs the registry.
  *
@@ -70,10 +70,15 @@ async function installSystemPackages(): Promise<void> {
 }
 
 /**
- * `npm ci` of a pinned agent CLI in `tools/<folder>`, unless the pinned version is there. The
- * tests need it; a serving gateway only needs Claude Code (the agent of `/rollout`).
+ * Installs a pinned agent CLI in `tools/<folder>` from its lock file, unless the pinned version
+ * is there: `npm ci`, or `npm install --no-save` for a package whose other platforms' optional
+ * binaries are not on the registry (npm cannot lock them, and `npm ci` then refuses the lock).
  */
-async function installPinned(folder: string, pkg: string, required: boolean): Promise<void> {
+async function installPinned(
+  folder: string,
+  pkg: string,
+  options: { required: boolean; ci: boolean },
+): Promise<void> {
   const dir = new URL(`./${folder}/`, import.meta.url).pathname;
   const pinned: string = JSON.parse(await Deno.readTextFile(`${dir}package.json`))
     .dependencies[pkg];
@@ -86,16 +91,17 @@ async function installPinned(folder: string, pkg: string, required: boolean): Pr
     }
   };
   if ((await installedVersion()) === pinned) return;
-  console.log(`Installing ${pkg} ${pinned} into tools/${folder} (npm ci)`);
+  const command = options.ci ? ["ci"] : ["install", "--no-save"];
+  console.log(`Installing ${pkg} ${pinned} into tools/${folder} (npm ${command.join(" ")})`);
   const npm = await new Deno.Command("npm", {
-    args: ["ci", "--no-audit", "--no-fund", "--loglevel=error"],
+    args: [...command, "--no-audit", "--no-fund", "--loglevel=error"],
     cwd: dir,
     stdout: "inherit",
     stderr: "inherit",
   }).output();
   if (!npm.success || (await installedVersion()) !== pinned) {
-    console.error(`Cannot install ${pkg}: npm ci failed in tools/${folder}`);
-    if (required) Deno.exit(1);
+    console.error(`Cannot install ${pkg}: npm ${command[0]} failed in tools/${folder}`);
+    if (options.required) Deno.exit(1);
   }
 }
 
@@ -136,7 +142,10 @@ async function packClaudeCode(): Promise<void> {
 }
 
 await installSystemPackages();
-await installPinned("claude-code", "@anthropic-ai/claude-code", tests);
-// Qwen Code: the OpenAI-speaking agent of the end-to-end tests.
-if (tests) await installPinned("qwen-code", "@qwen-code/qwen-code", true);
+await installPinned("claude-code", "@anthropic-ai/claude-code", { required: tests, ci: true });
+// Qwen Code: the OpenAI-speaking agent of the end-to-end tests. Its clipboard dependency lists
+// optional binaries for platforms the registry lacks.
+if (tests) {
+  await installPinned("qwen-code", "@qwen-code/qwen-code", { required: true, ci: false });
+}
 if (tests) await packClaudeCode();

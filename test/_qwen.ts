@@ -42,6 +42,8 @@ export async function runQwen(options: {
         OPENAI_API_KEY: options.apiKey,
         OPENAI_MODEL: "qwen3-test",
         QWEN_CODE_SUPPRESS_YOLO_WARNING: "1",
+        // Otherwise each run reports usage statistics to an Alibaba host.
+        QWEN_USAGE_STATISTICS_ENABLED: "false",
         HTTP_PROXY: "http://127.0.0.1:9",
         HTTPS_PROXY: "http://127.0.0.1:9",
         NO_PROXY: "127.0.0.1,localhost",

@@ -26,12 +26,13 @@ export function createAgentsApp(deps: Deps): Hono {
     const raw = c.req.raw;
     const url = new URL(raw.url);
     const [, segment, rest] = url.pathname.match(SESSION_PATH)!;
-    let token: string;
+    // A decoded segment that cannot be a header value (control characters) is no token either:
+    // sent as written, it is refused as one.
+    let token = segment;
     try {
-      token = decodeURIComponent(segment);
-    } catch {
-      token = segment;
-    }
+      const decoded = decodeURIComponent(segment);
+      if (/^[\x21-\x7e]+$/.test(decoded)) token = decoded;
+    } catch { /* not percent-encoding: sent as written */ }
     url.pathname = rest;
     const headers = new Headers(raw.headers);
     headers.delete("x-api-key");

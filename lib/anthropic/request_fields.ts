@@ -138,11 +138,11 @@ export const REQUEST_HEADERS: Readonly<Record<string, FieldUse>> = {
 /** The body paths and header names the tables do not account for (empty when all are). */
 export function unaccounted(paths: Iterable<string>, headers: Iterable<string>): string[] {
   const out: string[] = [];
-  for (const path of paths) if (!(path in REQUEST_FIELDS)) out.push(path);
+  for (const path of paths) if (!Object.hasOwn(REQUEST_FIELDS, path)) out.push(path);
   for (const header of headers) {
     const name = header.toLowerCase();
     const key = name.startsWith("x-stainless-") ? "x-stainless-*" : name;
-    if (!(key in REQUEST_HEADERS)) out.push(`header ${name}`);
+    if (!Object.hasOwn(REQUEST_HEADERS, key)) out.push(`header ${name}`);
   }
   return out;
 }

@@ -16,10 +16,10 @@ import {
   liveSession,
 } from "./case.ts";
 import { sampleOf } from "./from_schema.ts";
-import { deep, hostileString, prototypeObject } from "./hostile.ts";
 import { cloneJson } from "./json_text.ts";
-import { plant } from "./cases_messages.ts";
-import { describe, mutate } from "./mutate.ts";
+import { corrupt } from "./cases_messages.ts";
+import { hostileString } from "./hostile.ts";
+import { describe } from "./mutate.ts";
 import type { Prng } from "./prng.ts";
 
 const BASH = {
@@ -92,36 +92,23 @@ export function chatCase(prng: Prng, world: FuzzWorld): FuzzCase {
   notes.push(fromSchema ? "base: sample of the zod schema" : "base: hand-written conversation");
   const object = base as Record<string, unknown>;
   object.stream = prng.chance(0.5);
-  let value: unknown = base;
-  if (prng.chance(0.15)) {
-    const path = prng.pick(PLANT_PATHS);
-    const planted = prng.weighted<() => unknown>([
-      [2, () => deep(prng)],
-      [2, () => prototypeObject(prng, { maxString: 70_000 })],
-      [2, () => hostileString(prng, { maxString: 70_000 })],
-    ])();
-    plant(object, path, planted);
-    notes.push(`plant ${path.join(".")} = ${describe(planted)}`);
-  }
-  if (prng.chance(0.8)) {
-    const mutated = mutate(prng, value, { maxString: 70_000 });
-    value = mutated.value;
-    notes.push(...mutated.notes);
-  }
+  const value = corrupt(prng, object, PLANT_PATHS, notes);
   const session = liveSession(prng, world);
   const inPath = prng.chance(0.3);
   const headers = {
     ...(inPath ? {} : credentials(prng, world, session.token, notes)),
     ...contentType(prng, notes),
   };
-  if (inPath) notes.push("token in the per-session base URL");
+  // In the path, the token is sometimes hostile: control characters cannot become a header.
+  const pathToken = inPath && prng.chance(0.2)
+    ? hostileString(prng, { maxString: 300 })
+    : session.token;
+  if (inPath) notes.push(`token in the per-session base URL: ${describe(pathToken)}`);
   return {
     index: 0,
     endpoint: "POST /v1/chat/completions",
     method: "POST",
-    path: inPath
-      ? `/sessions/${encode(session.token)}/v1/chat/completions`
-      : "/v1/chat/completions",
+    path: inPath ? `/sessions/${encode(pathToken)}/v1/chat/completions` : "/v1/chat/completions",
     headers,
     body: bodyBytes(prng, world, value, notes),
     notes,

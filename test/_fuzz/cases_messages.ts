@@ -79,23 +79,7 @@ export function messagesCase(
   }
   if (route === "create") object.stream = prng.chance(0.5);
   else delete object.stream;
-  let value: unknown = base;
-  if (prng.chance(0.15)) {
-    const path = prng.pick(PLANT_PATHS);
-    const planted = prng.weighted<() => unknown>([
-      [2, () => deep(prng)],
-      [2, () => prototypeObject(prng, { maxString: 70_000 })],
-      [2, () => hostileString(prng, { maxString: 70_000 })],
-      [1, () => longString(prng, 65_537)],
-    ])();
-    plant(object, path, planted);
-    notes.push(`plant ${path.join(".")} = ${describe(planted)}`);
-  }
-  if (prng.chance(0.8)) {
-    const mutated = mutate(prng, value, { maxString: 70_000 });
-    value = mutated.value;
-    notes.push(...mutated.notes);
-  }
+  const value = corrupt(prng, object, PLANT_PATHS, notes);
   const session = liveSession(prng, world);
   headers = {
     ...headers,
@@ -189,8 +173,35 @@ function headerValue(text: string): string {
   return safe.join("").trim();
 }
 
+/**
+ * A body made hostile: sometimes a hostile value planted at one of `paths`, usually mutated
+ * (each step noted); `object` itself may be changed.
+ */
+export function corrupt(
+  prng: Prng,
+  object: Record<string, unknown>,
+  paths: readonly (readonly (string | number)[])[],
+  notes: string[],
+): unknown {
+  if (prng.chance(0.15)) {
+    const path = prng.pick(paths);
+    const planted = prng.weighted<() => unknown>([
+      [2, () => deep(prng)],
+      [2, () => prototypeObject(prng, { maxString: 70_000 })],
+      [2, () => hostileString(prng, { maxString: 70_000 })],
+      [1, () => longString(prng, 65_537)],
+    ])();
+    plant(object, path, planted);
+    notes.push(`plant ${path.join(".")} = ${describe(planted)}`);
+  }
+  if (!prng.chance(0.8)) return object;
+  const mutated = mutate(prng, object, { maxString: 70_000 });
+  notes.push(...mutated.notes);
+  return mutated.value;
+}
+
 /** Puts `value` at `path` in `object`, when the path's parents are objects. */
-export function plant(
+function plant(
   object: Record<string, unknown>,
   path: readonly (string | number)[],
   value: unknown,

@@ -88,12 +88,8 @@ export function openaiEnvelopeProblem(
   status: number,
   requestId: string | null,
 ): string | null {
-  let body;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    return "error body is not JSON";
-  }
+  const body = parsedOrNull(text);
+  if (body === null) return "error body is not JSON";
   const error = body?.error;
   if (typeof error !== "object" || error === null) return "error body has no error object";
   const names = Object.keys(body).join(",") + "/" + Object.keys(error).sort().join(",");
@@ -121,12 +117,8 @@ export function envelopeProblem(
   status: number,
   requestId: string | null,
 ): string | null {
-  let body;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    return "error body is not JSON";
-  }
+  const body = parsedOrNull(text);
+  if (body === null) return "error body is not JSON";
   if (body?.type !== "error") return 'error body has no type "error"';
   const type = body.error?.type;
   if (!Object.hasOwn(ERROR_STATUS, type)) return `unknown error type ${JSON.stringify(type)}`;
@@ -205,6 +197,16 @@ function chunkStreamProblem(text: string): string | null {
     return chunk?.error ? null : "stream does not end with [DONE]";
   }
   return null;
+}
+
+/** `text` parsed as JSON, or `null` when it is not JSON (or is JSON's `null`). */
+// deno-lint-ignore no-explicit-any
+function parsedOrNull(text: string): any {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
 }
 
 function parses(text: string): boolean {

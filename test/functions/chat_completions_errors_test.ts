@@ -239,9 +239,12 @@ Deno.test("GET /v1/models answers both SDKs", async () => {
     const listed = await fetch(`${gw.url}/sessions/${token}/v1/models`);
     assert.equal(listed.status, 200);
     assert.equal((await listed.json()).data[0].id, "qwen3-test");
-    const refused = await fetch(`${gw.url}/sessions/not-a-token/v1/models`);
-    assert.equal(refused.status, 401);
-    assert.equal((await refused.json()).error.type, "authentication_error");
+    // A path token no header could carry (control or non-ASCII characters) is refused as one.
+    for (const segment of ["not-a-token", "%0Abad", "%EF%BF%BD", "a%00b"]) {
+      const refused = await fetch(`${gw.url}/sessions/${segment}/v1/models`);
+      assert.equal(refused.status, 401, segment);
+      assert.equal((await refused.json()).error.type, "authentication_error");
+    }
   } finally {
     await gw.close();
   }

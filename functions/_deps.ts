@@ -16,6 +16,8 @@ import {
   ModelFormatError,
   type ModelFormats,
   resolveFormats,
+  TemplateError,
+  withFormats,
   withTextTokens,
 } from "../lib/template/mod.ts";
 import { type ScriptedEngine, startScriptedEngine } from "../fixtures/scripted_engine.ts";
@@ -106,9 +108,9 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   );
   // Fails now, not on a request: a model whose output the gateway cannot read, a template that
   // cannot be rendered as a delta.
-  const formats = modelFormats(loaded, config);
-  const tokenizer = { ...loaded, formats };
-  checkTemplate(tokenizer);
+  const tokenizer = servedTokenizer(loaded, config);
+  const formats = tokenizer.formats;
+  checkServedTemplate(tokenizer, config);
   const kv = overrides.kv ?? await openKv(config.kvPath);
   let scripted: ScriptedEngine | null = null;
   let engine = overrides.engine;
@@ -240,10 +242,24 @@ async function chatTemplateOverride(path: string | null): Promise<string | undef
   }
 }
 
-/** The served model's output formats, as configured or detected; refused at start-up. */
-function modelFormats(tokenizer: ChatTokenizer, config: Config): ModelFormats {
+/**
+ * Renders what requests render, so a template that cannot be cut into deltas stops start-up,
+ * naming where the template came from.
+ */
+function checkServedTemplate(tokenizer: ChatTokenizer, config: Config): void {
   try {
-    return resolveFormats(tokenizer.chatTemplate, config);
+    checkTemplate(tokenizer);
+  } catch (error) {
+    if (!(error instanceof TemplateError)) throw error;
+    const variable = config.chatTemplatePath === null ? "TOKENIZER_PATH" : "CHAT_TEMPLATE";
+    throw new ConfigError(variable, `The chat template cannot be served: ${error.message}`);
+  }
+}
+
+/** The tokenizer serving the model's formats, as configured or detected; refused at start-up. */
+function servedTokenizer(tokenizer: ChatTokenizer, config: Config): ChatTokenizer {
+  try {
+    return withFormats(tokenizer, resolveFormats(tokenizer.chatTemplate, config));
   } catch (error) {
     if (error instanceof ModelFormatError) throw new ConfigError(error.variable, error.message);
     throw error;

@@ -75,8 +75,10 @@ export function lowerThinking(thinking: MessageCreateParams["thinking"]): boolea
 
 /**
  * Lowers consecutive Anthropic messages. `offset` is the index of `messages[0]` in the request,
- * used in error messages. A mid-conversation `system` message is folded into the user turn it
- * follows as a `<system-reminder>`.
+ * used in error messages; `before` is the message before it, whose tool calls the first tool
+ * results answer. A mid-conversation `system` message is folded into the user turn it follows
+ * as a `<system-reminder>`. A tool result is named after the call it answers in the assistant
+ * message before it.
  *
  * @example
  * ```ts
@@ -87,24 +89,38 @@ export function lowerMessages(
   messages: readonly MessageParam[],
   offset = 0,
   options: LowerOptions = DEFAULT_LOWER_OPTIONS,
+  before?: MessageParam,
 ): ChatMessage[] {
   const out: ChatMessage[] = [];
+  let called = calledTools(before);
   messages.forEach((message, i) => {
     const where = `messages.${offset + i}`;
     const blocks: ContentBlockParam[] = typeof message.content === "string"
       ? [{ type: "text", text: message.content }]
       : message.content;
     if (message.role === "assistant") out.push(lowerAssistant(blocks, where));
-    else if (message.role === "user") out.push(...lowerUser(blocks, where, options));
+    else if (message.role === "user") out.push(...lowerUser(blocks, where, options, called));
     else foldSystem(out, blocks, where, offset + i);
+    called = calledTools(message);
   });
   return out;
+}
+
+/** The tools an assistant message calls, by tool-use id. */
+function calledTools(message: MessageParam | undefined): ReadonlyMap<string, string> {
+  const called = new Map<string, string>();
+  if (message?.role !== "assistant" || typeof message.content === "string") return called;
+  for (const block of message.content) {
+    if (block.type === "tool_use") called.set(block.id, block.name);
+  }
+  return called;
 }
 
 function lowerUser(
   blocks: readonly ContentBlockParam[],
   where: string,
   options: LowerOptions,
+  called: ReadonlyMap<string, string>,
 ): ChatMessage[] {
   const tools: ChatMessage[] = [];
   const texts: string[] = [];
@@ -113,9 +129,11 @@ function lowerUser(
     switch (block.type) {
       case "tool_result": {
         const content = toolResultText(block.content, at, options);
+        const name = called.get(block.tool_use_id);
         tools.push({
           role: "tool",
           tool_call_id: block.tool_use_id,
+          ...(name === undefined ? {} : { name }),
           content: block.is_error ? `Error: ${content}` : content,
         });
         break;

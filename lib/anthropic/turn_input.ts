@@ -72,7 +72,12 @@ export function anthropicTurnInput(
     lower: (from, shown) => {
       const added = tools.filter((tool) => !shown.includes(tool.function.name));
       const note = added.length > 0 ? [{ role: "system" as const, content: toolsNote(added) }] : [];
-      return lowerMessages([...request.messages.slice(from), ...note], from, context.lowering);
+      return lowerMessages(
+        [...request.messages.slice(from), ...note],
+        from,
+        context.lowering,
+        request.messages[from - 1],
+      );
     },
     firstUserText: () => firstUserText(request),
     toolUseId,

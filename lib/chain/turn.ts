@@ -23,11 +23,17 @@ export function turnEnd(finish: EngineFinish): TurnEnd {
 }
 
 /**
- * Tokens appended after the output so the next turn's delta follows an end-of-turn token (T5):
- * none when the model sampled it, otherwise the end-of-turn token, with mask 0.
+ * Tokens appended after the output so the next turn's delta follows the end of a turn (T5):
+ * none when the model ended it (a stop token, or the closing token itself), otherwise the
+ * closing token, with mask 0.
  */
-export function closingTokens(output: readonly number[], eosId: number): number[] {
-  return output.at(-1) === eosId ? [] : [eosId];
+export function closingTokens(
+  output: readonly number[],
+  ending: { readonly stopIds: readonly number[]; readonly closeId: number },
+): number[] {
+  const last = output.at(-1);
+  if (last === ending.closeId || (last !== undefined && ending.stopIds.includes(last))) return [];
+  return [ending.closeId];
 }
 
 /**

@@ -23,7 +23,13 @@ export type ChatMessage =
     readonly reasoning_content?: string;
     readonly tool_calls?: readonly ChatToolCall[];
   }
-  | { readonly role: "tool"; readonly content: string; readonly tool_call_id?: string };
+  | {
+    readonly role: "tool";
+    readonly content: string;
+    readonly tool_call_id?: string;
+    /** The tool whose call this answers, when known; templates that label results read it. */
+    readonly name?: string;
+  };
 
 /** A tool offered to the model, in the function-calling shape chat templates render. */
 export interface ChatTool {

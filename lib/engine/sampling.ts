@@ -39,13 +39,13 @@ export interface SamplingRequest {
  *
  * @example
  * ```ts
- * samplingParams({ maxTokens: 4096 }, { promptLength: 30_000, contextLength: 32_768, eosId: 151645 })
+ * samplingParams({ maxTokens: 4096 }, { promptLength: 30_000, contextLength: 32_768, stopIds: [151645] })
  *   .max_new_tokens; // 2768
  * ```
  */
 export function samplingParams(
   request: SamplingRequest,
-  limits: { promptLength: number; contextLength: number; eosId: number },
+  limits: { promptLength: number; contextLength: number; stopIds: readonly number[] },
 ): SamplingParams {
   const left = Math.max(0, limits.contextLength - limits.promptLength);
   return {
@@ -55,7 +55,7 @@ export function samplingParams(
     ...(request.topK === undefined ? {} : { top_k: request.topK }),
     ...(request.stop && request.stop.length > 0 ? { stop: request.stop } : {}),
     ...(request.seed === undefined ? {} : { sampling_seed: request.seed }),
-    stop_token_ids: [limits.eosId],
+    stop_token_ids: [...limits.stopIds],
     skip_special_tokens: false,
     no_stop_trim: true,
     spaces_between_special_tokens: false,

@@ -19,7 +19,8 @@ export function untypedTools(names: readonly string[]): ToolSchemas {
 }
 
 /**
- * Parses what the agent reads: the output without its end-of-turn token or matched stop string.
+ * Parses what the agent reads: the output without the stop token that ended it or a matched stop
+ * string.
  *
  * @example
  * ```ts
@@ -33,7 +34,10 @@ export function parseTurnOutput(
   startsInReasoning: boolean,
   tools: ToolSchemas,
 ): ParsedOutput {
-  const sampled = output.at(-1) === tokenizer.eosId ? output.slice(0, -1) : output;
+  const last = output.at(-1);
+  const sampled = last !== undefined && tokenizer.ending.stopIds.includes(last)
+    ? output.slice(0, -1)
+    : output;
   let text = tokenizer.decode(sampled);
   if (end.stopSequence !== null) {
     const at = text.lastIndexOf(end.stopSequence);

@@ -132,7 +132,7 @@ async function prepareTurn<Reply>(
         sampling: samplingParams(input.sampling, {
           promptLength: promptTokens,
           contextLength: deps.contextLength,
-          eosId: deps.tokenizer.eosId,
+          stopIds: deps.tokenizer.ending.stopIds,
         }),
         lease: chainLease,
         started,
@@ -265,7 +265,7 @@ async function generateAndRecord<Reply>(
 
   const output = generation.outputIds;
   const end = turnEnd(generation.finish);
-  const closing = closingTokens(output, tokenizer.eosId);
+  const closing = closingTokens(output, tokenizer.ending);
   const flags: string[] = [];
   let masked = false;
   if (!survivesRoundTrip(output, tokenizer)) {

@@ -8,3 +8,4 @@ export * from "./parse_output.ts";
 export * from "./model_family.ts";
 export * from "./qwen3_coder_parser.ts";
 export * from "./section_calls.ts";
+export * from "./harmony_parser.ts";

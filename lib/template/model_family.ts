@@ -8,16 +8,24 @@
  */
 
 /**
- * The tool-call formats this gateway parses: hermes JSON (`<tool_call>\n{json}\n</tool_call>`)
- * and Qwen3-Coder's XML (`<tool_call>\n<function=…>\n<parameter=…>`).
+ * The tool-call formats this gateway parses: hermes JSON (`<tool_call>\n{json}\n</tool_call>`),
+ * Qwen3-Coder's XML (`<tool_call>\n<function=…>\n<parameter=…>`), DeepSeek-V3.1's sections of
+ * calls (`<｜tool▁calls▁begin｜>…`) and gpt-oss's harmony messages (`to=functions.NAME`).
  */
-export const TOOL_CALL_PARSERS: ReadonlySet<string> = new Set(["qwen25", "qwen", "qwen3_coder"]);
+export const TOOL_CALL_PARSERS: ReadonlySet<string> = new Set([
+  "qwen25",
+  "qwen",
+  "qwen3_coder",
+  "deepseekv31",
+  "gpt-oss",
+]);
 
 /**
- * The reasoning formats this gateway parses (`<think>` … `</think>`): the names SGLang maps to
- * its Qwen3 reasoning detector.
+ * The reasoning formats this gateway parses: `<think>` … `</think>` (the names SGLang maps to
+ * its Qwen3 reasoning detector) and harmony's analysis channel (`gpt-oss`).
  */
 export const REASONING_PARSERS: ReadonlySet<string> = new Set([
+  "gpt-oss",
   "qwen3",
   "qwen3-thinking",
   "deepseek-v3",
@@ -31,12 +39,10 @@ export const REASONING_PARSERS: ReadonlySet<string> = new Set([
  */
 const OTHER_TOOL_CALL_PARSERS: ReadonlySet<string> = new Set([
   "deepseekv3",
-  "deepseekv31",
   "deepseekv32",
   "glm",
   "glm45",
   "glm47",
-  "gpt-oss",
   "kimi_k2",
   "lfm2",
   "llama3",
@@ -59,7 +65,6 @@ const OTHER_REASONING_PARSERS: ReadonlySet<string> = new Set([
   "deepseek-r1",
   "glm45",
   "hunyuan",
-  "gpt-oss",
   "kimi",
   "kimi_k2",
   "minimax-append-think",
@@ -74,6 +79,39 @@ const OTHER_REASONING_PARSERS: ReadonlySet<string> = new Set([
 export interface ModelFormats {
   readonly toolCallParser: string;
   readonly reasoningParser: string | null;
+}
+
+/**
+ * How a format's turns end, as token texts:
+ * - `stops`: what the model samples to end its turn (the engine stops on each);
+ * - `close`: the token that closes an output that ended otherwise, cut by `max_tokens` or a stop
+ *   string (T5);
+ * - `closers`: what ends an assistant turn as the template renders it, where a delta starts.
+ *
+ * `null` is the tokenizer's `eos_token`, which ends every turn of most families.
+ */
+export interface TurnEndTexts {
+  readonly stops: readonly string[] | null;
+  readonly close: string | null;
+  readonly closers: readonly string[] | null;
+}
+
+/**
+ * Harmony (gpt-oss) ends a turn with `<|call|>` after a tool call and `<|return|>` after a final
+ * answer; both are stop tokens. A message inside a turn ends with `<|end|>`, which is also what
+ * the template writes after an earlier final answer, so it closes a cut output.
+ */
+const HARMONY_ENDS: TurnEndTexts = {
+  stops: ["<|return|>", "<|call|>"],
+  close: "<|end|>",
+  closers: ["<|end|>", "<|call|>"],
+};
+
+const EOS_ENDS: TurnEndTexts = { stops: null, close: null, closers: null };
+
+/** How turns end in `formats`' family. */
+export function turnEndTexts(formats: ModelFormats): TurnEndTexts {
+  return formats.toolCallParser === "gpt-oss" ? HARMONY_ENDS : EOS_ENDS;
 }
 
 /** The model's formats cannot be served: the message says what and what to do. */
@@ -153,6 +191,14 @@ export function resolveFormats(
       REASONING_PARSERS,
       OTHER_REASONING_PARSERS,
       configured.reasoningParser === null,
+    );
+  }
+  if (
+    (toolCallParser === "gpt-oss") !== (reasoningParser === "gpt-oss") && reasoningParser !== null
+  ) {
+    throw new ModelFormatError(
+      "REASONING_PARSER",
+      `REASONING_PARSER=${reasoningParser} does not go with TOOL_CALL_PARSER=${toolCallParser}: harmony's channels (gpt-oss) are read by both or by neither`,
     );
   }
   return { toolCallParser, reasoningParser };

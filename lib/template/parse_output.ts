@@ -4,10 +4,12 @@
  *
  * @module
  */
+import { parseHarmony } from "./harmony_parser.ts";
 import type { ModelFormats } from "./model_family.ts";
 import { parseQwen3CoderCalls, type ToolSchemas } from "./qwen3_coder_parser.ts";
 import { splitReasoning } from "./reasoning_parser.ts";
-import { type AnswerPart, parseToolCalls } from "./tool_parser.ts";
+import { parseDeepSeekV31Calls } from "./section_calls.ts";
+import { type AnswerPart, type ParsedAnswer, parseToolCalls } from "./tool_parser.ts";
 
 /** One block of a parsed output. */
 export type OutputBlock = { readonly type: "thinking"; readonly thinking: string } | AnswerPart;
@@ -41,12 +43,12 @@ const QWEN3: ModelFormats = { toolCallParser: "qwen25", reasoningParser: "qwen3"
  */
 export function parseOutput(text: string, options: ParseOptions): ParsedOutput {
   const formats = options.formats ?? QWEN3;
+  // Harmony's channels carry reasoning, text and calls alike.
+  if (formats.toolCallParser === "gpt-oss") return parseHarmony(text, toolNames(options.tools));
   const { reasoning, rest } = formats.reasoningParser === null
     ? { reasoning: null, rest: text }
     : splitReasoning(text, options.startsInReasoning);
-  const answer = formats.toolCallParser === "qwen3_coder"
-    ? parseQwen3CoderCalls(rest, options.tools)
-    : parseToolCalls(rest, new Set(options.tools.keys()));
+  const answer = parseAnswer(formats.toolCallParser, rest, options.tools);
   const blocks: OutputBlock[] = [];
   if (reasoning !== null && reasoning.length > 0) {
     blocks.push({ type: "thinking", thinking: reasoning });
@@ -54,3 +56,17 @@ export function parseOutput(text: string, options: ParseOptions): ParsedOutput {
   blocks.push(...answer.parts);
   return { blocks, illFormed: answer.illFormed };
 }
+
+/** The text and tool calls of an answer, in the tool-call format `parser`. */
+function parseAnswer(parser: string, text: string, tools: ToolSchemas): ParsedAnswer {
+  switch (parser) {
+    case "qwen3_coder":
+      return parseQwen3CoderCalls(text, tools);
+    case "deepseekv31":
+      return parseDeepSeekV31Calls(text, toolNames(tools));
+    default:
+      return parseToolCalls(text, toolNames(tools));
+  }
+}
+
+const toolNames = (tools: ToolSchemas): ReadonlySet<string> => new Set(tools.keys());

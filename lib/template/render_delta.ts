@@ -3,10 +3,13 @@
  * messages with the chat template, against a tiny fixed anchor conversation, never the history.
  *
  * The anchor is `[user, assistant]`. Rendering `anchor ++ new` with the generation prompt and
- * cutting right after the anchor assistant's end-of-turn token leaves exactly what the template
- * puts after an assistant turn for these messages: the turn separator, the new messages and the
- * next assistant header. Its tokens are taken from the tokenization of the whole rendered text,
- * so they are the in-context tokens, and the cut is checked to fall on a token boundary.
+ * cutting right after the anchor assistant's turn (at the first of the family's turn closers
+ * after its text) leaves exactly what the template puts after an assistant turn for these
+ * messages: the turn separator, the new messages and the next assistant header. When the new
+ * messages open with tool results, the anchor assistant calls those tools, as the real turn did:
+ * some templates label a result with the call it answers (harmony's `functions.NAME`). Its tokens
+ * are taken from the tokenization of the whole rendered text, so they are the in-context tokens,
+ * and the cut is checked to fall on a token boundary.
  *
  * Both render escaped prompts (see `PlainText`): special-token strings in the messages are
  * encoded as text unless the tokenizer is set to `live`.
@@ -20,10 +23,37 @@ import type { ChatTokenizer } from "./tokenizer.ts";
 
 /** Text the anchor assistant says; chosen so no real message renders it. */
 const ANCHOR_REPLY = "\u2063rollout-gateway-anchor\u2063";
-const ANCHOR: readonly ChatMessage[] = [
-  { role: "user", content: "\u2063" },
-  { role: "assistant", content: ANCHOR_REPLY },
-];
+const ANCHOR_USER: ChatMessage = { role: "user", content: "\u2063" };
+
+/** The text of the anchor assistant's call `index`, inside its arguments. */
+const anchorCallText = (index: number) => `\u2063rollout-gateway-anchor-call-${index}\u2063`;
+
+/**
+ * The anchor before `messages`, and the texts of its assistant turn, in the order rendered: the
+ * turn ends at the first closer after the last of them the template renders.
+ */
+function anchorFor(messages: readonly ChatMessage[]): { anchor: ChatMessage[]; texts: string[] } {
+  const results: string[] = [];
+  for (const message of messages) {
+    if (message.role !== "tool") break;
+    results.push(message.name ?? "tool");
+  }
+  const calls = results.map((name, index) => ({
+    type: "function" as const,
+    function: { name, arguments: { anchor: anchorCallText(index) } },
+  }));
+  return {
+    anchor: [
+      ANCHOR_USER,
+      {
+        role: "assistant",
+        content: ANCHOR_REPLY,
+        ...(calls.length > 0 ? { tool_calls: calls } : {}),
+      },
+    ],
+    texts: [ANCHOR_REPLY, ...calls.map((_, index) => anchorCallText(index))],
+  };
+}
 
 /** Thrown when the chat template cannot be rendered incrementally; a deployment problem. */
 export class TemplateError extends Error implements CodedError {
@@ -76,15 +106,16 @@ export function renderDelta(
   enableThinking?: boolean,
 ): Rendered {
   const { prompt, escapes } = tokenizer.escape({ messages, tools: [], enableThinking });
-  const full = tokenizer.render({ ...prompt, messages: [...ANCHOR, ...prompt.messages] }, true);
-  const reply = full.indexOf(ANCHOR_REPLY);
-  const eos = reply < 0 ? -1 : full.indexOf(tokenizer.eosToken, reply + ANCHOR_REPLY.length);
-  if (eos < 0) {
+  const { anchor, texts } = anchorFor(prompt.messages);
+  const full = tokenizer.render({ ...prompt, messages: [...anchor, ...prompt.messages] }, true);
+  const cut = anchorEnd(full, texts, tokenizer.ending.closers);
+  if (cut < 0) {
     throw new TemplateError(
-      `Cannot render a delta: the chat template does not end an assistant turn with "${tokenizer.eosToken}"`,
+      `Cannot render a delta: the chat template does not end an assistant turn with ${
+        tokenizer.ending.closers.map((closer) => `"${closer}"`).join(" or ")
+      }`,
     );
   }
-  const cut = eos + tokenizer.eosToken.length;
   const fullTokens = encodeRendered(tokenizer, full, escapes);
   const anchorTokens = encodeRendered(tokenizer, full.slice(0, cut), escapes);
   const aligned = anchorTokens.length <= fullTokens.length &&
@@ -98,6 +129,26 @@ export function renderDelta(
     text: tokenizer.restore(full.slice(cut), escapes),
     tokens: fullTokens.slice(anchorTokens.length),
   };
+}
+
+/**
+ * Where the anchor assistant's turn ends in `full`: after the first closer that follows the last
+ * of its texts the template rendered (templates may leave calls out), or -1.
+ */
+function anchorEnd(full: string, texts: readonly string[], closers: readonly string[]): number {
+  let from = -1;
+  for (const text of texts) {
+    const at = full.indexOf(text);
+    if (at >= 0) from = Math.max(from, at + text.length);
+  }
+  if (from < 0) return -1;
+  let first = -1;
+  let cut = -1;
+  for (const closer of closers) {
+    const at = full.indexOf(closer, from);
+    if (at >= 0 && (first < 0 || at < first)) [first, cut] = [at, at + closer.length];
+  }
+  return cut;
 }
 
 /** The tokens of escaped, rendered text; a template that mangles the escapes is a TemplateError. */
@@ -118,9 +169,14 @@ function encodeRendered(tokenizer: ChatTokenizer, text: string, escapes: Escapes
  * @throws {TemplateError}
  */
 export function checkTemplate(tokenizer: ChatTokenizer): void {
-  const text = `start-up check ${tokenizer.eosToken}`;
+  const text = `start-up check ${
+    [...new Set([tokenizer.eosToken, ...tokenizer.ending.closers])].join(" ")
+  }`;
   renderDelta(tokenizer, [{ role: "user", content: text }]);
-  renderDelta(tokenizer, [{ role: "tool", content: text }, { role: "user", content: text }]);
+  renderDelta(tokenizer, [
+    { role: "tool", name: "check", content: text },
+    { role: "user", content: text },
+  ]);
   renderPrompt(tokenizer, {
     messages: [
       { role: "system", content: text },
@@ -130,7 +186,7 @@ export function checkTemplate(tokenizer: ChatTokenizer): void {
         content: text,
         tool_calls: [{ type: "function", function: { name: "check", arguments: { text } } }],
       },
-      { role: "tool", content: text },
+      { role: "tool", name: "check", content: text },
       { role: "user", content: text },
     ],
     tools: [{

@@ -9,8 +9,8 @@
  * not close, or holds a call that cannot be used (an unknown tool, arguments that are not a JSON
  * object), stays text with the reasons (T6).
  *
- * These formats are parsed and tested on literal strings; serving them needs each family's
- * turn-boundary rules too (see README "Models").
+ * DeepSeek-V3.1 is served (`deepseekv31`); Kimi K2 is parsed and tested on literal strings only,
+ * its turn boundaries unproven without a tokenizer (see README "Models").
  *
  * @module
  */

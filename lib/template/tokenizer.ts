@@ -6,17 +6,24 @@
  */
 import { AutoTokenizer, env } from "@huggingface/transformers";
 import type { ChatPrompt } from "../chat/mod.ts";
-import { detectFormats, type ModelFormats } from "./model_family.ts";
+import {
+  detectFormats,
+  ModelFormatError,
+  type ModelFormats,
+  turnEndTexts,
+} from "./model_family.ts";
 import { type AddedToken, type Escapes, PlainText, type TextTokens } from "./plain_text.ts";
 
 /** Encodes, decodes and renders chat prompts for one model. */
 export interface ChatTokenizer {
   /** The folder the tokenizer was loaded from. */
   readonly path: string;
-  /** The text of the end-of-turn token (`<|im_end|>` for Qwen3), which closes an assistant turn. */
+  /** The text of `eos_token` (`<|im_end|>` for Qwen3), which ends most families' turns. */
   readonly eosToken: string;
   /** The id of {@linkcode ChatTokenizer.eosToken}. */
   readonly eosId: number;
+  /** How the model's turns end, in this tokenizer's tokens, for its formats. */
+  readonly ending: TurnEnding;
   /** `model_max_length` from `tokenizer_config.json`, when it is a real limit. */
   readonly modelMaxLength: number | null;
   /** The chat template's text (every named template of the folder, joined), or the override. */
@@ -47,6 +54,16 @@ export interface ChatTokenizer {
   decode(ids: ArrayLike<number>): string;
   /** The chat template's text for `prompt`, ending with the assistant header when asked. */
   render(prompt: ChatPrompt, addGenerationPrompt: boolean): string;
+}
+
+/** How a model's turns end (see `TurnEndTexts`). */
+export interface TurnEnding {
+  /** The tokens the model samples to end its turn; the engine stops on each. */
+  readonly stopIds: readonly number[];
+  /** The token that closes an output cut by `max_tokens` or a stop string, with mask 0 (T5). */
+  readonly closeId: number;
+  /** Texts that end an assistant turn as the template renders it: a delta starts after one. */
+  readonly closers: readonly string[];
 }
 
 /** `model_max_length` values at or above this are tokenizer placeholders for "no limit". */
@@ -105,7 +122,7 @@ export async function loadTokenizer(
   const plain = plainText((inner as unknown as { _tokenizer: CoreTokenizer })._tokenizer);
   const encode = (text: string) =>
     text.length === 0 ? [] : inner.encode(text, { add_special_tokens: false });
-  return withTextTokens({
+  const base: Omit<ChatTokenizer, "formats" | "ending"> = {
     path,
     eosToken,
     eosId: eosId[0],
@@ -114,7 +131,6 @@ export async function loadTokenizer(
       ? maxLength
       : null,
     chatTemplate,
-    formats: defaultFormats(chatTemplate),
     encode,
     escape: (prompt) => plain.escape(prompt),
     encodeRendered: (text, escapes) => plain.encode(text, escapes),
@@ -130,9 +146,49 @@ export async function loadTokenizer(
         add_generation_prompt: addGenerationPrompt,
         tokenize: false,
         ...(override === undefined ? {} : { chat_template: override }),
-        ...(prompt.enableThinking === undefined ? {} : { enable_thinking: prompt.enableThinking }),
+        // Families name the switch differently: Qwen3 and GLM `enable_thinking`, DeepSeek `thinking`.
+        ...(prompt.enableThinking === undefined
+          ? {}
+          : { enable_thinking: prompt.enableThinking, thinking: prompt.enableThinking }),
       }) as string,
-  }, options.textTokens ?? "plain");
+  };
+  const formats = defaultFormats(chatTemplate);
+  const eosEnding = { stopIds: [base.eosId], closeId: base.eosId, closers: [eosToken] };
+  let tokenizer: ChatTokenizer = { ...base, formats, ending: eosEnding };
+  try {
+    tokenizer = withFormats(tokenizer, formats);
+  } catch (error) {
+    // The detected family does not fit this vocabulary; the gateway's configuration decides.
+    if (!(error instanceof ModelFormatError)) throw error;
+  }
+  return withTextTokens(tokenizer, options.textTokens ?? "plain");
+}
+
+/**
+ * `tokenizer` serving `formats`: its {@linkcode ChatTokenizer.ending} is that family's.
+ *
+ * @throws {ModelFormatError} naming `TOOL_CALL_PARSER` when a token the family ends turns with is
+ * not one token of this tokenizer (the format does not fit the model).
+ */
+export function withFormats(tokenizer: ChatTokenizer, formats: ModelFormats): ChatTokenizer {
+  const texts = turnEndTexts(formats);
+  const id = (text: string) => {
+    const ids = tokenizer.encode(text);
+    if (ids.length !== 1) {
+      throw new ModelFormatError(
+        "TOOL_CALL_PARSER",
+        `${formats.toolCallParser} ends turns with "${text}", which is not a token of "${tokenizer.path}"`,
+      );
+    }
+    return ids[0];
+  };
+  const stopIds = texts.stops === null ? [tokenizer.eosId] : texts.stops.map(id);
+  const closeId = texts.close === null ? tokenizer.eosId : id(texts.close);
+  return {
+    ...tokenizer,
+    formats,
+    ending: { stopIds, closeId, closers: texts.closers ?? [tokenizer.eosToken] },
+  };
 }
 
 /** The formats a template's markers name, Qwen3's where they name none. */

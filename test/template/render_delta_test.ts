@@ -177,25 +177,27 @@ Deno.test("renderDelta() ends with the assistant header after a tool result and 
   assert.deepEqual(delta.tokens, tok.encode(delta.text));
 });
 
-Deno.test("renderDelta() throws TemplateError when the eos token does not close the assistant turn", async () => {
+Deno.test("renderDelta() throws TemplateError when no closer ends the assistant turn", async () => {
   const tok = await qwen3();
   const other: ChatTokenizer = {
     ...tok,
-    eosToken: "<|endoftext|>",
-    eosId: tok.encode("<|endoftext|>")[0],
+    ending: { ...tok.ending, closers: ["<|endoftext|>", "<|fim_pad|>"] },
   };
   assert.throws(
     () => renderDelta(other, [{ role: "user", content: "hi" }]),
     (error: unknown) =>
       error instanceof TemplateError &&
       error.message ===
-        'Cannot render a delta: the chat template does not end an assistant turn with "<|endoftext|>"',
+        'Cannot render a delta: the chat template does not end an assistant turn with "<|endoftext|>" or "<|fim_pad|>"',
   );
 });
 
 Deno.test("renderDelta() throws TemplateError when the cut falls inside a token", async () => {
   const tok = await qwen3();
-  const other: ChatTokenizer = { ...tok, eosToken: "<|im_end|>\n<|im_start|>us" };
+  const other: ChatTokenizer = {
+    ...tok,
+    ending: { ...tok.ending, closers: ["<|im_end|>\n<|im_start|>us"] },
+  };
   assert.throws(
     () => renderDelta(other, [{ role: "user", content: "hi" }]),
     (error: unknown) =>

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { defaultTokenizerPath } from "../../lib/config/mod.ts";
-import { loadTokenizer } from "../../lib/template/mod.ts";
+import { loadTokenizer, ModelFormatError, withFormats } from "../../lib/template/mod.ts";
+import { familyTokenizer, templateFile } from "../_families.ts";
 import { qwen3 } from "../_gateway.ts";
 
 /** A folder holding the real `tokenizer.json` and a `tokenizer_config.json` edited by `edit`. */
@@ -160,4 +161,27 @@ Deno.test("render() lists the tools in the system turn", async () => {
       "# Tools",
     ),
   );
+});
+
+Deno.test("loadTokenizer() takes each family's turn endings from its formats, and withFormats() refuses endings the vocabulary lacks", async () => {
+  const qwen = await loadTokenizer(defaultTokenizerPath());
+  assert.deepEqual(qwen.ending, { stopIds: [151645], closeId: 151645, closers: ["<|im_end|>"] });
+  // A harmony template over Qwen3's vocabulary loads (the configuration decides), with eos
+  // endings; serving it as gpt-oss is refused, naming the parser.
+  const template = await Deno.readTextFile(templateFile("gpt_oss"));
+  const mixed = await loadTokenizer(defaultTokenizerPath(), { chatTemplate: template });
+  assert.deepEqual(mixed.formats, { toolCallParser: "gpt-oss", reasoningParser: "gpt-oss" });
+  assert.deepEqual(mixed.ending, qwen.ending);
+  assert.throws(
+    () => withFormats(mixed, mixed.formats),
+    (error: unknown) =>
+      error instanceof ModelFormatError && error.variable === "TOOL_CALL_PARSER" &&
+      /^gpt-oss ends turns with "<\|return\|>", which is not a token of "/.test(error.message),
+  );
+  const gpt = await familyTokenizer("gpt_oss");
+  assert.deepEqual(withFormats(gpt, { toolCallParser: "qwen25", reasoningParser: null }).ending, {
+    stopIds: [gpt.eosId],
+    closeId: gpt.eosId,
+    closers: ["<|return|>"],
+  });
 });

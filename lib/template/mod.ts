@@ -9,3 +9,4 @@ export * from "./model_family.ts";
 export * from "./qwen3_coder_parser.ts";
 export * from "./section_calls.ts";
 export * from "./harmony_parser.ts";
+export * from "./glm_parser.ts";

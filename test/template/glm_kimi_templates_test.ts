@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { Template } from "@huggingface/jinja";
 import type { ChatMessage, ChatTool } from "../../lib/chat/mod.ts";
-import { parseGlmCalls, parseKimiK2Calls } from "../../lib/template/mod.ts";
+import { type GlmVariant, parseGlmCalls, parseKimiK2Calls } from "../../lib/template/mod.ts";
 
 const render = async (name: string, messages: ChatMessage[], tools: ChatTool[]) =>
   new Template(
@@ -45,41 +45,42 @@ const CONVERSATION: ChatMessage[] = [
 
 const schemas = new Map(TOOLS.map((tool) => [tool.function.name, tool.function.parameters]));
 
-Deno.test("GLM-4.5's template: calls with newlines, results after <|observation|>, no end-of-turn token", async () => {
-  const text = await render("glm45", CONVERSATION, TOOLS);
-  const turns = text.slice(text.indexOf("<|user|>"));
-  assert.equal(
-    turns,
+/** The turns each GLM template renders for CONVERSATION, from the first user message on. */
+const GLM_TURNS: [GlmVariant, string, string][] = [
+  [
+    "glm45",
+    "calls with newlines",
     "<|user|>\nWeather?<|assistant|>\n<think></think>\nChecking.\n" +
-      "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n" +
-      "<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n</tool_call>" +
-      // The turn ends where the next role marker starts: the model samples it as its stop token.
-      "<|observation|>\n<tool_response>\nsunny\n</tool_response>" +
-      "<|user|>\nThanks<|assistant|>",
-  );
-  const call = turns.slice(turns.indexOf("<tool_call>"), turns.indexOf("<|observation|>"));
-  assert.deepEqual(parseGlmCalls(call, schemas, "glm45"), {
-    parts: [{ type: "tool_call", name: "get_weather", input: CALL }],
-    illFormed: [],
-  });
-});
-
-Deno.test("GLM-4.7's template: the same calls without newlines, thinking opened by the generation prompt", async () => {
-  const text = await render("glm47", CONVERSATION, TOOLS);
-  const turns = text.slice(text.indexOf("<|user|>"));
-  assert.equal(
-    turns,
+    "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n" +
+    "<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n</tool_call>" +
+    "<|observation|>\n<tool_response>\nsunny\n</tool_response>" +
+    "<|user|>\nThanks<|assistant|>",
+  ],
+  [
+    "glm47",
+    "the same without newlines, thinking opened by the generation prompt",
     "<|user|>Weather?<|assistant|></think>Checking." +
-      "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>" +
-      "<arg_key>days</arg_key><arg_value>2</arg_value></tool_call>" +
-      "<|observation|><tool_response>sunny</tool_response>" +
-      "<|user|>Thanks<|assistant|><think>",
-  );
-  const call = turns.slice(turns.indexOf("<tool_call>"), turns.indexOf("<|observation|>"));
-  assert.deepEqual(parseGlmCalls(call, schemas, "glm47").parts, [
-    { type: "tool_call", name: "get_weather", input: CALL },
-  ]);
-});
+    "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>" +
+    "<arg_key>days</arg_key><arg_value>2</arg_value></tool_call>" +
+    "<|observation|><tool_response>sunny</tool_response>" +
+    "<|user|>Thanks<|assistant|><think>",
+  ],
+];
+
+for (const [variant, what, expected] of GLM_TURNS) {
+  Deno.test(`${variant}'s template: ${what}; results after <|observation|>, no end-of-turn token`, async () => {
+    const text = await render(variant, CONVERSATION, TOOLS);
+    const turns = text.slice(text.indexOf("<|user|>"));
+    // The assistant's turn ends where the next role marker starts: the model samples that
+    // marker (`<|observation|>` here) as its stop token.
+    assert.equal(turns, expected);
+    const call = turns.slice(turns.indexOf("<tool_call>"), turns.indexOf("<|observation|>"));
+    assert.deepEqual(parseGlmCalls(call, schemas, variant), {
+      parts: [{ type: "tool_call", name: "get_weather", input: CALL }],
+      illFormed: [],
+    });
+  });
+}
 
 Deno.test("Kimi K2's template: a section of calls, results as tool messages, <|im_end|> with no separator", async () => {
   const text = await render("kimi_k2", CONVERSATION, TOOLS);

@@ -36,6 +36,15 @@ export function closingTokens(
   return [ending.closeId];
 }
 
+/** `output` without the stop token that ended it, if one did: the tokens the agent reads. */
+export function withoutStopToken(
+  output: readonly number[],
+  stopIds: readonly number[],
+): readonly number[] {
+  const last = output.at(-1);
+  return last !== undefined && stopIds.includes(last) ? output.slice(0, -1) : output;
+}
+
 /**
  * True when `output` survives decode → encode unchanged. An output that does not would be
  * tokenized differently by anyone re-tokenizing its text (T5).

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { TurnEnd } from "../chain/mod.ts";
+import { type TurnEnd, withoutStopToken } from "../chain/mod.ts";
 import {
   type ChatTokenizer,
   type ParsedOutput,
@@ -34,11 +34,7 @@ export function parseTurnOutput(
   startsInReasoning: boolean,
   tools: ToolSchemas,
 ): ParsedOutput {
-  const last = output.at(-1);
-  const sampled = last !== undefined && tokenizer.ending.stopIds.includes(last)
-    ? output.slice(0, -1)
-    : output;
-  let text = tokenizer.decode(sampled);
+  let text = tokenizer.decode(withoutStopToken(output, tokenizer.ending.stopIds));
   if (end.stopSequence !== null) {
     const at = text.lastIndexOf(end.stopSequence);
     if (at >= 0) text = text.slice(0, at);

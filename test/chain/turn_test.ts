@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { closingTokens, survivesRoundTrip, turnEnd } from "../../lib/chain/turn.ts";
+import {
+  closingTokens,
+  survivesRoundTrip,
+  turnEnd,
+  withoutStopToken,
+} from "../../lib/chain/turn.ts";
 import { qwen3 } from "../_gateway.ts";
 
 const EOS = 151_645;
@@ -90,4 +95,12 @@ Deno.test("survivesRoundTrip() compares lengths as well as tokens", () => {
   assert.equal(survivesRoundTrip([1, 2], codec), false);
   assert.equal(survivesRoundTrip([1, 2, 3, 4], codec), false);
   assert.equal(survivesRoundTrip([1, 2, 3], codec), true);
+});
+
+Deno.test("withoutStopToken() drops only a stop token that ended the output", () => {
+  assert.deepEqual(withoutStopToken([3686, 200012], HARMONY.stopIds), [3686]);
+  assert.deepEqual(withoutStopToken([3686, 200002], HARMONY.stopIds), [3686]);
+  assert.deepEqual(withoutStopToken([3686, 200007], HARMONY.stopIds), [3686, 200007]);
+  assert.deepEqual(withoutStopToken([200012, 3686], HARMONY.stopIds), [200012, 3686]);
+  assert.deepEqual(withoutStopToken([], HARMONY.stopIds), []);
 });

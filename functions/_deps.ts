@@ -5,6 +5,7 @@
  * @module
  */
 import { Hono } from "hono";
+import type { LowerOptions } from "../lib/anthropic/mod.ts";
 import { type Config, ConfigError, resolveConfig } from "../lib/config/mod.ts";
 import { type Engine, SglangClient } from "../lib/engine/mod.ts";
 import { ChainCache, sharedSecret } from "../lib/kv/mod.ts";
@@ -404,6 +405,18 @@ export function banner(deps: Deps, listening: string): string {
     );
   }
   return lines.join("\n");
+}
+
+/**
+ * How requests are lowered for the template: the deployment's image and attribution policies,
+ * and tool results labelled with the ids the served family's template writes for calls.
+ */
+export function loweringOptions(deps: Deps): LowerOptions {
+  return {
+    images: deps.config.imagePolicy,
+    keepAttribution: deps.config.keepAttribution,
+    toolCallIds: deps.tokenizer.formats.toolCallParser === "kimi_k2" ? "functions" : "client",
+  };
 }
 
 /** Deps built once from the process environment, for a function served on its own. */

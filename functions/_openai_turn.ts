@@ -16,7 +16,7 @@ import {
   storeOpenedSession,
   type TurnInput,
 } from "../lib/session/mod.ts";
-import type { Deps } from "./_deps.ts";
+import { type Deps, loweringOptions } from "./_deps.ts";
 import { credential, newRequestId, openaiErrorResponse, readJson, validate } from "./_http.ts";
 import { settleWithin } from "./_sse.ts";
 
@@ -55,7 +55,7 @@ export async function serveOpenAITurn<Body extends { stream?: boolean | null }, 
     const request = validate(protocol.schema, await readJson(raw, deps.config.maxBodyBytes));
     const input = protocol.turnInput(request, {
       sessionId: resolved.session.id,
-      lowering: { images: deps.config.imagePolicy, keepAttribution: deps.config.keepAttribution },
+      lowering: loweringOptions(deps),
     });
     if (resolved.kind === "open") await storeOpenedSession(deps.kv, resolved.session);
     const turn = await startTurn(deps, input, raw.signal);

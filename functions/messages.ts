@@ -13,7 +13,6 @@ import { Hono } from "hono";
 import type { z } from "zod";
 import {
   anthropicTurnInput,
-  type LowerOptions,
   MessageCountTokensParams,
   MessageCreateParams,
   messageHead,
@@ -25,7 +24,7 @@ import {
   storeOpenedSession,
 } from "../lib/session/mod.ts";
 import { LimitError, MAX_AGENT_ID_CHARS } from "../lib/limits/mod.ts";
-import { type Deps, lazyApp } from "./_deps.ts";
+import { type Deps, lazyApp, loweringOptions } from "./_deps.ts";
 import { credential, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
 import { settleWithin, sseResponse } from "./_sse.ts";
 
@@ -46,10 +45,7 @@ function agentHeader(request: Request, name: string): string | null {
 /** The messages app over `deps`. */
 export function createMessagesApp(deps: Deps): Hono {
   const app = new Hono();
-  const lowering: LowerOptions = {
-    images: deps.config.imagePolicy,
-    keepAttribution: deps.config.keepAttribution,
-  };
+  const lowering = loweringOptions(deps);
   const errors = { retryAfterMs: deps.config.retryAfterMs };
 
   /** The token's session (checked first, writing nothing), the validated body, and its turn. */

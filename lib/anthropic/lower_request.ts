@@ -23,6 +23,11 @@ export interface LowerOptions {
   readonly images: "reject" | "placeholder";
   /** Keep Claude Code's attribution line in the system prompt. */
   readonly keepAttribution: boolean;
+  /**
+   * The id a tool result shows the template: the client's, or `functions.NAME:INDEX` (the call's
+   * name and place in its assistant message), the ids Kimi K2's template writes for calls.
+   */
+  readonly toolCallIds?: "client" | "functions";
 }
 
 /** Refuse images; keep the attribution line out of the prompt. */
@@ -106,12 +111,18 @@ export function lowerMessages(
   return out;
 }
 
-/** The tools an assistant message calls, by tool-use id. */
-function calledTools(message: MessageParam | undefined): ReadonlyMap<string, string> {
-  const called = new Map<string, string>();
+/** A call an assistant message makes: its tool and its place among the message's calls. */
+interface Called {
+  readonly name: string;
+  readonly index: number;
+}
+
+/** The calls an assistant message makes, by tool-use id. */
+function calledTools(message: MessageParam | undefined): ReadonlyMap<string, Called> {
+  const called = new Map<string, Called>();
   if (message?.role !== "assistant" || typeof message.content === "string") return called;
   for (const block of message.content) {
-    if (block.type === "tool_use") called.set(block.id, block.name);
+    if (block.type === "tool_use") called.set(block.id, { name: block.name, index: called.size });
   }
   return called;
 }
@@ -120,7 +131,7 @@ function lowerUser(
   blocks: readonly ContentBlockParam[],
   where: string,
   options: LowerOptions,
-  called: ReadonlyMap<string, string>,
+  called: ReadonlyMap<string, Called>,
 ): ChatMessage[] {
   const tools: ChatMessage[] = [];
   const texts: string[] = [];
@@ -129,11 +140,13 @@ function lowerUser(
     switch (block.type) {
       case "tool_result": {
         const content = toolResultText(block.content, at, options);
-        const name = called.get(block.tool_use_id);
+        const call = called.get(block.tool_use_id);
         tools.push({
           role: "tool",
-          tool_call_id: block.tool_use_id,
-          ...(name === undefined ? {} : { name }),
+          tool_call_id: options.toolCallIds === "functions" && call
+            ? `functions.${call.name}:${call.index}`
+            : block.tool_use_id,
+          ...(call === undefined ? {} : { name: call.name }),
           content: block.is_error ? `Error: ${content}` : content,
         });
         break;

@@ -29,11 +29,26 @@ export function turnEnd(finish: EngineFinish): TurnEnd {
  */
 export function closingTokens(
   output: readonly number[],
-  ending: { readonly stopIds: readonly number[]; readonly closeId: number },
+  ending: { readonly stopIds: readonly number[]; readonly closeId: number | null },
 ): number[] {
   const last = output.at(-1);
+  if (ending.closeId === null) return [];
   if (last === ending.closeId || (last !== undefined && ending.stopIds.includes(last))) return [];
   return [ending.closeId];
+}
+
+/**
+ * The tokens of a delta to append to a chain whose last token is `last`: all of them, or all but
+ * the first when the chain ends with that same token as a sampled stop token. A family whose
+ * model ends its turn by sampling the next message's role marker (GLM's `<|observation|>`,
+ * `<|user|>`) has already written the marker the template starts the delta with (T3).
+ */
+export function deltaAfter(
+  last: number | undefined,
+  delta: number[],
+  stopIds: readonly number[],
+): number[] {
+  return last !== undefined && delta[0] === last && stopIds.includes(last) ? delta.slice(1) : delta;
 }
 
 /** `output` without the stop token that ended it, if one did: the tokens the agent reads. */

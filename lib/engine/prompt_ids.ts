@@ -68,6 +68,18 @@ export class PromptIds {
     return this.store.bytes.subarray(0, this.size);
   }
 
+  /** The last id, read from its digits; `undefined` when there is none. */
+  last(): number | undefined {
+    if (this.length === 0) return undefined;
+    const bytes = this.store.bytes;
+    let at = this.size;
+    let value = 0;
+    for (let scale = 1; at > 0 && bytes[at - 1] !== COMMA; scale *= 10) {
+      value += (bytes[--at] - ZERO) * scale;
+    }
+    return value;
+  }
+
   /** The ids as numbers. */
   toArray(): number[] {
     return this.length === 0 ? [] : new TextDecoder().decode(this.ascii()).split(",").map(Number);

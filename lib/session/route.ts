@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { ChainHeader, TurnMessages, TurnRecord } from "../chain/mod.ts";
+import { type ChainHeader, deltaAfter, type TurnMessages, type TurnRecord } from "../chain/mod.ts";
 import { PromptIds } from "../engine/mod.ts";
 import { keys, readLiveTurns, readTurnTokens, registerChain, reopenChain } from "../kv/mod.ts";
 import { LimitError, MAX_CHAINS_PER_SESSION, MAX_TOOLS } from "../limits/mod.ts";
@@ -337,6 +337,7 @@ function delta<Reply>(
   }
   const messages = input.lower(plan.from, shown);
   const rendered = renderDelta(deps.tokenizer, messages, input.enableThinking);
+  const tokens = deltaAfter(history.last(), rendered.tokens, deps.tokenizer.ending.stopIds);
   return {
     kind: plan.kind,
     sessionId: input.sessionId,
@@ -346,8 +347,8 @@ function delta<Reply>(
     requestDigest: plan.requestDigest,
     bodyDigest: plan.bodyDigest,
     replay: null,
-    prompt: history.concat(rendered.tokens),
-    delta: rendered.tokens,
+    prompt: history.concat(tokens),
+    delta: tokens,
     startsInReasoning: opensReasoning(rendered.text),
     tools,
     messages: { messages },

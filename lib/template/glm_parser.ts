@@ -14,8 +14,7 @@
  * another JSON value (`true` becomes `True`); neither is reproduced.
  *
  * As for the other formats, text around calls is kept, and a call that cannot be used (an
- * unknown tool, no closing tag) stays text with the reasons (T6). GLM is not served yet: these
- * parsers are tested on literal strings (see README "Models").
+ * unknown tool, no closing tag) stays text with the reasons (T6).
  *
  * @module
  */

@@ -10,3 +10,4 @@ export * from "./qwen3_coder_parser.ts";
 export * from "./section_calls.ts";
 export * from "./harmony_parser.ts";
 export * from "./glm_parser.ts";
+export * from "./stream_output.ts";

@@ -10,7 +10,9 @@
 /**
  * The tool-call formats this gateway parses: hermes JSON (`<tool_call>\n{json}\n</tool_call>`),
  * Qwen3-Coder's XML (`<tool_call>\n<function=…>\n<parameter=…>`), DeepSeek-V3.1's sections of
- * calls (`<｜tool▁calls▁begin｜>…`) and gpt-oss's harmony messages (`to=functions.NAME`).
+ * calls (`<｜tool▁calls▁begin｜>…`), gpt-oss's harmony messages (`to=functions.NAME`), GLM's
+ * `<arg_key>`/`<arg_value>` calls (`glm` and `glm45` with newlines, `glm47` without) and Kimi
+ * K2's sections of `functions.NAME:IDX` calls.
  */
 export const TOOL_CALL_PARSERS: ReadonlySet<string> = new Set([
   "qwen25",
@@ -18,14 +20,21 @@ export const TOOL_CALL_PARSERS: ReadonlySet<string> = new Set([
   "qwen3_coder",
   "deepseekv31",
   "gpt-oss",
+  "glm",
+  "glm45",
+  "glm47",
+  "kimi_k2",
 ]);
 
 /**
  * The reasoning formats this gateway parses: `<think>` … `</think>` (the names SGLang maps to
- * its Qwen3 reasoning detector) and harmony's analysis channel (`gpt-oss`).
+ * its Qwen3 reasoning detector, and GLM's and Kimi K2's, which a tool call also ends) and
+ * harmony's analysis channel (`gpt-oss`).
  */
 export const REASONING_PARSERS: ReadonlySet<string> = new Set([
   "gpt-oss",
+  "glm45",
+  "kimi_k2",
   "qwen3",
   "qwen3-thinking",
   "deepseek-v3",
@@ -40,10 +49,6 @@ export const REASONING_PARSERS: ReadonlySet<string> = new Set([
 const OTHER_TOOL_CALL_PARSERS: ReadonlySet<string> = new Set([
   "deepseekv3",
   "deepseekv32",
-  "glm",
-  "glm45",
-  "glm47",
-  "kimi_k2",
   "lfm2",
   "llama3",
   "mimo",
@@ -63,10 +68,8 @@ const OTHER_TOOL_CALL_PARSERS: ReadonlySet<string> = new Set([
 /** SGLang's other reasoning parser names (`reasoning_parser.py`): known, not parsed here yet. */
 const OTHER_REASONING_PARSERS: ReadonlySet<string> = new Set([
   "deepseek-r1",
-  "glm45",
   "hunyuan",
   "kimi",
-  "kimi_k2",
   "minimax-append-think",
   "step3",
   "step3p5",
@@ -85,15 +88,19 @@ export interface ModelFormats {
  * How a format's turns end, as token texts:
  * - `stops`: what the model samples to end its turn (the engine stops on each);
  * - `close`: the token that closes an output that ended otherwise, cut by `max_tokens` or a stop
- *   string (T5);
- * - `closers`: what ends an assistant turn as the template renders it, where a delta starts.
+ *   string (T5); `false` when nothing does, because the next message's role marker follows;
+ * - `closers`: what ends an assistant turn as the template renders it: a delta starts after one;
+ * - `openers`: for families without a closer, the role markers that start the next message: a
+ *   delta starts at one. When the model sampled that marker as its stop token, the chain already
+ *   holds it and the delta's copy is dropped.
  *
  * `null` is the tokenizer's `eos_token`, which ends every turn of most families.
  */
 export interface TurnEndTexts {
   readonly stops: readonly string[] | null;
-  readonly close: string | null;
+  readonly close: string | null | false;
   readonly closers: readonly string[] | null;
+  readonly openers: readonly string[];
 }
 
 /**
@@ -105,13 +112,48 @@ const HARMONY_ENDS: TurnEndTexts = {
   stops: ["<|return|>", "<|call|>"],
   close: "<|end|>",
   closers: ["<|end|>", "<|call|>"],
+  openers: [],
 };
 
-const EOS_ENDS: TurnEndTexts = { stops: null, close: null, closers: null };
+/**
+ * GLM has no end-of-turn token: the model stops by sampling the next message's role marker,
+ * `<|observation|>` before tool results or `<|user|>` (or `<|endoftext|>`), and the template
+ * renders the next message right after the assistant's text, starting with that marker.
+ */
+const GLM_ENDS: TurnEndTexts = {
+  stops: ["<|endoftext|>", "<|user|>", "<|observation|>"],
+  close: false,
+  closers: [],
+  openers: ["<|user|>", "<|observation|>", "<|system|>", "<|assistant|>"],
+};
+
+/**
+ * Kimi K2 ends every message with `<|im_end|>` and nothing between messages; its tokenizer's
+ * `eos_token` is `[EOS]`, which the chat never samples.
+ */
+const KIMI_ENDS: TurnEndTexts = {
+  stops: ["<|im_end|>"],
+  close: "<|im_end|>",
+  closers: ["<|im_end|>"],
+  openers: [],
+};
+
+const EOS_ENDS: TurnEndTexts = { stops: null, close: null, closers: null, openers: [] };
 
 /** How turns end in `formats`' family. */
 export function turnEndTexts(formats: ModelFormats): TurnEndTexts {
-  return formats.toolCallParser === "gpt-oss" ? HARMONY_ENDS : EOS_ENDS;
+  switch (formats.toolCallParser) {
+    case "gpt-oss":
+      return HARMONY_ENDS;
+    case "glm":
+    case "glm45":
+    case "glm47":
+      return GLM_ENDS;
+    case "kimi_k2":
+      return KIMI_ENDS;
+    default:
+      return EOS_ENDS;
+  }
 }
 
 /** The model's formats cannot be served: the message says what and what to do. */
@@ -141,14 +183,16 @@ export function detectFormats(
   else if (has("tool▁calls▁begin")) {
     toolCallParser = has("function<｜tool▁sep｜>") ? "deepseekv3" : "deepseekv31";
   } else if (has("<|tool_calls_section_begin|>")) toolCallParser = "kimi_k2";
-  else if (has("<arg_key>")) toolCallParser = "glm45";
-  else if (has("<function=") && has("<parameter=")) toolCallParser = "qwen3_coder";
+  else if (has("<arg_key>")) {
+    // GLM-4.7 writes the name and the first key with nothing between them; 4.5 and 4.6 a newline.
+    toolCallParser = has("{function-name}<arg_key>") ? "glm47" : "glm45";
+  } else if (has("<function=") && has("<parameter=")) toolCallParser = "qwen3_coder";
   else if (has("<tool_call>")) toolCallParser = "qwen25";
   let reasoningParser: string | null = null;
   if (toolCallParser === "gpt-oss") reasoningParser = "gpt-oss";
   else if (toolCallParser?.startsWith("deepseek")) reasoningParser = "deepseek-v3";
   else if (toolCallParser === "kimi_k2" && has("<think>")) reasoningParser = "kimi_k2";
-  else if (toolCallParser === "glm45" && has("<think>")) reasoningParser = "glm45";
+  else if (toolCallParser?.startsWith("glm") && has("<think>")) reasoningParser = "glm45";
   else if (has("<think>")) reasoningParser = "qwen3";
   return { toolCallParser, reasoningParser };
 }

@@ -4,11 +4,12 @@
  *
  * @module
  */
+import { parseGlmCalls } from "./glm_parser.ts";
 import { parseHarmony } from "./harmony_parser.ts";
 import type { ModelFormats } from "./model_family.ts";
 import { parseQwen3CoderCalls, type ToolSchemas } from "./qwen3_coder_parser.ts";
 import { splitReasoning } from "./reasoning_parser.ts";
-import { parseDeepSeekV31Calls } from "./section_calls.ts";
+import { KIMI_K2_SECTION_BEGIN, parseDeepSeekV31Calls, parseKimiK2Calls } from "./section_calls.ts";
 import { type AnswerPart, type ParsedAnswer, parseToolCalls } from "./tool_parser.ts";
 
 /** One block of a parsed output. */
@@ -30,7 +31,8 @@ export interface ParseOptions {
   readonly formats?: ModelFormats;
 }
 
-const QWEN3: ModelFormats = { toolCallParser: "qwen25", reasoningParser: "qwen3" };
+/** The formats of Qwen3, the default model. */
+export const QWEN3: ModelFormats = { toolCallParser: "qwen25", reasoningParser: "qwen3" };
 
 /**
  * Parses decoded model output (end-of-turn token already removed).
@@ -47,7 +49,12 @@ export function parseOutput(text: string, options: ParseOptions): ParsedOutput {
   if (formats.toolCallParser === "gpt-oss") return parseHarmony(text, toolNames(options.tools));
   const { reasoning, rest } = formats.reasoningParser === null
     ? { reasoning: null, rest: text }
-    : splitReasoning(text, options.startsInReasoning);
+    : splitReasoning(
+      text,
+      options.startsInReasoning,
+      // Kimi K2's section of calls ends its reasoning as `<tool_call>` ends the others'.
+      formats.reasoningParser === "kimi_k2" ? KIMI_K2_SECTION_BEGIN : undefined,
+    );
   const answer = parseAnswer(formats.toolCallParser, rest, options.tools);
   const blocks: OutputBlock[] = [];
   if (reasoning !== null && reasoning.length > 0) {
@@ -58,12 +65,19 @@ export function parseOutput(text: string, options: ParseOptions): ParsedOutput {
 }
 
 /** The text and tool calls of an answer, in the tool-call format `parser`. */
-function parseAnswer(parser: string, text: string, tools: ToolSchemas): ParsedAnswer {
+export function parseAnswer(parser: string, text: string, tools: ToolSchemas): ParsedAnswer {
   switch (parser) {
     case "qwen3_coder":
       return parseQwen3CoderCalls(text, tools);
     case "deepseekv31":
       return parseDeepSeekV31Calls(text, toolNames(tools));
+    case "glm":
+    case "glm45":
+      return parseGlmCalls(text, tools, "glm45");
+    case "glm47":
+      return parseGlmCalls(text, tools, "glm47");
+    case "kimi_k2":
+      return parseKimiK2Calls(text, toolNames(tools));
     default:
       return parseToolCalls(text, toolNames(tools));
   }

@@ -1,13 +1,13 @@
 /**
  * Splits a Qwen3-style output into reasoning and the rest (`<think>` … `</think>`), the way
- * SGLang's `qwen3` reasoning parser does.
+ * SGLang's `qwen3`, `glm45` and `kimi_k2` reasoning parsers do.
  *
  * @module
  */
 
 const THINK_START = "<think>";
 const THINK_END = "</think>";
-/** A tool call ends reasoning implicitly, as in SGLang's qwen3 detector. */
+/** A tool call ends reasoning implicitly, as in SGLang's detectors (`tool_start_token`). */
 const TOOL_START = "<tool_call>";
 
 /** An output divided at the end of its reasoning. */
@@ -21,7 +21,8 @@ export interface ReasoningSplit {
 /**
  * Separates reasoning from the answer. Reasoning starts when the output opens with `<think>`
  * or when the prompt already opened it (`startsInReasoning`); without a closing tag the whole
- * output is reasoning (thinking cut short).
+ * output is reasoning (thinking cut short). `toolStart`, the marker that opens the format's tool
+ * calls, ends reasoning too.
  *
  * @example
  * ```ts
@@ -29,13 +30,17 @@ export interface ReasoningSplit {
  * // { reasoning: "plan", rest: "answer" }
  * ```
  */
-export function splitReasoning(text: string, startsInReasoning: boolean): ReasoningSplit {
+export function splitReasoning(
+  text: string,
+  startsInReasoning: boolean,
+  toolStart = TOOL_START,
+): ReasoningSplit {
   const lead = text.length - text.trimStart().length;
   const opened = text.startsWith(THINK_START, lead);
   if (!opened && !startsInReasoning) return { reasoning: null, rest: text };
   const start = opened ? lead + THINK_START.length : 0;
   const close = text.indexOf(THINK_END, start);
-  const tool = text.indexOf(TOOL_START, start);
+  const tool = text.indexOf(toolStart, start);
   let end: number;
   let resume: number;
   if (close >= 0 && (tool < 0 || close < tool)) {

@@ -3,9 +3,10 @@
  * messages with the chat template, against a tiny fixed anchor conversation, never the history.
  *
  * The anchor is `[user, assistant]`. Rendering `anchor ++ new` with the generation prompt and
- * cutting right after the anchor assistant's turn (at the first of the family's turn closers
- * after its text) leaves exactly what the template puts after an assistant turn for these
- * messages: the turn separator, the new messages and the next assistant header. When the new
+ * cutting right after the anchor assistant's turn (after the first of the family's turn closers
+ * after its text, or at the first role marker of the next message in a family without closers)
+ * leaves exactly what the template puts after an assistant turn for these messages: the turn
+ * separator, the new messages and the next assistant header. When the new
  * messages open with tool results, the anchor assistant calls those tools, as the real turn did:
  * some templates label a result with the call it answers (harmony's `functions.NAME`). Its tokens
  * are taken from the tokenization of the whole rendered text, so they are the in-context tokens,
@@ -108,11 +109,14 @@ export function renderDelta(
   const { prompt, escapes } = tokenizer.escape({ messages, tools: [], enableThinking });
   const { anchor, texts } = anchorFor(prompt.messages);
   const full = tokenizer.render({ ...prompt, messages: [...anchor, ...prompt.messages] }, true);
-  const cut = anchorEnd(full, texts, tokenizer.ending.closers);
+  const { closers, openers } = tokenizer.ending;
+  const cut = anchorEnd(full, texts, closers, openers);
   if (cut < 0) {
     throw new TemplateError(
-      `Cannot render a delta: the chat template does not end an assistant turn with ${
-        tokenizer.ending.closers.map((closer) => `"${closer}"`).join(" or ")
+      `Cannot render a delta: the chat template does not ${
+        closers.length > 0 ? `end an assistant turn with ${quoted(closers)}` : ""
+      }${closers.length > 0 && openers.length > 0 ? " or " : ""}${
+        openers.length > 0 ? `follow an assistant turn with ${quoted(openers)}` : ""
       }`,
     );
   }
@@ -131,11 +135,19 @@ export function renderDelta(
   };
 }
 
+const quoted = (texts: readonly string[]) => texts.map((text) => `"${text}"`).join(" or ");
+
 /**
- * Where the anchor assistant's turn ends in `full`: after the first closer that follows the last
- * of its texts the template rendered (templates may leave calls out), or -1.
+ * Where the anchor assistant's turn ends in `full`, looking from the last of its texts the
+ * template rendered (templates may leave calls out): after the first closer, or at the first
+ * opener (the next message's role marker), whichever comes first; -1 when there is neither.
  */
-function anchorEnd(full: string, texts: readonly string[], closers: readonly string[]): number {
+function anchorEnd(
+  full: string,
+  texts: readonly string[],
+  closers: readonly string[],
+  openers: readonly string[],
+): number {
   let from = -1;
   for (const text of texts) {
     const at = full.indexOf(text);
@@ -144,10 +156,12 @@ function anchorEnd(full: string, texts: readonly string[], closers: readonly str
   if (from < 0) return -1;
   let first = -1;
   let cut = -1;
-  for (const closer of closers) {
-    const at = full.indexOf(closer, from);
-    if (at >= 0 && (first < 0 || at < first)) [first, cut] = [at, at + closer.length];
-  }
+  const consider = (marker: string, after: boolean) => {
+    const at = full.indexOf(marker, from);
+    if (at >= 0 && (first < 0 || at < first)) [first, cut] = [at, after ? at + marker.length : at];
+  };
+  for (const closer of closers) consider(closer, true);
+  for (const opener of openers) consider(opener, false);
   return cut;
 }
 
@@ -170,7 +184,9 @@ function encodeRendered(tokenizer: ChatTokenizer, text: string, escapes: Escapes
  */
 export function checkTemplate(tokenizer: ChatTokenizer): void {
   const text = `start-up check ${
-    [...new Set([tokenizer.eosToken, ...tokenizer.ending.closers])].join(" ")
+    [
+      ...new Set([tokenizer.eosToken, ...tokenizer.ending.closers, ...tokenizer.ending.openers]),
+    ].join(" ")
   }`;
   renderDelta(tokenizer, [{ role: "user", content: text }]);
   renderDelta(tokenizer, [

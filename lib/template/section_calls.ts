@@ -9,9 +9,6 @@
  * not close, or holds a call that cannot be used (an unknown tool, arguments that are not a JSON
  * object), stays text with the reasons (T6).
  *
- * DeepSeek-V3.1 is served (`deepseekv31`); Kimi K2 is parsed and tested on literal strings only,
- * its turn boundaries unproven without a tokenizer (see README "Models").
- *
  * @module
  */
 import { type AnswerPart, argumentsProblem, type ParsedAnswer } from "./tool_parser.ts";
@@ -40,8 +37,11 @@ const DEEPSEEK_V31: SectionFormat = {
 /** `functions.NAME:IDX` (or `NAME:IDX`), hyphens allowed, as SGLang's `tool_call_id_regex`. */
 const KIMI_ID = /^(?:functions\.)?([\w.-]+):\d+$/;
 
+/** What opens Kimi K2's section of calls; it also ends the model's reasoning. */
+export const KIMI_K2_SECTION_BEGIN = "<|tool_calls_section_begin|>";
+
 const KIMI_K2: SectionFormat = {
-  begin: "<|tool_calls_section_begin|>",
+  begin: KIMI_K2_SECTION_BEGIN,
   end: "<|tool_calls_section_end|>",
   callBegin: "<|tool_call_begin|>",
   callEnd: "<|tool_call_end|>",

@@ -60,10 +60,15 @@ export interface ChatTokenizer {
 export interface TurnEnding {
   /** The tokens the model samples to end its turn; the engine stops on each. */
   readonly stopIds: readonly number[];
-  /** The token that closes an output cut by `max_tokens` or a stop string, with mask 0 (T5). */
-  readonly closeId: number;
+  /**
+   * The token that closes an output cut by `max_tokens` or a stop string, with mask 0 (T5);
+   * `null` when the next message's role marker follows the output directly (GLM).
+   */
+  readonly closeId: number | null;
   /** Texts that end an assistant turn as the template renders it: a delta starts after one. */
   readonly closers: readonly string[];
+  /** Role markers a delta starts at, in families whose turns have no closer (GLM). */
+  readonly openers: readonly string[];
 }
 
 /** `model_max_length` values at or above this are tokenizer placeholders for "no limit". */
@@ -153,7 +158,12 @@ export async function loadTokenizer(
       }) as string,
   };
   const formats = defaultFormats(chatTemplate);
-  const eosEnding = { stopIds: [base.eosId], closeId: base.eosId, closers: [eosToken] };
+  const eosEnding = {
+    stopIds: [base.eosId],
+    closeId: base.eosId,
+    closers: [eosToken],
+    openers: [],
+  };
   let tokenizer: ChatTokenizer = { ...base, formats, ending: eosEnding };
   try {
     tokenizer = withFormats(tokenizer, formats);
@@ -183,11 +193,21 @@ export function withFormats(tokenizer: ChatTokenizer, formats: ModelFormats): Ch
     return ids[0];
   };
   const stopIds = texts.stops === null ? [tokenizer.eosId] : texts.stops.map(id);
-  const closeId = texts.close === null ? tokenizer.eosId : id(texts.close);
+  const closeId = texts.close === false
+    ? null
+    : texts.close === null
+    ? tokenizer.eosId
+    : id(texts.close);
+  texts.openers.forEach(id);
   return {
     ...tokenizer,
     formats,
-    ending: { stopIds, closeId, closers: texts.closers ?? [tokenizer.eosToken] },
+    ending: {
+      stopIds,
+      closeId,
+      closers: texts.closers ?? [tokenizer.eosToken],
+      openers: texts.openers,
+    },
   };
 }
 

@@ -137,6 +137,48 @@ Deno.test("lowerMessages() puts tool results before the user text of the same me
   );
 });
 
+Deno.test("lowerMessages() names tool results after their calls, with Kimi K2's ids when asked", () => {
+  const assistant = {
+    role: "assistant" as const,
+    content: [
+      { type: "tool_use" as const, id: "toolu_a", name: "Bash", input: {} },
+      { type: "tool_use" as const, id: "toolu_b", name: "Read", input: {} },
+    ],
+  };
+  const results = {
+    role: "user" as const,
+    content: [
+      { type: "tool_result" as const, tool_use_id: "toolu_b", content: "b" },
+      { type: "tool_result" as const, tool_use_id: "toolu_a", content: "a" },
+      { type: "tool_result" as const, tool_use_id: "toolu_x", content: "x" },
+    ],
+  };
+  // From the assistant message in the same slice, or from the one before it.
+  for (
+    const lowered of [
+      lowerMessages([assistant, results]).slice(1),
+      lowerMessages([results], 1, undefined, assistant),
+    ]
+  ) {
+    assert.deepEqual(lowered, [
+      { role: "tool", tool_call_id: "toolu_b", name: "Read", content: "b" },
+      { role: "tool", tool_call_id: "toolu_a", name: "Bash", content: "a" },
+      { role: "tool", tool_call_id: "toolu_x", content: "x" },
+    ]);
+  }
+  const kimi = {
+    images: "reject" as const,
+    keepAttribution: false,
+    toolCallIds: "functions" as const,
+  };
+  assert.deepEqual(lowerMessages([results], 1, kimi, assistant), [
+    { role: "tool", tool_call_id: "functions.Read:1", name: "Read", content: "b" },
+    { role: "tool", tool_call_id: "functions.Bash:0", name: "Bash", content: "a" },
+    // A result whose call is not in the message before keeps the client's id.
+    { role: "tool", tool_call_id: "toolu_x", content: "x" },
+  ]);
+});
+
 Deno.test("lowerMessages() lowers thinking to reasoning_content and tool_use to tool_calls", () => {
   assert.deepEqual(
     lowerMessages([{

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   closingTokens,
+  deltaAfter,
   survivesRoundTrip,
   turnEnd,
   withoutStopToken,
@@ -57,6 +58,27 @@ Deno.test("closingTokens() closes a harmony output with <|end|> unless a stop to
   assert.deepEqual(closingTokens([3686, 200007], HARMONY), []);
   assert.deepEqual(closingTokens([3686], HARMONY), [200007]);
   assert.deepEqual(closingTokens([200012, 3686], HARMONY), [200007]);
+});
+
+Deno.test("closingTokens() adds nothing in a family whose next message's marker closes a turn", () => {
+  const glm = { stopIds: [151329, 151336, 151338], closeId: null };
+  assert.deepEqual(closingTokens([3686], glm), []);
+  assert.deepEqual(closingTokens([3686, 151338], glm), []);
+  assert.deepEqual(closingTokens([], glm), []);
+});
+
+Deno.test("deltaAfter() drops the delta's first token only when the chain ends with it as a stop token", () => {
+  const stops = [151329, 151336, 151338];
+  // GLM: the model sampled <|observation|>; the delta opens with it.
+  assert.deepEqual(deltaAfter(151338, [151338, 27, 28], stops), [27, 28]);
+  // Sampled <|user|>, but tool results come next: both markers stay.
+  assert.deepEqual(deltaAfter(151336, [151338, 27, 28], stops), [151338, 27, 28]);
+  // The same token that is not a stop token is text the model and the template both wrote.
+  assert.deepEqual(deltaAfter(27, [27, 28], stops), [27, 28]);
+  assert.deepEqual(deltaAfter(undefined, [151338], stops), [151338]);
+  assert.deepEqual(deltaAfter(151338, [], stops), []);
+  // Qwen3: <|im_end|> is never the delta's first token.
+  assert.deepEqual(deltaAfter(EOS, [198, 151644], [EOS]), [198, 151644]);
 });
 
 Deno.test("survivesRoundTrip() accepts the tokenizer's own encoding", async () => {

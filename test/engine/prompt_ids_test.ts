@@ -19,6 +19,17 @@ Deno.test("PromptIds.from() of nothing is empty", () => {
   assert.equal(ascii(ids.concat([3])), "3");
 });
 
+Deno.test("PromptIds.last() reads the last id back from its digits", () => {
+  assert.equal(PromptIds.from([]).last(), undefined);
+  for (const ids of [[0], [7], [1, 151_338], [151_338, 0], [5, 4_294_967_295], [10, 100, 1000]]) {
+    assert.equal(PromptIds.from(ids).last(), ids.at(-1), JSON.stringify(ids));
+  }
+  const history = PromptIds.from([1, 22]);
+  history.concat([333]);
+  assert.equal(history.last(), 22);
+  assert.equal(history.concat([]).last(), 22);
+});
+
 Deno.test("PromptIds.concat() leaves the original sequence unchanged", () => {
   const history = PromptIds.from([1, 2]);
   const prompt = history.concat([3, 4]);

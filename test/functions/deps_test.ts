@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { ConfigError, resolveConfig } from "../../lib/config/mod.ts";
 import { buildDeps } from "../../functions/_deps.ts";
 import { qwen3 } from "../_gateway.ts";
-import { templateFile } from "../_families.ts";
+import { type BuiltFamily, builtFolder, templateFile } from "../_families.ts";
 
 Deno.test("buildDeps() refuses a CLAUDE_CODE_TARBALL that names no file, naming the variable", async () => {
   const kv = await Deno.openKv(":memory:");
@@ -109,10 +109,61 @@ Deno.test("buildDeps() renders CHAT_TEMPLATE instead of the folder's, and refuse
   }
 });
 
+Deno.test("buildDeps() serves GLM and Kimi K2 from a tokenizer folder, formats and turn endings read from its template", async () => {
+  const cases: [
+    BuiltFamily,
+    { toolCallParser: string; reasoningParser: string | null },
+    string[],
+  ][] = [
+    ["glm45", { toolCallParser: "glm45", reasoningParser: "glm45" }, [
+      "<|endoftext|>",
+      "<|user|>",
+      "<|observation|>",
+    ]],
+    ["glm47", { toolCallParser: "glm47", reasoningParser: "glm45" }, [
+      "<|endoftext|>",
+      "<|user|>",
+      "<|observation|>",
+    ]],
+    ["kimi_k2", { toolCallParser: "kimi_k2", reasoningParser: null }, ["<|im_end|>"]],
+  ];
+  for (const [family, formats, stops] of cases) {
+    const folder = await builtFolder(family);
+    const deps = await buildDeps(
+      resolveConfig({
+        KV_PATH: ":memory:",
+        SGLANG_URL: "http://127.0.0.1:9",
+        TOKENIZER_PATH: folder,
+      }),
+    );
+    try {
+      assert.deepEqual(deps.formats, formats, family);
+      assert.deepEqual(deps.tokenizer.formats, formats, family);
+      assert.deepEqual(
+        deps.tokenizer.ending.stopIds,
+        stops.map((stop) => deps.tokenizer.encode(stop)[0]),
+        family,
+      );
+    } finally {
+      await deps.close();
+    }
+  }
+});
+
 Deno.test("buildDeps() refuses at start-up a model whose output it cannot parse, naming the variable", async () => {
   const cases: [Record<string, string>, string, RegExp][] = [
-    [{ TOOL_CALL_PARSER: "glm47" }, "TOOL_CALL_PARSER", /does not parse glm47 output yet/],
-    [{ REASONING_PARSER: "kimi_k2" }, "REASONING_PARSER", /does not parse kimi_k2 output yet/],
+    [{ TOOL_CALL_PARSER: "mistral" }, "TOOL_CALL_PARSER", /does not parse mistral output yet/],
+    [
+      { REASONING_PARSER: "deepseek-r1" },
+      "REASONING_PARSER",
+      /does not parse deepseek-r1 output yet/,
+    ],
+    // GLM's role markers are not tokens of Qwen3's vocabulary.
+    [
+      { TOOL_CALL_PARSER: "glm47" },
+      "TOOL_CALL_PARSER",
+      /^glm47 ends turns with "<\|user\|>", which is not a token of/,
+    ],
     // Harmony's turn-ending tokens are not Qwen3's.
     [
       { TOOL_CALL_PARSER: "gpt-oss", REASONING_PARSER: "gpt-oss" },

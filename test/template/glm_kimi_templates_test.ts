@@ -1,8 +1,9 @@
 /**
  * GLM's and Kimi K2's templates (fixtures/templates, with their sources in each header) rendered
- * with the Jinja engine the tokenizer uses, on literal strings — there is no tokenizer for them
- * here: how each renders tool calls and results, where a turn ends, and the calls it renders read
- * back by the gateway's parsers as the same calls.
+ * with the Jinja engine the tokenizer uses, on literal strings, independent of any tokenizer: how
+ * each renders tool calls and results, where a turn ends, and the calls it renders read back by
+ * the gateway's parsers as the same calls. Their token-level deltas are in
+ * family_templates_test.ts.
  */
 import assert from "node:assert/strict";
 import { Template } from "@huggingface/jinja";

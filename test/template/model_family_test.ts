@@ -28,8 +28,12 @@ Deno.test("detectFormats() names each family by the markers its template renders
       toolCallParser: "gpt-oss",
       reasoningParser: "gpt-oss",
     }],
-    ["<tool_call>{{ name }}<arg_key>k</arg_key><arg_value>v</arg_value><think>", {
+    ["<tool_call>{function-name}\n<arg_key>{arg-key-1}</arg_key><think>", {
       toolCallParser: "glm45",
+      reasoningParser: "glm45",
+    }],
+    ["<tool_call>{function-name}<arg_key>{arg-key-1}</arg_key><think>", {
+      toolCallParser: "glm47",
       reasoningParser: "glm45",
     }],
     ["<|tool_calls_section_begin|><|tool_call_begin|>functions.{{ name }}", {
@@ -69,16 +73,16 @@ Deno.test("resolveFormats() takes the configured parsers over the detected ones 
     RegExp,
   ][] = [
     [
-      "<arg_key>",
+      "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>",
       none,
       "TOOL_CALL_PARSER",
-      /^The chat template speaks glm45 \(detected\): this gateway does not parse glm45 output yet \(supported: qwen25, qwen, qwen3_coder, deepseekv31, gpt-oss\)$/,
+      /^The chat template speaks deepseekv3 \(detected\): this gateway does not parse deepseekv3 output yet \(supported: qwen25, qwen, qwen3_coder, deepseekv31, gpt-oss, glm, glm45, glm47, kimi_k2\)$/,
     ],
     [
       qwen,
-      { toolCallParser: "kimi_k2", reasoningParser: null },
+      { toolCallParser: "mistral", reasoningParser: null },
       "TOOL_CALL_PARSER",
-      /^TOOL_CALL_PARSER=kimi_k2: this gateway does not parse/,
+      /^TOOL_CALL_PARSER=mistral: this gateway does not parse/,
     ],
     [
       qwen,

@@ -165,7 +165,12 @@ Deno.test("render() lists the tools in the system turn", async () => {
 
 Deno.test("loadTokenizer() takes each family's turn endings from its formats, and withFormats() refuses endings the vocabulary lacks", async () => {
   const qwen = await loadTokenizer(defaultTokenizerPath());
-  assert.deepEqual(qwen.ending, { stopIds: [151645], closeId: 151645, closers: ["<|im_end|>"] });
+  assert.deepEqual(qwen.ending, {
+    stopIds: [151645],
+    closeId: 151645,
+    closers: ["<|im_end|>"],
+    openers: [],
+  });
   // A harmony template over Qwen3's vocabulary loads (the configuration decides), with eos
   // endings; serving it as gpt-oss is refused, naming the parser.
   const template = await Deno.readTextFile(templateFile("gpt_oss"));
@@ -183,5 +188,6 @@ Deno.test("loadTokenizer() takes each family's turn endings from its formats, an
     stopIds: [gpt.eosId],
     closeId: gpt.eosId,
     closers: ["<|return|>"],
+    openers: [],
   });
 });

@@ -114,6 +114,7 @@ async function buildFolder(family: BuiltFamily): Promise<string> {
   config.eos_token = BUILT[family].eos;
   config.chat_template = await Deno.readTextFile(templateFile(family));
   const dir = await Deno.makeTempDir({ prefix: `rg-${family}-` });
+  globalThis.addEventListener("unload", () => Deno.removeSync(dir, { recursive: true }));
   await Deno.writeTextFile(`${dir}/tokenizer.json`, JSON.stringify(tokenizer));
   await Deno.writeTextFile(`${dir}/tokenizer_config.json`, JSON.stringify(config));
   return dir;

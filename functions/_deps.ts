@@ -310,10 +310,7 @@ async function agentInstalls(rollout: Config["rollout"]): Promise<AgentInstalls>
   }
   return {
     claude_code: {
-      local: claude === null ? null : {
-        binds: [{ host: claude, inside: CLAUDE_INSIDE }],
-        program: CLAUDE_INSIDE,
-      },
+      local: claude === null ? null : lent(claude, CLAUDE_INSIDE),
       npm: {
         package: rollout.claudeCodePackage,
         tarball: rollout.claudeCodeTarball,
@@ -325,10 +322,7 @@ async function agentInstalls(rollout: Config["rollout"]): Promise<AgentInstalls>
       npm: { package: rollout.qwenCodePackage, tarball: rollout.qwenCodeTarball, bin: "qwen" },
     },
     codex: {
-      local: codex === null ? null : {
-        binds: [{ host: codex, inside: CODEX_INSIDE }],
-        program: CODEX_INSIDE,
-      },
+      local: codex === null ? null : lent(codex, CODEX_INSIDE),
       npm: {
         package: rollout.codexPackage,
         tarball: rollout.codexTarball,
@@ -340,6 +334,9 @@ async function agentInstalls(rollout: Config["rollout"]): Promise<AgentInstalls>
     command: { local: { binds: [], program: "" }, npm: null },
   };
 }
+
+/** A program on the host, bound into a local sandbox at `inside` and run from there. */
+const lent = (host: string, inside: string) => ({ binds: [{ host, inside }], program: inside });
 
 async function isFile(path: string): Promise<boolean> {
   try {

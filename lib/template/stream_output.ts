@@ -231,9 +231,8 @@ class ReasonedStream extends BufferedStream {
 
   /** Reasoning text; newlines at its edges are trimmed, as the parser trims them. */
   private think(text: string, last: boolean): void {
-    let value = this.thinking < 0 && this.heldNewlines === "" ? text.replace(/^\n+/, "") : text;
-    if (this.thinking < 0 && this.heldNewlines === "" && value.length === 0) return;
-    value = this.heldNewlines + value;
+    // Newlines are held only after text was sent, so before it they lead the block: dropped.
+    let value = this.thinking < 0 ? text.replace(/^\n+/, "") : this.heldNewlines + text;
     const tail = /\n+$/.exec(value);
     this.heldNewlines = last || !tail ? "" : tail[0];
     if (tail) value = value.slice(0, value.length - tail[0].length);

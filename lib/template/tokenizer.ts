@@ -198,7 +198,7 @@ export function withFormats(tokenizer: ChatTokenizer, formats: ModelFormats): Ch
     : texts.close === null
     ? tokenizer.eosId
     : id(texts.close);
-  texts.openers.forEach(id);
+  texts.openers.forEach(id); // each role marker a delta starts at must be one token too
   return {
     ...tokenizer,
     formats,

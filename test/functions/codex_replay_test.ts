@@ -5,31 +5,21 @@
  * ids and item ids from another gateway run), records as one token-exact chain, streamed or not.
  */
 import assert from "node:assert/strict";
-import { fieldPaths } from "../../lib/anthropic/mod.ts";
 import { unaccountedResponses } from "../../lib/responses/mod.ts";
 import type { RecordedResponsesEpisode } from "../../fixtures/codex/record.ts";
 import { assertChainExact } from "../_chain_exact.ts";
 import { startGateway } from "../_gateway.ts";
+import { assertFieldsAccounted, readRecorded } from "../_recorded.ts";
 
 const REPO = "/tmp/replayed-repo";
-const episode = JSON.parse(
-  (await Deno.readTextFile(new URL("../../fixtures/codex/episode.json", import.meta.url)))
-    .replaceAll("{{REPO}}", REPO),
-) as RecordedResponsesEpisode;
+const episode = await readRecorded<RecordedResponsesEpisode>(
+  new URL("../../fixtures/codex/episode.json", import.meta.url),
+  REPO,
+);
 
 Deno.test("every field and header Codex sends is used or deliberately ignored", () => {
   assert.ok(episode.requests.length >= 3);
-  for (const request of episode.requests) {
-    const missing = unaccountedResponses(
-      fieldPaths(request.body, ["parameters"]),
-      Object.keys(request.headers),
-    );
-    assert.deepEqual(missing, [], request.path);
-  }
-  assert.deepEqual(
-    unaccountedResponses(fieldPaths({ model: "m", surprise: { deep: 1 } }), ["x-new"]),
-    ["surprise", "surprise.deep", "header x-new"],
-  );
+  assertFieldsAccounted(episode.requests, unaccountedResponses, ["parameters"]);
 });
 
 Deno.test("the recorded Codex episode replays as one token-exact chain, events and JSON recording the same tokens", async () => {

@@ -5,32 +5,21 @@
  * tool-call ids from another gateway run), records as one token-exact chain.
  */
 import assert from "node:assert/strict";
-import { fieldPaths } from "../../lib/anthropic/mod.ts";
 import { unaccountedChat } from "../../lib/openai/mod.ts";
 import type { RecordedChatEpisode } from "../../fixtures/qwen_code/record.ts";
 import { assertChainExact } from "../_chain_exact.ts";
 import { startGateway } from "../_gateway.ts";
+import { assertFieldsAccounted, readRecorded } from "../_recorded.ts";
 
 const REPO = "/tmp/replayed-repo";
-const episode = JSON.parse(
-  (await Deno.readTextFile(new URL("../../fixtures/qwen_code/episode.json", import.meta.url)))
-    .replaceAll("{{REPO}}", REPO),
-) as RecordedChatEpisode;
+const episode = await readRecorded<RecordedChatEpisode>(
+  new URL("../../fixtures/qwen_code/episode.json", import.meta.url),
+  REPO,
+);
 
 Deno.test("every field and header Qwen Code sends is used or deliberately ignored", () => {
   assert.ok(episode.requests.length >= 3);
-  for (const request of episode.requests) {
-    const missing = unaccountedChat(
-      fieldPaths(request.body, ["parameters"]),
-      Object.keys(request.headers),
-    );
-    assert.deepEqual(missing, [], request.path);
-  }
-  assert.deepEqual(unaccountedChat(fieldPaths({ model: "m", surprise: { deep: 1 } }), ["x-new"]), [
-    "surprise",
-    "surprise.deep",
-    "header x-new",
-  ]);
+  assertFieldsAccounted(episode.requests, unaccountedChat, ["parameters"]);
 });
 
 Deno.test("the recorded Qwen Code episode replays as one token-exact chain, in its own echoes", async () => {

@@ -58,15 +58,16 @@ export async function serveOpenAITurn<Body extends { stream?: boolean | null }, 
       lowering: loweringOptions(deps),
     });
     if (resolved.kind === "open") await storeOpenedSession(deps.kv, resolved.session);
-    const turn = await startTurn(deps, input, raw.signal);
+    const turn = await startTurn(deps, input, raw.signal, { live: request.stream === true });
     const done = turn.completion ?? Promise.resolve(protocol.nothingSampled(request, turn));
     if (!request.stream) {
       return Response.json(await done, {
         headers: { "request-id": requestId, "x-request-id": requestId },
       });
     }
-    // Until the first keep-alive is due, a failure can still be answered with an HTTP status.
-    const early = await settleWithin(done, deps.config.pingIntervalMs);
+    // Until the engine samples or the first keep-alive is due, a failure can still be answered
+    // with an HTTP status.
+    const early = await settleWithin(done, deps.config.pingIntervalMs, turn.feed?.sampling);
     if (early && "error" in early) return openaiErrorResponse(early.error, requestId, errors);
     return protocol.stream(request, turn, {
       requestId,

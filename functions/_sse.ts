@@ -1,8 +1,9 @@
 /**
  * Streams one turn, as Anthropic SSE, Chat Completions chunks or Responses API events: the head
- * at once (`message_start`, the role chunk, or `response.created`), keep-alives while the engine works (so a client's stall
- * watchdog never fires), then the content, or an error event if the turn fails after the stream
- * started. A client that disconnects aborts the turn.
+ * at once (`message_start`, the role chunk, or `response.created`), the content as the engine
+ * samples it, keep-alives between (so a client's stall watchdog never fires), then the end of
+ * the reply, or an error event if the turn fails after the stream started. A client that
+ * disconnects aborts the turn.
  *
  * @module
  */
@@ -10,14 +11,16 @@ import {
   encodeSse,
   errorEvent,
   type Message,
-  messageBodyEvents,
   messageStartEvent,
+  MessageStreamWriter,
   PING_EVENT,
 } from "../lib/anthropic/mod.ts";
+import type { OutputFeed } from "../lib/session/mod.ts";
+import type { OutputEvent } from "../lib/template/mod.ts";
 import { codeOf } from "../lib/errors/mod.ts";
 import {
-  bodyChunks,
   type ChatCompletion,
+  ChunkStreamWriter,
   DONE_EVENT,
   encodeData,
   KEEPALIVE_EVENT,
@@ -26,25 +29,32 @@ import {
   type StreamOptions,
 } from "../lib/openai/mod.ts";
 import {
-  bodyEvents,
   encodeEvent,
   EventSequence,
   failedEvent,
   headEvents,
   type ResponseObject,
+  ResponseStreamWriter,
 } from "../lib/responses/mod.ts";
 import { describeError } from "./_http.ts";
 
 /** A settled promise's outcome. */
 export type Settled<T> = { readonly value: T } | { readonly error: unknown };
 
-/** The outcome of `promise` if it settles within `ms`, else `null` (the promise keeps running). */
-export async function settleWithin<T>(promise: Promise<T>, ms: number): Promise<Settled<T> | null> {
+/**
+ * The outcome of `promise` if it settles within `ms` (and before `sooner`, when given, resolves),
+ * else `null`; the promise keeps running.
+ */
+export async function settleWithin<T>(
+  promise: Promise<T>,
+  ms: number,
+  sooner?: Promise<unknown>,
+): Promise<Settled<T> | null> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<null>((resolve) => timer = setTimeout(() => resolve(null), ms));
   const outcome = promise.then((value) => ({ value }), (error) => ({ error }));
   try {
-    return await Promise.race([outcome, timeout]);
+    return await Promise.race([outcome, timeout, ...(sooner ? [sooner.then(() => null)] : [])]);
   } finally {
     clearTimeout(timer);
   }
@@ -55,6 +65,8 @@ interface StreamedTurn<T> {
   readonly requestId: string;
   /** The turn, settling with the final reply. */
   readonly done: Promise<T>;
+  /** The output as it is sampled, when streamed live. */
+  readonly feed: OutputFeed | null;
   /** Cancels the turn when the client goes away. */
   cancel(reason: unknown): void;
   /** True once the turn was cancelled: its failure then is the client's leaving, not an error. */
@@ -68,6 +80,8 @@ interface StreamShape<T> {
   readonly head: readonly Uint8Array[];
   /** Sent every `pingIntervalMs` while the turn works. */
   readonly keepAlive: Uint8Array;
+  /** The content of output events, as they are sampled. */
+  content(events: readonly OutputEvent[]): readonly Uint8Array[];
   /** The rest of the stream, once the turn is done. */
   body(reply: T): readonly Uint8Array[];
   /** The event that reports a failure after the stream started. */
@@ -95,6 +109,7 @@ function streamResponse<T>(turn: StreamedTurn<T>, shape: StreamShape<T>): Respon
         closed = true;
       };
       send(shape.head);
+      turn.feed?.listen((events) => send(shape.content(events)));
       timer = setInterval(() => send([shape.keepAlive]), turn.pingIntervalMs);
       turn.done.then(
         (reply) => {
@@ -127,14 +142,20 @@ function streamResponse<T>(turn: StreamedTurn<T>, shape: StreamShape<T>): Respon
 export interface TurnStream extends StreamedTurn<Message> {
   /** The message as `message_start` announces it. */
   readonly head: Message;
+  /** Engine request id of the turn (tool-use ids derive from it). */
+  readonly rid: string;
+  /** Signs a thinking block's text, as the message's blocks are signed. */
+  readonly sign: (thinking: string) => string;
 }
 
-/** The Anthropic SSE response of a turn: `message_start`, `ping`s, the content events. */
+/** The Anthropic SSE response of a turn: `message_start`, the content events, `ping`s. */
 export function sseResponse(turn: TurnStream): Response {
+  const writer = new MessageStreamWriter(turn.rid, turn.sign);
   return streamResponse(turn, {
     head: [encodeSse(messageStartEvent(turn.head))],
     keepAlive: encodeSse(PING_EVENT),
-    body: (message) => messageBodyEvents(message).map(encodeSse),
+    content: (events) => writer.content(events).map(encodeSse),
+    body: (message) => writer.finish(message).map(encodeSse),
     failure: (error) => {
       const { type, message } = describeError(error);
       return encodeSse(errorEvent(type, message));
@@ -147,28 +168,36 @@ export function sseResponse(turn: TurnStream): Response {
 export interface ChunkStream extends StreamedTurn<ChatCompletion> {
   /** Id, model and creation time every chunk carries. */
   readonly head: { readonly id: string; readonly model: string; readonly created: number };
+  /** Engine request id of the turn (tool-call ids derive from it). */
+  readonly rid: string;
   readonly options: StreamOptions;
   /**
-   * Hold the role chunk back until the turn is done, so it can carry `prompt_token_ids`
-   * (`return_token_ids`, the vLLM convention: prompt ids in the first chunk).
+   * The role chunk carries `prompt_token_ids` (`return_token_ids`, the vLLM convention: prompt
+   * ids in the first chunk); it waits for the turn when they are not known before (a replay).
    */
   readonly promptIdsFirst: boolean;
+  readonly promptIds: readonly number[] | null;
 }
 
 /**
  * The Chat Completions response of a turn: the role chunk (at once, unless it waits for the
- * prompt ids), `: keep-alive` comments, the body chunks and `data: [DONE]`; or a
- * `data: {"error": …}` event, which the OpenAI SDKs raise as an `APIError`.
+ * prompt ids), the content chunks as sampled, `: keep-alive` comments, the finish chunks and
+ * `data: [DONE]`; or a `data: {"error": …}` event, which the OpenAI SDKs raise as an `APIError`.
  */
 export function chunkStreamResponse(turn: ChunkStream): Response {
+  const writer = new ChunkStreamWriter(turn.head, turn.options, turn.rid);
+  const roleWaits = turn.promptIdsFirst && turn.promptIds === null;
   return streamResponse(turn, {
-    head: turn.promptIdsFirst ? [] : [encodeData(roleChunk(turn.head, turn.options))],
+    head: roleWaits
+      ? []
+      : [encodeData(roleChunk(turn.head, turn.options, turn.promptIds ?? undefined))],
     keepAlive: KEEPALIVE_EVENT,
+    content: (events) => writer.content(events).map(encodeData),
     body: (completion) => [
-      ...(turn.promptIdsFirst
+      ...(roleWaits
         ? [encodeData(roleChunk(turn.head, turn.options, completion.prompt_token_ids))]
         : []),
-      ...bodyChunks(completion, turn.options).map(encodeData),
+      ...writer.finish(completion).map(encodeData),
       DONE_EVENT,
     ],
     failure: (error) => {
@@ -183,19 +212,25 @@ export function chunkStreamResponse(turn: ChunkStream): Response {
 export interface ResponseStream extends StreamedTurn<ResponseObject> {
   /** The response as `response.created` announces it. */
   readonly head: ResponseObject;
+  /** Engine request id of the turn (item and call ids derive from it). */
+  readonly rid: string;
+  /** The request asked for `reasoning.encrypted_content`. */
+  readonly encrypted: boolean;
 }
 
 /**
  * The Responses API stream of a turn: `response.created` and `response.in_progress` at once,
- * `: keep-alive` comments, the output's events and `response.completed`; or
+ * the output's events as sampled, `: keep-alive` comments, and `response.completed`; or
  * `response.failed` with the error if the turn fails after the stream started.
  */
 export function responseStreamResponse(turn: ResponseStream): Response {
   const sequence = new EventSequence();
+  const writer = new ResponseStreamWriter(sequence, turn.rid, turn.encrypted);
   return streamResponse(turn, {
     head: headEvents(turn.head, sequence).map(encodeEvent),
     keepAlive: KEEPALIVE_EVENT,
-    body: (response) => bodyEvents(response, sequence).map(encodeEvent),
+    content: (events) => writer.content(events).map(encodeEvent),
+    body: (response) => writer.finish(response).map(encodeEvent),
     failure: (error) => {
       const { message } = describeError(error);
       return encodeEvent(failedEvent(turn.head, { code: codeOf(error), message }, sequence));

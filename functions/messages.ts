@@ -16,6 +16,7 @@ import {
   MessageCountTokensParams,
   MessageCreateParams,
   messageHead,
+  signThinking,
 } from "../lib/anthropic/mod.ts";
 import {
   countPromptTokens,
@@ -77,7 +78,7 @@ export function createMessagesApp(deps: Deps): Hono {
       const raw = c.req.raw;
       const { resolved, request, input } = await readTurn(raw, MessageCreateParams);
       if (resolved.kind === "open") await storeOpenedSession(deps.kv, resolved.session);
-      const turn = await startTurn(deps, input, raw.signal);
+      const turn = await startTurn(deps, input, raw.signal, { live: request.stream === true });
       const head = messageHead(turn.rid, request.model, turn.promptTokens);
       if (turn.completion === null) {
         return c.json({ ...head, stop_reason: "max_tokens" }, 200, { "request-id": requestId });
@@ -85,13 +86,22 @@ export function createMessagesApp(deps: Deps): Hono {
       if (!request.stream) {
         return c.json(await turn.completion, 200, { "request-id": requestId });
       }
-      // Until the first ping is due, a failure can still be answered with an HTTP status.
-      const early = await settleWithin(turn.completion, deps.config.pingIntervalMs);
+      // Until the engine samples or the first ping is due, a failure can still be answered with
+      // an HTTP status.
+      const early = await settleWithin(
+        turn.completion,
+        deps.config.pingIntervalMs,
+        turn.feed?.sampling,
+      );
       if (early && "error" in early) return errorResponse(early.error, requestId, errors);
+      const sessionId = resolved.session.id;
       return sseResponse({
         requestId,
         head,
+        rid: turn.rid,
+        sign: (thinking) => signThinking(deps.signingSecret, sessionId, thinking),
         done: turn.completion,
+        feed: turn.feed,
         cancel: turn.cancel,
         cancelled: () => turn.cancelled,
         pingIntervalMs: deps.config.pingIntervalMs,

@@ -15,6 +15,7 @@ import {
   type ResponseObject,
   responsesTurnInput,
   responseUsage,
+  wantsEncrypted,
 } from "../lib/responses/mod.ts";
 import type { StartedTurn } from "../lib/session/mod.ts";
 import { type Deps, lazyApp } from "./_deps.ts";
@@ -33,6 +34,9 @@ export function createResponsesApp(deps: Deps): Hono {
         responseStreamResponse({
           ...stream,
           head: head(request, turn),
+          rid: turn.rid,
+          encrypted: wantsEncrypted(request),
+          feed: turn.feed,
           cancel: turn.cancel,
           cancelled: () => turn.cancelled,
         }),

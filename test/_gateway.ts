@@ -97,6 +97,8 @@ export async function startGateway(
     worker?: boolean;
     /** The served model's tokenizer and template (Qwen3's by default). */
     tokenizer?: ChatTokenizer;
+    /** The engine streams deltas (`--incremental-streaming-output`), not cumulative chunks. */
+    incrementalStreaming?: boolean;
   } = {},
 ): Promise<TestGateway> {
   const tok = options.tokenizer ?? await qwen3();
@@ -104,6 +106,7 @@ export async function startGateway(
     tokenizer: tok,
     script: options.script,
     latencyMs: options.latencyMs,
+    incrementalStreaming: options.incrementalStreaming,
   });
   const kv = options.kv ?? await Deno.openKv(":memory:");
   // Sandboxes, fixture repositories and bundles of this gateway only, removed on close.

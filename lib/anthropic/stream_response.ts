@@ -5,6 +5,8 @@
  *
  * @module
  */
+import type { OutputEvent } from "../template/mod.ts";
+import { toolUseId } from "./build_response.ts";
 import type { ContentBlock, Message } from "./types.ts";
 import type { ErrorType } from "./error_body.ts";
 
@@ -16,6 +18,97 @@ export interface SseEvent {
 
 /** Longest piece of text or JSON sent in one delta. */
 const DELTA_CHARS = 256;
+
+/**
+ * The events of a message streamed as it is sampled: blocks opened, filled and closed as the
+ * output's events arrive (a thinking block signed when it closes, a tool call sent whole), then
+ * at the end the message's stop reason and usage. Its blocks add up to the finished message's
+ * (the output events add up to its parse); a message with nothing streamed (a replay) is sent
+ * whole at the end.
+ */
+export class MessageStreamWriter {
+  readonly #rid: string;
+  readonly #sign: (thinking: string) => string;
+  /** The block being filled, if any. */
+  #open: { index: number; type: "text" | "thinking"; text: string } | null = null;
+  #blocks = 0;
+  #calls = 0;
+
+  /** A writer for the message of engine request `rid`, signing thinking with `sign`. */
+  constructor(rid: string, sign: (thinking: string) => string) {
+    this.#rid = rid;
+    this.#sign = sign;
+  }
+
+  /** The events for output events as sampled. */
+  content(events: readonly OutputEvent[]): SseEvent[] {
+    const out: SseEvent[] = [];
+    for (const event of events) {
+      if (event.index !== this.#open?.index) {
+        out.push(...this.#close());
+        this.#blocks = event.index + 1;
+        if (event.type === "tool_call") {
+          const block: ContentBlock = {
+            type: "tool_use",
+            id: toolUseId(this.#rid, this.#calls++),
+            name: event.name,
+            input: event.input,
+          };
+          out.push(...blockEvents(block, event.index));
+          continue;
+        }
+        this.#open = { index: event.index, type: event.type, text: "" };
+        out.push(
+          blockStart(
+            event.index,
+            event.type === "text"
+              ? { type: "text", text: "" }
+              : { type: "thinking", thinking: "", signature: "" },
+          ),
+        );
+      }
+      const open = this.#open!;
+      const text = event.type === "text"
+        ? event.text
+        : event.type === "thinking"
+        ? event.thinking
+        : "";
+      open.text += text;
+      for (const piece of pieces(text)) {
+        out.push(blockDelta(
+          open.index,
+          open.type === "text"
+            ? { type: "text_delta", text: piece }
+            : { type: "thinking_delta", thinking: piece },
+        ));
+      }
+    }
+    return out;
+  }
+
+  /** The events that end `message`: blocks not streamed yet, `message_delta`, `message_stop`. */
+  finish(message: Message): SseEvent[] {
+    const out = this.#close();
+    message.content.slice(this.#blocks).forEach((block, i) =>
+      out.push(...blockEvents(block, this.#blocks + i))
+    );
+    this.#blocks = message.content.length;
+    out.push(...messageEndEvents(message));
+    return out;
+  }
+
+  #close(): SseEvent[] {
+    const open = this.#open;
+    if (open === null) return [];
+    this.#open = null;
+    return [
+      ...(open.type === "thinking"
+        ? [blockDelta(open.index, { type: "signature_delta", signature: this.#sign(open.text) })]
+        : []),
+      blockStop(open.index),
+    ];
+  }
+}
 
 /** The `message_start` event: the message with no content and no stop reason yet. */
 export function messageStartEvent(message: Message): SseEvent {
@@ -38,6 +131,13 @@ export function messageStartEvent(message: Message): SseEvent {
 export function messageBodyEvents(message: Message): SseEvent[] {
   const events: SseEvent[] = [];
   message.content.forEach((block, index) => events.push(...blockEvents(block, index)));
+  events.push(...messageEndEvents(message));
+  return events;
+}
+
+/** `message_delta` with the stop reason and usage, then `message_stop`. */
+function messageEndEvents(message: Message): SseEvent[] {
+  const events: SseEvent[] = [];
   events.push({
     event: "message_delta",
     data: {
@@ -63,19 +163,25 @@ export function messageEvents(message: Message): SseEvent[] {
   return [messageStartEvent(message), ...messageBodyEvents(message)];
 }
 
-function blockEvents(block: ContentBlock, index: number): SseEvent[] {
-  const start = (content_block: unknown): SseEvent => ({
+function blockStart(index: number, content_block: unknown): SseEvent {
+  return {
     event: "content_block_start",
     data: { type: "content_block_start", index, content_block },
-  });
-  const delta = (delta: unknown): SseEvent => ({
-    event: "content_block_delta",
-    data: { type: "content_block_delta", index, delta },
-  });
-  const stop: SseEvent = {
-    event: "content_block_stop",
-    data: { type: "content_block_stop", index },
   };
+}
+
+function blockDelta(index: number, delta: unknown): SseEvent {
+  return { event: "content_block_delta", data: { type: "content_block_delta", index, delta } };
+}
+
+function blockStop(index: number): SseEvent {
+  return { event: "content_block_stop", data: { type: "content_block_stop", index } };
+}
+
+function blockEvents(block: ContentBlock, index: number): SseEvent[] {
+  const start = (content_block: unknown) => blockStart(index, content_block);
+  const delta = (delta: unknown) => blockDelta(index, delta);
+  const stop = blockStop(index);
   switch (block.type) {
     case "text":
       return [

@@ -105,7 +105,7 @@ export interface TurnRecord {
   readonly closingLen: number;
   readonly finishReason: FinishReason;
   readonly stopSequence: string | null;
-  /** `ill_formed`, `roundtrip_mismatch`, `masked`, `engine_aborted`. */
+  /** `ill_formed`, `roundtrip_mismatch`, `masked`, `engine_aborted`, `stream_diverged`. */
   readonly flags: readonly string[];
   /** Tool calls the reply carried. */
   readonly toolCalls: number;

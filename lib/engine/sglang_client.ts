@@ -1,8 +1,9 @@
 /**
  * Client of SGLang's native `POST /generate` with token ids in and token ids out
  * (reference sglang.md §1, §6): pooled connections with a per-origin cap, a fixed-length `rid`
- * per call, `/abort_request` when the caller gives up, and engine-side aborts (a weight update
- * pausing the engine) resumed by resubmitting prompt + partial output.
+ * per call, streamed (`stream: true`) when the caller wants tokens as they are sampled,
+ * `/abort_request` when the caller gives up, and engine-side aborts (a weight update pausing the
+ * engine) resumed by resubmitting prompt + partial output.
  *
  * @module
  */
@@ -11,6 +12,14 @@ import { Buffer } from "node:buffer";
 import { Agent, request } from "undici";
 import { PromptIds } from "./prompt_ids.ts";
 import type { SamplingParams } from "./sampling.ts";
+import {
+  ChunkReader,
+  type NewTokens,
+  newTokens,
+  type RawOutput,
+  sseData,
+  StreamFormatError,
+} from "./stream_chunks.ts";
 
 /** Why the engine stopped. `matched` is the stop token id or the stop string. */
 export type EngineFinish =
@@ -27,14 +36,31 @@ export interface Generation {
   /** At each output position, the most likely tokens `[id, logprob]`, when asked for. */
   readonly topLogprobs?: [number, number][][];
   readonly finish: EngineFinish;
-  /** Weight version of every engine call that produced tokens, in order. */
+  /** The weight versions that sampled the output, in order (each span's, repeats merged). */
   readonly weightVersions: string[];
+  /** The weight version that sampled each output token, run-length: spans in order, covering all. */
+  readonly versionSpans: VersionSpan[];
   /** Engine-side aborts that were resumed. */
   readonly aborts: number;
   /** Wall time spent waiting on the engine, in milliseconds. */
   readonly engineMs: number;
   /** The engine's own account of its time (`meta_info.e2e_latency`), in milliseconds. */
   readonly engineReportedMs: number;
+}
+
+/** Output positions `start..end` (end exclusive), sampled under weight `version`. */
+export interface VersionSpan {
+  readonly version: string;
+  readonly start: number;
+  readonly end: number;
+}
+
+/** Tokens the engine has just sampled, as a streamed generation reports them. */
+export interface SampledTokens {
+  readonly ids: readonly number[];
+  readonly logprobs: readonly number[];
+  /** The weight version that sampled them. */
+  readonly weightVersion: string;
 }
 
 /** One generation request. */
@@ -48,6 +74,11 @@ export interface GenerateRequest {
   readonly topLogprobs?: number;
   /** Aborted when the client leaves: the engine request is aborted and nothing is returned. */
   readonly signal?: AbortSignal;
+  /**
+   * Told of tokens as they are sampled: the engine is asked to stream (`stream: true`). Resumed
+   * calls after an engine-side abort continue the same report.
+   */
+  readonly onTokens?: (tokens: SampledTokens) => void;
 }
 
 /** Something that turns prompt token ids into sampled token ids. */
@@ -91,17 +122,6 @@ export function newRid(): string {
   return crypto.randomUUID().replaceAll("-", "");
 }
 
-interface RawOutput {
-  output_ids?: number[];
-  meta_info?: {
-    finish_reason?: { type: string; matched?: number | string | null; message?: string } | null;
-    output_token_logprobs?: [number, number, unknown][];
-    output_top_logprobs?: ([number, number, unknown][] | null)[];
-    weight_version?: string;
-    e2e_latency?: number;
-  };
-}
-
 /**
  * The SGLang engine client.
  *
@@ -126,41 +146,22 @@ export class SglangClient implements Engine {
 
   async generate(req: GenerateRequest): Promise<Generation> {
     const started = performance.now();
-    const outputIds: number[] = [];
-    const logprobs: number[] = [];
-    const topLogprobs: [number, number][][] = [];
-    const weightVersions: string[] = [];
+    const output = new GeneratedSoFar(req);
     let aborts = 0;
     let reportedMs = 0;
     const firstRid = req.rid ?? newRid();
     const prompt = req.inputIds instanceof PromptIds ? req.inputIds : PromptIds.from(req.inputIds);
     for (;;) {
       const rid = aborts === 0 ? firstRid : newRid();
-      const maxNew = req.sampling.max_new_tokens - outputIds.length;
-      const raw = await this.#call(rid, req, prompt.concat(outputIds), maxNew);
-      const ids = raw.output_ids ?? [];
-      reportedMs += (raw.meta_info?.e2e_latency ?? 0) * 1000;
-      const lps = raw.meta_info?.output_token_logprobs ?? [];
-      if (lps.length !== ids.length || lps.some((lp, i) => lp[1] !== ids[i])) {
-        throw new EngineRejectedError(
-          "Engine returned output_token_logprobs that do not match output_ids",
-        );
-      }
-      for (let i = 0; i < ids.length; i++) {
-        outputIds.push(ids[i]);
-        logprobs.push(lps[i][0]);
-      }
-      if (req.topLogprobs) {
-        const tops = raw.meta_info?.output_top_logprobs ?? [];
-        for (let i = 0; i < ids.length; i++) {
-          topLogprobs.push((tops[i] ?? []).map(([logprob, id]) => [id, logprob]));
-        }
-      }
-      if (ids.length > 0) weightVersions.push(raw.meta_info?.weight_version ?? "default");
-      const finish = raw.meta_info?.finish_reason;
+      const maxNew = req.sampling.max_new_tokens - output.ids.length;
+      const final = await this.#call(rid, req, prompt.concat(output.ids), maxNew, output);
+      reportedMs += (final.meta_info?.e2e_latency ?? 0) * 1000;
+      const finish = final.meta_info?.finish_reason;
       if (finish?.type === "abort") {
         req.signal?.throwIfAborted();
-        if (aborts >= this.#options.maxResumes || outputIds.length >= req.sampling.max_new_tokens) {
+        if (
+          aborts >= this.#options.maxResumes || output.ids.length >= req.sampling.max_new_tokens
+        ) {
           throw new EngineUnavailableError(
             `Engine aborted the generation ${aborts + 1} times: ${finish.message ?? "Aborted"}`,
           );
@@ -173,11 +174,12 @@ export class SglangClient implements Engine {
         : { type: "stop", matched: finish?.matched ?? null };
       return {
         rid: firstRid,
-        outputIds,
-        logprobs,
-        ...(req.topLogprobs ? { topLogprobs } : {}),
+        outputIds: output.ids,
+        logprobs: output.logprobs,
+        ...(req.topLogprobs ? { topLogprobs: output.tops } : {}),
         finish: engineFinish,
-        weightVersions,
+        weightVersions: output.weightVersions,
+        versionSpans: output.spans,
         aborts,
         engineMs: performance.now() - started,
         engineReportedMs: reportedMs,
@@ -185,14 +187,20 @@ export class SglangClient implements Engine {
     }
   }
 
-  /** One `/generate` call for `inputIds` (the prompt, plus partial output when resuming). */
+  /**
+   * One `/generate` call for `inputIds` (the prompt, plus partial output when resuming): its
+   * tokens go into `output` (as they stream, when the caller wants them so); returns the last
+   * answer, whose `finish_reason` says how the call ended.
+   */
   async #call(
     rid: string,
     req: GenerateRequest,
     inputIds: PromptIds,
     maxNew: number,
+    output: GeneratedSoFar,
   ): Promise<RawOutput> {
     req.signal?.throwIfAborted();
+    const stream = req.onTokens !== undefined;
     const sampling = JSON.stringify({ ...req.sampling, max_new_tokens: maxNew });
     const body = Buffer.concat([
       encoder.encode(`{"rid":"${rid}","input_ids":[`),
@@ -200,7 +208,7 @@ export class SglangClient implements Engine {
       encoder.encode(
         `],"sampling_params":${sampling},"return_logprob":true,${
           req.topLogprobs ? `"top_logprobs_num":${req.topLogprobs},` : ""
-        }"stream":false}`,
+        }"stream":${stream}}`,
       ),
     ]);
     const timeout = AbortSignal.timeout(this.#options.timeoutMs);
@@ -215,16 +223,33 @@ export class SglangClient implements Engine {
         dispatcher: this.#agent,
         signal,
       });
-      const text = await response.body.text();
-      if (response.statusCode >= 500 || response.statusCode === 429) {
-        throw new EngineUnavailableError(
-          `Engine answered HTTP ${response.statusCode}: ${text.slice(0, 300)}`,
-        );
-      }
       if (response.statusCode >= 400) {
+        const text = await response.body.text();
+        if (response.statusCode >= 500 || response.statusCode === 429) {
+          throw new EngineUnavailableError(
+            `Engine answered HTTP ${response.statusCode}: ${text.slice(0, 300)}`,
+          );
+        }
         throw new EngineRejectedError(`Engine rejected the request: ${errorMessage(text)}`);
       }
-      return JSON.parse(text) as RawOutput;
+      if (!stream) {
+        const answer = JSON.parse(await response.body.text()) as RawOutput;
+        output.addAnswer(answer);
+        return answer;
+      }
+      const chunks = new ChunkReader();
+      for await (const data of sseData(response.body)) {
+        if (data === "[DONE]") break;
+        const chunk = JSON.parse(data) as RawOutput;
+        if (chunk.error) {
+          throw new EngineRejectedError(
+            `Engine failed the request: ${String(chunk.error.message ?? "").slice(0, 500)}`,
+          );
+        }
+        output.addChunk(chunks.next(chunk), chunk.meta_info?.weight_version);
+        if (chunk.meta_info?.finish_reason) return chunk;
+      }
+      throw new EngineUnavailableError("Engine stream ended before the generation finished");
     } catch (error) {
       if (req.signal?.aborted) throw req.signal.reason;
       if (timeout.aborted) {
@@ -235,6 +260,7 @@ export class SglangClient implements Engine {
       if (error instanceof EngineRejectedError || error instanceof EngineUnavailableError) {
         throw error;
       }
+      if (error instanceof StreamFormatError) throw new EngineRejectedError(error.message);
       throw new EngineUnavailableError(`Engine at ${this.url} is unreachable: ${String(error)}`, {
         cause: error,
       });
@@ -271,5 +297,63 @@ function errorMessage(text: string): string {
     return String(body?.error?.message ?? body?.message ?? text).slice(0, 500);
   } catch {
     return text.slice(0, 500);
+  }
+}
+
+/** A generation's output across its engine calls, and who is told of new tokens. */
+class GeneratedSoFar {
+  readonly ids: number[] = [];
+  readonly logprobs: number[] = [];
+  readonly tops: [number, number][][] = [];
+  readonly spans: VersionSpan[] = [];
+  readonly weightVersions: string[] = [];
+
+  constructor(readonly request: GenerateRequest) {}
+
+  /** A whole (non-streamed) answer, its tokens split by the version spans it reports. */
+  addAnswer(answer: RawOutput): void {
+    const tokens = newTokens(answer);
+    const meta = answer.meta_info;
+    const spans = meta?.weight_versions ?? [];
+    const covered = spans.length > 0 && spans[0].start === 0 &&
+      spans.at(-1)!.end === tokens.ids.length &&
+      spans.every((span, i) => i === 0 || span.start === spans[i - 1].end);
+    if (!covered) return this.#add(tokens, meta?.weight_version);
+    for (const span of spans) {
+      this.#add({
+        ids: tokens.ids.slice(span.start, span.end),
+        logprobs: tokens.logprobs.slice(span.start, span.end),
+        tops: tokens.tops.slice(span.start, span.end),
+      }, span.version);
+    }
+  }
+
+  /** The new tokens of a streamed chunk, reported at once. */
+  addChunk(tokens: NewTokens, version: string | undefined): void {
+    this.#add(tokens, version);
+  }
+
+  #add(tokens: NewTokens, version = "default"): void {
+    if (tokens.ids.length === 0) return;
+    const start = this.ids.length;
+    for (let i = 0; i < tokens.ids.length; i++) {
+      this.ids.push(tokens.ids[i]);
+      this.logprobs.push(tokens.logprobs[i][0]);
+    }
+    if (this.request.topLogprobs) {
+      for (let i = 0; i < tokens.ids.length; i++) {
+        this.tops.push((tokens.tops[i] ?? []).map(([logprob, id]) => [id, logprob]));
+      }
+    }
+    const last = this.spans.at(-1);
+    if (last?.version === version) {
+      this.spans[this.spans.length - 1] = { ...last, end: this.ids.length };
+    } else this.spans.push({ version, start, end: this.ids.length });
+    if (this.weightVersions.at(-1) !== version) this.weightVersions.push(version);
+    this.request.onTokens?.({
+      ids: tokens.ids,
+      logprobs: this.logprobs.slice(start),
+      weightVersion: version,
+    });
   }
 }

@@ -7,6 +7,8 @@
  *
  * @module
  */
+import type { OutputEvent } from "../template/mod.ts";
+import { toolCallId } from "./build_response.ts";
 import type { ChatCompletion, ChatCompletionChunk } from "./types.ts";
 
 type ChunkChoice = ChatCompletionChunk["choices"][number];
@@ -71,6 +73,78 @@ export function bodyChunks(
   if (only.token_ids) first.token_ids = only.token_ids;
   if (options.includeUsage) chunks.push({ ...base, choices: [], usage: completion.usage });
   return chunks;
+}
+
+/**
+ * The chunks of a completion streamed as it is sampled: reasoning and content deltas as the
+ * output's events arrive (the blocks of each joined by a newline, as the message joins them),
+ * each tool call whole (its id and name, then its arguments); at the end the finish reason, with
+ * the logprobs and token ids when asked for, and the usage. A completion with nothing streamed
+ * (a replay) is sent whole at the end.
+ */
+export class ChunkStreamWriter {
+  readonly #head: { readonly id: string; readonly model: string; readonly created: number };
+  readonly #options: StreamOptions;
+  readonly #rid: string;
+  #index = -1;
+  #texts = 0;
+  #thoughts = 0;
+  #calls = 0;
+
+  constructor(
+    head: { readonly id: string; readonly model: string; readonly created: number },
+    options: StreamOptions,
+    rid: string,
+  ) {
+    this.#head = head;
+    this.#options = options;
+    this.#rid = rid;
+  }
+
+  /** The chunks for output events as sampled. */
+  content(events: readonly OutputEvent[]): ChatCompletionChunk[] {
+    const base = envelope(this.#head, this.#options);
+    const deltas: ChunkChoice["delta"][] = [];
+    for (const event of events) {
+      const opens = event.index !== this.#index;
+      this.#index = event.index;
+      if (event.type === "tool_call") {
+        const index = this.#calls++;
+        deltas.push({
+          tool_calls: [{
+            index,
+            id: toolCallId(this.#rid, index),
+            type: "function",
+            function: { name: event.name, arguments: "" },
+          }],
+        });
+        deltas.push({
+          tool_calls: [{ index, function: { arguments: JSON.stringify(event.input) } }],
+        });
+      } else if (event.type === "text") {
+        const joint = opens && this.#texts++ > 0 ? "\n" : "";
+        deltas.push({ content: joint + event.text });
+      } else {
+        const joint = opens && this.#thoughts++ > 0 ? "\n" : "";
+        deltas.push({ reasoning_content: joint + event.thinking });
+      }
+    }
+    return deltas.map((delta) => ({ ...base, choices: [choice(delta)] }));
+  }
+
+  /** The chunks that end `completion`: the finish reason (logprobs, token ids), the usage. */
+  finish(completion: ChatCompletion): ChatCompletionChunk[] {
+    if (this.#index < 0) return bodyChunks(completion, this.#options);
+    const [only] = completion.choices;
+    const base = envelope(completion, this.#options);
+    const finish: ChunkChoice = choice({}, only.finish_reason);
+    if (only.logprobs) finish.logprobs = only.logprobs;
+    if (only.token_ids) finish.token_ids = only.token_ids;
+    return [
+      { ...base, choices: [finish] },
+      ...(this.#options.includeUsage ? [{ ...base, choices: [], usage: completion.usage }] : []),
+    ];
+  }
 }
 
 /** One SSE event carrying `data`. */

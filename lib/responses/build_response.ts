@@ -47,7 +47,7 @@ export function buildResponse(
           type: "message",
           id: itemId("msg", output.rid, items.length),
           role: "assistant",
-          status: incomplete ? "incomplete" : "completed",
+          status: "completed",
           content: [{ type: "output_text", text: block.text, annotations: [] }],
         });
       }
@@ -63,6 +63,9 @@ export function buildResponse(
       });
     }
   }
+  // The token limit cut the last item; a message before it was complete when the next began.
+  const last = items.at(-1);
+  if (incomplete && last?.type === "message") last.status = "incomplete";
   return {
     ...responseHead(`resp_${output.rid}`, request, createdAt),
     status: incomplete ? "incomplete" : "completed",
@@ -125,12 +128,12 @@ export function responseUsage(inputTokens: number, outputTokens: number): Respon
  * reasoning only through this field. The gateway has nothing to hide from its own model: it
  * carries the reasoning text, which the translation reads back when an echo has nothing else.
  */
-function wantsEncrypted(request: ResponseCreateParams): boolean {
+export function wantsEncrypted(request: ResponseCreateParams): boolean {
   return request.include?.includes("reasoning.encrypted_content") === true;
 }
 
 /** An item id: `prefix_` and 24 hex digits, unique per request and position. */
-function itemId(prefix: string, rid: string, index: number): string {
+export function itemId(prefix: string, rid: string, index: number): string {
   return `${prefix}_${
     createHash("sha256").update(`${rid}:${prefix}:${index}`).digest("hex").slice(0, 24)
   }`;

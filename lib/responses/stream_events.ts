@@ -10,6 +10,9 @@
  *
  * @module
  */
+import { toolCallId } from "../openai/mod.ts";
+import type { OutputEvent } from "../template/mod.ts";
+import { itemId } from "./build_response.ts";
 import type { OutputItem, ResponseObject, ResponseStreamEvent } from "./types.ts";
 
 /** Numbers the events of one stream in order, from 0. */
@@ -45,47 +48,194 @@ export function bodyEvents(
   sequence: EventSequence,
 ): ResponseStreamEvent[] {
   const events: ResponseStreamEvent[] = [];
+  response.output.forEach((item, outputIndex) =>
+    events.push(...itemEvents(item, outputIndex, sequence))
+  );
+  events.push(endEvent(response, sequence));
+  return events;
+}
+
+/** The events that stream one whole output item. */
+function itemEvents(
+  item: OutputItem,
+  output_index: number,
+  sequence: EventSequence,
+): ResponseStreamEvent[] {
+  const events: ResponseStreamEvent[] = [];
   const emit = (type: string, fields: Record<string, unknown>) =>
     events.push(sequence.event(type, fields));
-  response.output.forEach((item, output_index) => {
-    emit("response.output_item.added", { output_index, item: opened(item) });
-    const at = { item_id: item.id, output_index };
-    if (item.type === "reasoning") {
-      item.content.forEach((part, content_index) => {
-        const empty = { ...part, text: "" };
-        emit("response.content_part.added", { ...at, content_index, part: empty });
-        emit("response.reasoning_text.delta", { ...at, content_index, delta: part.text });
-        emit("response.reasoning_text.done", { ...at, content_index, text: part.text });
-        emit("response.content_part.done", { ...at, content_index, part });
-      });
-    } else if (item.type === "message") {
-      item.content.forEach((part, content_index) => {
-        const empty = { ...part, text: "" };
-        emit("response.content_part.added", { ...at, content_index, part: empty });
-        emit("response.output_text.delta", {
-          ...at,
-          content_index,
-          delta: part.text,
-          logprobs: [],
-        });
-        emit("response.output_text.done", { ...at, content_index, text: part.text, logprobs: [] });
-        emit("response.content_part.done", { ...at, content_index, part });
-      });
-    } else {
-      emit("response.function_call_arguments.delta", { ...at, delta: item.arguments });
-      emit("response.function_call_arguments.done", {
-        ...at,
-        name: item.name,
-        arguments: item.arguments,
-      });
-    }
-    emit("response.output_item.done", { output_index, item });
-  });
-  emit(
+  emit("response.output_item.added", { output_index, item: opened(item) });
+  const at = { item_id: item.id, output_index };
+  if (item.type === "reasoning") {
+    item.content.forEach((part, content_index) => {
+      const empty = { ...part, text: "" };
+      emit("response.content_part.added", { ...at, content_index, part: empty });
+      emit("response.reasoning_text.delta", { ...at, content_index, delta: part.text });
+      emit("response.reasoning_text.done", { ...at, content_index, text: part.text });
+      emit("response.content_part.done", { ...at, content_index, part });
+    });
+  } else if (item.type === "message") {
+    item.content.forEach((part, content_index) => {
+      const empty = { ...part, text: "" };
+      emit("response.content_part.added", { ...at, content_index, part: empty });
+      emit("response.output_text.delta", { ...at, content_index, delta: part.text, logprobs: [] });
+      emit("response.output_text.done", { ...at, content_index, text: part.text, logprobs: [] });
+      emit("response.content_part.done", { ...at, content_index, part });
+    });
+  } else {
+    emit("response.function_call_arguments.delta", { ...at, delta: item.arguments });
+    emit("response.function_call_arguments.done", {
+      ...at,
+      name: item.name,
+      arguments: item.arguments,
+    });
+  }
+  emit("response.output_item.done", { output_index, item });
+  return events;
+}
+
+/** `response.completed`, or `response.incomplete` at the token limit. */
+function endEvent(response: ResponseObject, sequence: EventSequence): ResponseStreamEvent {
+  return sequence.event(
     response.status === "incomplete" ? "response.incomplete" : "response.completed",
     { response },
   );
-  return events;
+}
+
+/**
+ * The events of a response streamed as it is sampled: a reasoning item per thinking block and a
+ * message item per run of text (its blocks joined by a newline) opened and filled as the
+ * output's events arrive, a function call item sent whole; at the end the last item closed as
+ * the response has it, and `response.completed` (or `.incomplete`). Its items add up to the
+ * response's; a response with nothing streamed (a replay) is sent whole at the end.
+ */
+export class ResponseStreamWriter {
+  readonly #sequence: EventSequence;
+  readonly #rid: string;
+  readonly #encrypted: boolean;
+  #items = 0;
+  #calls = 0;
+  #block = -1;
+  #open: { type: "reasoning" | "message"; id: string; outputIndex: number; text: string } | null =
+    null;
+
+  /**
+   * A writer numbering events with `sequence`, for engine request `rid`; `encrypted` when the
+   * request asked for `reasoning.encrypted_content`.
+   */
+  constructor(sequence: EventSequence, rid: string, encrypted: boolean) {
+    this.#sequence = sequence;
+    this.#rid = rid;
+    this.#encrypted = encrypted;
+  }
+
+  /** The events for output events as sampled. */
+  content(events: readonly OutputEvent[]): ResponseStreamEvent[] {
+    const out: ResponseStreamEvent[] = [];
+    const emit = (type: string, fields: Record<string, unknown>) =>
+      out.push(this.#sequence.event(type, fields));
+    for (const event of events) {
+      const opens = event.index !== this.#block;
+      this.#block = event.index;
+      if (event.type === "tool_call") {
+        out.push(...this.#close());
+        const item: OutputItem = {
+          type: "function_call",
+          id: itemId("fc", this.#rid, this.#items),
+          call_id: toolCallId(this.#rid, this.#calls++),
+          name: event.name,
+          arguments: JSON.stringify(event.input),
+          status: "completed",
+        };
+        out.push(...itemEvents(item, this.#items++, this.#sequence));
+        continue;
+      }
+      const type = event.type === "text" ? "message" : "reasoning";
+      let text = event.type === "text" ? event.text : event.thinking;
+      if (opens && this.#open?.type === "message" && type === "message") text = `\n${text}`;
+      else if (opens) {
+        out.push(...this.#close());
+        const prefix = type === "message" ? "msg" : "rs";
+        const open = {
+          type,
+          id: itemId(prefix, this.#rid, this.#items),
+          outputIndex: this.#items++,
+          text: "",
+        } as const;
+        this.#open = { ...open };
+        const item = type === "message"
+          ? { type, id: open.id, role: "assistant", status: "in_progress", content: [] }
+          : { type, id: open.id, summary: [], content: [], status: "in_progress" };
+        emit("response.output_item.added", { output_index: open.outputIndex, item });
+        emit("response.content_part.added", {
+          item_id: open.id,
+          output_index: open.outputIndex,
+          content_index: 0,
+          part: type === "message"
+            ? { type: "output_text", text: "", annotations: [] }
+            : { type: "reasoning_text", text: "" },
+        });
+      }
+      const open = this.#open!;
+      open.text += text;
+      const at = { item_id: open.id, output_index: open.outputIndex, content_index: 0 };
+      if (type === "message") {
+        emit("response.output_text.delta", { ...at, delta: text, logprobs: [] });
+      } else emit("response.reasoning_text.delta", { ...at, delta: text });
+    }
+    return out;
+  }
+
+  /** The events that end `response`: the open item closed as it has it, items not streamed yet, the end. */
+  finish(response: ResponseObject): ResponseStreamEvent[] {
+    if (this.#block < 0) return bodyEvents(response, this.#sequence);
+    const out = this.#close(response.output);
+    response.output.slice(this.#items).forEach((item, i) =>
+      out.push(...itemEvents(item, this.#items + i, this.#sequence))
+    );
+    this.#items = response.output.length;
+    out.push(endEvent(response, this.#sequence));
+    return out;
+  }
+
+  /** Closes the open item: as `output` has it at the end, else as streamed (complete). */
+  #close(output?: readonly OutputItem[]): ResponseStreamEvent[] {
+    const open = this.#open;
+    if (open === null) return [];
+    this.#open = null;
+    const { id, text, outputIndex: output_index } = open;
+    const item: OutputItem = output?.[output_index] ?? (open.type === "message"
+      ? {
+        type: "message",
+        id,
+        role: "assistant",
+        status: "completed",
+        content: [{ type: "output_text", text, annotations: [] }],
+      }
+      : {
+        type: "reasoning",
+        id,
+        summary: [],
+        content: [{ type: "reasoning_text", text }],
+        ...(this.#encrypted ? { encrypted_content: text } : {}),
+        status: "completed",
+      });
+    const at = { item_id: id, output_index, content_index: 0 };
+    const events: ResponseStreamEvent[] = [];
+    const emit = (type: string, fields: Record<string, unknown>) =>
+      events.push(this.#sequence.event(type, fields));
+    if (item.type === "message") {
+      const part = item.content[0];
+      emit("response.output_text.done", { ...at, text: part.text, logprobs: [] });
+      emit("response.content_part.done", { ...at, part });
+    } else if (item.type === "reasoning") {
+      const part = item.content[0];
+      emit("response.reasoning_text.done", { ...at, text: part.text });
+      emit("response.content_part.done", { ...at, part });
+    }
+    emit("response.output_item.done", { output_index, item });
+    return events;
+  }
 }
 
 /** The event that ends a stream whose turn failed after it started. */

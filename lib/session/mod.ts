@@ -7,4 +7,5 @@ export * from "./route_plan.ts";
 export * from "./route_snapshot.ts";
 export * from "./route.ts";
 export * from "./run_turn.ts";
+export * from "./output_feed.ts";
 export * from "./lifecycle.ts";

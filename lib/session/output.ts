@@ -34,10 +34,21 @@ export function parseTurnOutput(
   startsInReasoning: boolean,
   tools: ToolSchemas,
 ): ParsedOutput {
-  let text = tokenizer.decode(withoutStopToken(output, tokenizer.ending.stopIds));
-  if (end.stopSequence !== null) {
-    const at = text.lastIndexOf(end.stopSequence);
-    if (at >= 0) text = text.slice(0, at);
-  }
-  return parseOutput(text, { startsInReasoning, tools, formats: tokenizer.formats });
+  return parseOutput(turnText(tokenizer, output, end), {
+    startsInReasoning,
+    tools,
+    formats: tokenizer.formats,
+  });
+}
+
+/** The text the agent's reply is parsed from: the output less its stop token and stop string. */
+export function turnText(
+  tokenizer: ChatTokenizer,
+  output: readonly number[],
+  end: TurnEnd,
+): string {
+  const text = tokenizer.decode(withoutStopToken(output, tokenizer.ending.stopIds));
+  if (end.stopSequence === null) return text;
+  const at = text.lastIndexOf(end.stopSequence);
+  return at >= 0 ? text.slice(0, at) : text;
 }

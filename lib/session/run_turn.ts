@@ -36,9 +36,11 @@ import {
   tryLease,
   writeTurnMessages,
 } from "../kv/mod.ts";
-import { renderPrompt } from "../template/mod.ts";
+import { parseOutput, renderPrompt } from "../template/mod.ts";
 import { ChainConflictError } from "./errors.ts";
-import { parseTurnOutput } from "./output.ts";
+import { LiveOutput } from "./live_output.ts";
+import { OutputFeed } from "./output_feed.ts";
+import { parseTurnOutput, turnText } from "./output.ts";
 import { type RouteDeps, type RoutedTurn, routeTurn } from "./route.ts";
 import { cacheKey } from "./route_snapshot.ts";
 import type { TurnInput } from "./turn_input.ts";
@@ -176,6 +178,13 @@ export interface StartedTurn<Reply> {
   readonly promptTokens: number;
   /** The reply once generated and recorded; `null` when the request asked for no tokens. */
   readonly completion: Promise<Reply> | null;
+  /**
+   * The output as it is sampled, when the caller asked to stream it live; `null` otherwise, and
+   * for a replay (its reply is whole at once).
+   */
+  readonly feed: OutputFeed | null;
+  /** The prompt's token ids, when the reply shows them and they are known before the reply. */
+  readonly promptIds: readonly number[] | null;
   /** Stops the turn: the engine request is aborted and nothing is recorded. */
   cancel(reason?: unknown): void;
   /** True once the turn was cancelled (by `cancel` or by the caller's signal). */
@@ -199,20 +208,28 @@ export async function startTurn<Reply>(
   deps: TurnDeps,
   input: TurnInput<Reply>,
   signal?: AbortSignal,
+  options: { live?: boolean } = {},
 ): Promise<StartedTurn<Reply>> {
   const prepared = await prepareTurn(deps, input, signal);
   const abort = new AbortController();
-  const head = { rid: prepared.rid, promptTokens: prepared.promptTokens };
+  const generating = prepared.route.replay === null;
+  const head = {
+    rid: prepared.rid,
+    promptTokens: prepared.promptTokens,
+    promptIds: generating && input.tokenData?.promptIds ? prepared.route.prompt.toArray() : null,
+  };
   if (input.sampling.maxTokens === 0) {
     await releaseTurn(prepared);
-    return { ...head, completion: null, cancel: () => {}, cancelled: false };
+    return { ...head, completion: null, feed: null, cancel: () => {}, cancelled: false };
   }
+  const feed = options.live && generating ? new OutputFeed() : null;
   const cancel = (reason?: unknown) => abort.abort(reason);
   if (signal?.aborted) cancel(signal.reason);
   signal?.addEventListener("abort", () => cancel(signal.reason), { once: true });
   return {
     ...head,
-    completion: completeTurn(deps, prepared, abort.signal),
+    completion: completeTurn(deps, prepared, feed, abort.signal),
+    feed,
     cancel,
     get cancelled() {
       return abort.signal.aborted;
@@ -236,30 +253,45 @@ async function releaseTurn<Reply>(prepared: PreparedTurn<Reply>): Promise<void> 
 async function completeTurn<Reply>(
   deps: TurnDeps,
   prepared: PreparedTurn<Reply>,
+  feed: OutputFeed | null,
   signal?: AbortSignal,
 ): Promise<Reply> {
   try {
     const replay = prepared.route.replay;
     if (replay) return await recordedReply(deps, prepared.input, replay);
-    return await generateAndRecord(deps, prepared, signal);
+    return await generateAndRecord(deps, prepared, feed, signal);
   } finally {
     await prepared.lease?.release();
   }
 }
 
+/**
+ * Generates the turn and records it. With a `feed`, the output is parsed as it is sampled and
+ * its events fed on; the reply is still parsed from the whole output, which the events add up
+ * to.
+ */
 async function generateAndRecord<Reply>(
   deps: TurnDeps,
   prepared: PreparedTurn<Reply>,
+  feed: OutputFeed | null,
   signal?: AbortSignal,
 ): Promise<Reply> {
   const { input, route } = prepared;
   const { tokenizer } = deps;
+  const live = feed
+    ? new LiveOutput(tokenizer, {
+      startsInReasoning: route.startsInReasoning,
+      tools: input.toolSchemas,
+      stop: prepared.sampling.stop ?? [],
+    })
+    : null;
   const generation = await deps.engine.generate({
     rid: prepared.rid,
     inputIds: route.prompt,
     sampling: prepared.sampling,
     ...(input.tokenData?.topLogprobs ? { topLogprobs: input.tokenData.topLogprobs } : {}),
     signal,
+    ...(feed && live ? { onTokens: (tokens) => feed.push(live.push(tokens.ids)) } : {}),
   });
   signal?.throwIfAborted();
 
@@ -272,13 +304,17 @@ async function generateAndRecord<Reply>(
     flags.push("roundtrip_mismatch");
     masked = deps.roundtripPolicy === "mask";
   }
-  const parsed = parseTurnOutput(
-    tokenizer,
-    output,
-    end,
-    route.startsInReasoning,
-    input.toolSchemas,
-  );
+  const text = turnText(tokenizer, output, end);
+  if (feed && live) {
+    const settled = live.end(text);
+    feed.push(settled.events);
+    if (!settled.exact) flags.push("stream_diverged");
+  }
+  const parsed = parseOutput(text, {
+    startsInReasoning: route.startsInReasoning,
+    tools: input.toolSchemas,
+    formats: tokenizer.formats,
+  });
   if (parsed.illFormed.length > 0) flags.push("ill_formed");
   if (generation.aborts > 0) flags.push("engine_aborted");
   if (masked) flags.push("masked");

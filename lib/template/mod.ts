@@ -11,3 +11,4 @@ export * from "./section_calls.ts";
 export * from "./harmony_parser.ts";
 export * from "./glm_parser.ts";
 export * from "./stream_output.ts";
+export * from "./decode_stream.ts";

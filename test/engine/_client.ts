@@ -26,6 +26,7 @@ export async function withEngine(
     latencyMs?: number;
     timeoutMs?: number;
     maxResumes?: number;
+    incrementalStreaming?: boolean;
   },
   run: (ctx: {
     engine: Awaited<ReturnType<typeof startScriptedEngine>>;
@@ -38,6 +39,7 @@ export async function withEngine(
     tokenizer,
     script: options.script,
     latencyMs: options.latencyMs,
+    incrementalStreaming: options.incrementalStreaming,
   });
   const client = new SglangClient(engine.url, {
     connections: 4,
@@ -58,5 +60,26 @@ export async function until(condition: () => boolean, ms = 5_000): Promise<void>
   while (!condition()) {
     if (Date.now() > deadline) throw new Error("Condition not met in time");
     await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** Runs `run` against a bare HTTP server answering `/generate` with `handler`. */
+export async function withServer(
+  handler: (request: Request) => Response | Promise<Response>,
+  run: (client: SglangClient) => Promise<void>,
+) {
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
+    if (new URL(request.url).pathname === "/abort_request") return new Response(null);
+    return await handler(request);
+  });
+  const client = new SglangClient(`http://127.0.0.1:${server.addr.port}`, {
+    connections: 2,
+    timeoutMs: 5_000,
+  });
+  try {
+    await run(client);
+  } finally {
+    await client.close();
+    await server.shutdown();
   }
 }

@@ -6,34 +6,13 @@ import {
 } from "../../lib/engine/sglang_client.ts";
 import { type Script, scriptedLogprob } from "../../fixtures/scripted_engine.ts";
 import { qwen3 } from "../_gateway.ts";
-import { PROMPT, RID, sampling, withEngine } from "./_client.ts";
+import { PROMPT, RID, sampling, withEngine, withServer } from "./_client.ts";
 
 const ANSWER = "One two three four five six seven eight nine ten.";
 
 /** Continues the scripted answer from wherever the prompt left it (prompt + partial output). */
 function continuing(answer: number[]): Script {
   return (call) => ({ tokens: answer.slice(call.inputIds.length - PROMPT.length) });
-}
-
-/** Runs `run` against a bare HTTP server answering `/generate` with `handler`. */
-async function withServer(
-  handler: (request: Request) => Response | Promise<Response>,
-  run: (client: SglangClient) => Promise<void>,
-) {
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
-    if (new URL(request.url).pathname === "/abort_request") return new Response(null);
-    return await handler(request);
-  });
-  const client = new SglangClient(`http://127.0.0.1:${server.addr.port}`, {
-    connections: 2,
-    timeoutMs: 5_000,
-  });
-  try {
-    await run(client);
-  } finally {
-    await client.close();
-    await server.shutdown();
-  }
 }
 
 function finished(outputIds: number[], logprobs: [number, number, null][]) {

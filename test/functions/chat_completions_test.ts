@@ -88,7 +88,15 @@ async function converse(
     let reply: OpenAI.Chat.ChatCompletionMessage;
     if (options.stream) {
       const stream = client.chat.completions.stream({ ...params, stream: true });
+      // reasoning_content streams as deltas (DeepSeek's convention); the SDK's helper keeps only
+      // the last of a field it does not know, so the client adds them up, as agents do.
+      let reasoning = "";
+      stream.on("chunk", (chunk) => {
+        const delta = chunk.choices[0]?.delta as { reasoning_content?: string } | undefined;
+        reasoning += delta?.reasoning_content ?? "";
+      });
       reply = (await stream.finalChatCompletion()).choices[0].message;
+      if (reasoning) Object.assign(reply, { reasoning_content: reasoning });
     } else {
       reply = (await client.chat.completions.create(params)).choices[0].message;
     }

@@ -43,12 +43,13 @@ Deno.test("a streamed turn follows Anthropic's event grammar, tool input only in
     assert.equal(response.status, 200);
     assert.match(response.headers.get("content-type")!, /^text\/event-stream/);
     const events = sseEvents(await response.text());
-    const names = events.map((e) => e.event).filter((name) => name !== "ping");
+    // Deltas arrive as the tokens are sampled: a run of them is one entry here.
+    const names = events.map((e) => e.event).filter((name) => name !== "ping")
+      .filter((name, i, all) => name !== "content_block_delta" || all[i - 1] !== name);
     assert.ok(events.some((e) => e.event === "ping"), "pings while the engine works");
     assert.deepEqual(names, [
       "message_start",
       "content_block_start",
-      "content_block_delta",
       "content_block_delta",
       "content_block_stop",
       "content_block_start",
@@ -78,7 +79,9 @@ Deno.test("a streamed turn follows Anthropic's event grammar, tool input only in
       e.event === "content_block_delta" && e.data.index === 0
     )
       .map((e) => (e.data.delta as { type: string }).type);
-    assert.deepEqual(thinkingDeltas, ["thinking_delta", "signature_delta"]);
+    assert.deepEqual(thinkingDeltas.at(-1), "signature_delta");
+    assert.ok(thinkingDeltas.length > 2, "thinking streamed in pieces");
+    assert.ok(thinkingDeltas.slice(0, -1).every((type) => type === "thinking_delta"));
     const delta = events.find((e) => e.event === "message_delta")!.data;
     assert.deepEqual(delta.delta, { stop_reason: "tool_use", stop_sequence: null });
     assert.equal(
@@ -194,7 +197,11 @@ Deno.test("an engine lost after the stream started ends it with an error event a
       text += chunk.value;
     }
     const events = sseEvents(text).map((e) => e.event).filter((name) => name !== "ping");
-    assert.deepEqual(events, ["message_start", "error"]);
+    // What was sampled before the engine went away was streamed; the message never ends.
+    assert.equal(events[0], "message_start");
+    assert.equal(events.at(-1), "error");
+    assert.ok(events.includes("content_block_delta"), "content arrived before the failure");
+    assert.ok(!events.includes("message_delta") && !events.includes("message_stop"));
     const error = sseEvents(text).at(-1)!.data.error as { type: string; message: string };
     assert.equal(error.type, "overloaded_error");
     assert.deepEqual(await gw.samples(id), []);

@@ -238,8 +238,10 @@ export class SglangClient implements Engine {
         return answer;
       }
       const chunks = new ChunkReader();
+      let final: RawOutput | null = null;
+      // Read to the body's end (past `[DONE]`), so the connection goes back to the pool.
       for await (const data of sseData(response.body)) {
-        if (data === "[DONE]") break;
+        if (data === "[DONE]" || final) continue;
         const chunk = JSON.parse(data) as RawOutput;
         if (chunk.error) {
           throw new EngineRejectedError(
@@ -247,8 +249,9 @@ export class SglangClient implements Engine {
           );
         }
         output.addChunk(chunks.next(chunk), chunk.meta_info?.weight_version);
-        if (chunk.meta_info?.finish_reason) return chunk;
+        if (chunk.meta_info?.finish_reason) final = chunk;
       }
+      if (final) return final;
       throw new EngineUnavailableError("Engine stream ended before the generation finished");
     } catch (error) {
       if (req.signal?.aborted) throw req.signal.reason;

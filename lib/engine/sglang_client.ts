@@ -248,7 +248,7 @@ export class SglangClient implements Engine {
             `Engine failed the request: ${String(chunk.error.message ?? "").slice(0, 500)}`,
           );
         }
-        output.addChunk(chunks.next(chunk), chunk.meta_info?.weight_version);
+        output.add(chunks.next(chunk), chunk.meta_info?.weight_version);
         if (chunk.meta_info?.finish_reason) final = chunk;
       }
       if (final) return final;
@@ -321,9 +321,9 @@ class GeneratedSoFar {
     const covered = spans.length > 0 && spans[0].start === 0 &&
       spans.at(-1)!.end === tokens.ids.length &&
       spans.every((span, i) => i === 0 || span.start === spans[i - 1].end);
-    if (!covered) return this.#add(tokens, meta?.weight_version);
+    if (!covered) return this.add(tokens, meta?.weight_version);
     for (const span of spans) {
-      this.#add({
+      this.add({
         ids: tokens.ids.slice(span.start, span.end),
         logprobs: tokens.logprobs.slice(span.start, span.end),
         tops: tokens.tops.slice(span.start, span.end),
@@ -331,12 +331,8 @@ class GeneratedSoFar {
     }
   }
 
-  /** The new tokens of a streamed chunk, reported at once. */
-  addChunk(tokens: NewTokens, version: string | undefined): void {
-    this.#add(tokens, version);
-  }
-
-  #add(tokens: NewTokens, version = "default"): void {
+  /** New tokens sampled under `version` (SGLang's default name when unnamed), reported at once. */
+  add(tokens: NewTokens, version = "default"): void {
     if (tokens.ids.length === 0) return;
     const start = this.ids.length;
     for (let i = 0; i < tokens.ids.length; i++) {

@@ -92,12 +92,8 @@ function eventData(event: string): string | null {
  * SGLang's waiting-queue quirk (`[last_id]` or `[]`) and adds nothing.
  */
 export class ChunkReader {
-  #have = 0;
-
   /** Tokens of the call so far. */
-  get count(): number {
-    return this.#have;
-  }
+  #have = 0;
 
   /**
    * The tokens `chunk` adds.

@@ -28,39 +28,16 @@ export function buildResponse(
   const items: OutputItem[] = [];
   const incomplete = output.end.reason === "length";
   let calls = 0;
+  const encrypted = wantsEncrypted(request);
   for (const block of output.blocks) {
     const last = items.at(-1);
     if (block.type === "thinking") {
-      items.push({
-        type: "reasoning",
-        id: itemId("rs", output.rid, items.length),
-        summary: [],
-        content: [{ type: "reasoning_text", text: block.thinking }],
-        ...(wantsEncrypted(request) ? { encrypted_content: block.thinking } : {}),
-        status: "completed",
-      });
+      items.push(reasoningItem(itemId("rs", output.rid, items.length), block.thinking, encrypted));
     } else if (block.type === "text") {
-      if (last?.type === "message") {
-        last.content[0].text += `\n${block.text}`;
-      } else {
-        items.push({
-          type: "message",
-          id: itemId("msg", output.rid, items.length),
-          role: "assistant",
-          status: "completed",
-          content: [{ type: "output_text", text: block.text, annotations: [] }],
-        });
-      }
+      if (last?.type === "message") last.content[0].text += `\n${block.text}`;
+      else items.push(messageItem(itemId("msg", output.rid, items.length), block.text));
     } else {
-      const callId = toolCallId(output.rid, calls++);
-      items.push({
-        type: "function_call",
-        id: itemId("fc", output.rid, items.length),
-        call_id: callId,
-        name: block.name,
-        arguments: JSON.stringify(block.input),
-        status: "completed",
-      });
+      items.push(functionCallItem(output.rid, items.length, calls++, block));
     }
   }
   // The token limit cut the last item; a message before it was complete when the next began.
@@ -72,6 +49,46 @@ export function buildResponse(
     incomplete_details: incomplete ? { reason: "max_output_tokens" } : null,
     output: items,
     usage: responseUsage(output.inputTokens, output.outputTokens),
+  };
+}
+
+/** A reasoning item holding `thinking`, carried in `encrypted_content` too when asked for. */
+export function reasoningItem(id: string, thinking: string, encrypted: boolean): OutputItem {
+  return {
+    type: "reasoning",
+    id,
+    summary: [],
+    content: [{ type: "reasoning_text", text: thinking }],
+    ...(encrypted ? { encrypted_content: thinking } : {}),
+    status: "completed",
+  };
+}
+
+/** Tool call `call` of the turn `rid`, the `callIndex`th call, at `outputIndex` in the output. */
+export function functionCallItem(
+  rid: string,
+  outputIndex: number,
+  callIndex: number,
+  call: { readonly name: string; readonly input: Record<string, unknown> },
+): OutputItem {
+  return {
+    type: "function_call",
+    id: itemId("fc", rid, outputIndex),
+    call_id: toolCallId(rid, callIndex),
+    name: call.name,
+    arguments: JSON.stringify(call.input),
+    status: "completed",
+  };
+}
+
+/** A complete assistant message item holding `text`. */
+export function messageItem(id: string, text: string): OutputItem {
+  return {
+    type: "message",
+    id,
+    role: "assistant",
+    status: "completed",
+    content: [{ type: "output_text", text, annotations: [] }],
   };
 }
 

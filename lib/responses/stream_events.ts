@@ -10,9 +10,8 @@
  *
  * @module
  */
-import { toolCallId } from "../openai/mod.ts";
 import type { OutputEvent } from "../template/mod.ts";
-import { itemId } from "./build_response.ts";
+import { functionCallItem, itemId, messageItem, reasoningItem } from "./build_response.ts";
 import type { OutputItem, ResponseObject, ResponseStreamEvent } from "./types.ts";
 
 /** Numbers the events of one stream in order, from 0. */
@@ -102,6 +101,14 @@ function endEvent(response: ResponseObject, sequence: EventSequence): ResponseSt
   );
 }
 
+/** A reasoning or message item being filled as the output streams. */
+interface OpenItem {
+  readonly type: "reasoning" | "message";
+  readonly id: string;
+  readonly outputIndex: number;
+  text: string;
+}
+
 /**
  * The events of a response streamed as it is sampled: a reasoning item per thinking block and a
  * message item per run of text (its blocks joined by a newline) opened and filled as the
@@ -116,8 +123,7 @@ export class ResponseStreamWriter {
   #items = 0;
   #calls = 0;
   #block = -1;
-  #open: { type: "reasoning" | "message"; id: string; outputIndex: number; text: string } | null =
-    null;
+  #open: OpenItem | null = null;
 
   /**
    * A writer numbering events with `sequence`, for engine request `rid`; `encrypted` when the
@@ -139,15 +145,9 @@ export class ResponseStreamWriter {
       this.#block = event.index;
       if (event.type === "tool_call") {
         out.push(...this.#close());
-        const item: OutputItem = {
-          type: "function_call",
-          id: itemId("fc", this.#rid, this.#items),
-          call_id: toolCallId(this.#rid, this.#calls++),
-          name: event.name,
-          arguments: JSON.stringify(event.input),
-          status: "completed",
-        };
-        out.push(...itemEvents(item, this.#items++, this.#sequence));
+        const outputIndex = this.#items++;
+        const item = functionCallItem(this.#rid, outputIndex, this.#calls++, event);
+        out.push(...itemEvents(item, outputIndex, this.#sequence));
         continue;
       }
       const type = event.type === "text" ? "message" : "reasoning";
@@ -155,26 +155,19 @@ export class ResponseStreamWriter {
       if (opens && this.#open?.type === "message" && type === "message") text = `\n${text}`;
       else if (opens) {
         out.push(...this.#close());
-        const prefix = type === "message" ? "msg" : "rs";
-        const open = {
-          type,
-          id: itemId(prefix, this.#rid, this.#items),
-          outputIndex: this.#items++,
-          text: "",
-        } as const;
-        this.#open = { ...open };
-        const item = type === "message"
-          ? { type, id: open.id, role: "assistant", status: "in_progress", content: [] }
-          : { type, id: open.id, summary: [], content: [], status: "in_progress" };
-        emit("response.output_item.added", { output_index: open.outputIndex, item });
-        emit("response.content_part.added", {
-          item_id: open.id,
-          output_index: open.outputIndex,
-          content_index: 0,
-          part: type === "message"
-            ? { type: "output_text", text: "", annotations: [] }
-            : { type: "reasoning_text", text: "" },
-        });
+        const outputIndex = this.#items++;
+        const id = itemId(type === "message" ? "msg" : "rs", this.#rid, outputIndex);
+        this.#open = { type, id, outputIndex, text: "" };
+        const item = this.#item(this.#open);
+        emit("response.output_item.added", { output_index: outputIndex, item: opened(item) });
+        if (item.type !== "function_call") {
+          emit("response.content_part.added", {
+            item_id: id,
+            output_index: outputIndex,
+            content_index: 0,
+            part: item.content[0],
+          });
+        }
       }
       const open = this.#open!;
       open.text += text;
@@ -198,28 +191,20 @@ export class ResponseStreamWriter {
     return out;
   }
 
+  /** The open item as streamed so far, complete. */
+  #item(open: OpenItem): OutputItem {
+    return open.type === "message"
+      ? messageItem(open.id, open.text)
+      : reasoningItem(open.id, open.text, this.#encrypted);
+  }
+
   /** Closes the open item: as `output` has it at the end, else as streamed (complete). */
   #close(output?: readonly OutputItem[]): ResponseStreamEvent[] {
     const open = this.#open;
     if (open === null) return [];
     this.#open = null;
-    const { id, text, outputIndex: output_index } = open;
-    const item: OutputItem = output?.[output_index] ?? (open.type === "message"
-      ? {
-        type: "message",
-        id,
-        role: "assistant",
-        status: "completed",
-        content: [{ type: "output_text", text, annotations: [] }],
-      }
-      : {
-        type: "reasoning",
-        id,
-        summary: [],
-        content: [{ type: "reasoning_text", text }],
-        ...(this.#encrypted ? { encrypted_content: text } : {}),
-        status: "completed",
-      });
+    const { id, outputIndex: output_index } = open;
+    const item = output?.[output_index] ?? this.#item(open);
     const at = { item_id: id, output_index, content_index: 0 };
     const events: ResponseStreamEvent[] = [];
     const emit = (type: string, fields: Record<string, unknown>) =>

@@ -183,7 +183,7 @@ export interface StartedTurn<Reply> {
    * for a replay (its reply is whole at once).
    */
   readonly feed: OutputFeed | null;
-  /** The prompt's token ids, when the reply shows them and they are known before the reply. */
+  /** The prompt's token ids, when a live stream shows them before the reply. */
   readonly promptIds: readonly number[] | null;
   /** Stops the turn: the engine request is aborted and nothing is recorded. */
   cancel(reason?: unknown): void;
@@ -212,17 +212,18 @@ export async function startTurn<Reply>(
 ): Promise<StartedTurn<Reply>> {
   const prepared = await prepareTurn(deps, input, signal);
   const abort = new AbortController();
-  const generating = prepared.route.replay === null;
+  const live = options.live === true && prepared.route.replay === null;
   const head = {
     rid: prepared.rid,
     promptTokens: prepared.promptTokens,
-    promptIds: generating && input.tokenData?.promptIds ? prepared.route.prompt.toArray() : null,
+    // A live stream shows them first; otherwise the reply carries them.
+    promptIds: live && input.tokenData?.promptIds ? prepared.route.prompt.toArray() : null,
   };
   if (input.sampling.maxTokens === 0) {
     await releaseTurn(prepared);
     return { ...head, completion: null, feed: null, cancel: () => {}, cancelled: false };
   }
-  const feed = options.live && generating ? new OutputFeed() : null;
+  const feed = live ? new OutputFeed() : null;
   const cancel = (reason?: unknown) => abort.abort(reason);
   if (signal?.aborted) cancel(signal.reason);
   signal?.addEventListener("abort", () => cancel(signal.reason), { once: true });

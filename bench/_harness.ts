@@ -115,7 +115,8 @@ export function median(values: readonly number[]): number {
   return percentile(values, 0.5);
 }
 
-async function startEngineProcess() {
+/** Starts the zero-latency scripted engine in its own process, replying with {@linkcode REPLY}. */
+export async function startEngineProcess() {
   const process = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", new URL("../fixtures/serve_engine.ts", import.meta.url).pathname],
     env: { SCRIPTED_REPLY: REPLY },

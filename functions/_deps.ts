@@ -7,7 +7,7 @@
 import { Hono } from "hono";
 import type { LowerOptions } from "../lib/anthropic/mod.ts";
 import { type Config, ConfigError, resolveConfig } from "../lib/config/mod.ts";
-import { type Engine, SglangClient } from "../lib/engine/mod.ts";
+import { type Engine, EngineControl, SglangClient } from "../lib/engine/mod.ts";
 import { ChainCache, sharedSecret } from "../lib/kv/mod.ts";
 import { type CachedChain, cachedChainTokens, type TurnDeps } from "../lib/session/mod.ts";
 import {
@@ -53,6 +53,8 @@ export interface Deps extends TurnDeps {
   readonly signingSecret: string;
   /** Bearer token of the trainer API. */
   readonly adminToken: string;
+  /** Pause, continue and weight versions across the engine's workers. */
+  readonly control: EngineControl;
   /** The built-in scripted engine, when no `SGLANG_URL` is set. */
   readonly scripted: ScriptedEngine | null;
   /** Where sandboxes come from unless a request says: `SANDBOX_BACKEND`. */
@@ -101,17 +103,8 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       throw error;
     },
   );
-  const loaded = withTextTokens(
-    overrides.tokenizer ?? await loadTokenizer(config.tokenizerPath, {
-      chatTemplate: await chatTemplateOverride(config.chatTemplatePath),
-    }),
-    config.specialTokensInText,
-  );
-  // Fails now, not on a request: a model whose output the gateway cannot read, a template that
-  // cannot be rendered as a delta.
-  const tokenizer = servedTokenizer(loaded, config);
+  const tokenizer = await loadServedTokenizer(config, overrides.tokenizer);
   const formats = tokenizer.formats;
-  checkServedTemplate(tokenizer, config);
   const kv = overrides.kv ?? await openKv(config.kvPath);
   let scripted: ScriptedEngine | null = null;
   let engine = overrides.engine;
@@ -182,6 +175,10 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     holder,
     signingSecret: config.signingSecret ?? await sharedSecret(kv, "thinking_signature"),
     adminToken: config.adminToken ?? await sharedSecret(kv, "admin_token"),
+    control: new EngineControl(engine.url, {
+      workers: config.engineWorkers,
+      timeoutMs: config.engineTimeoutMs,
+    }),
     scripted,
     sandbox,
     sandboxes,
@@ -199,6 +196,28 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       if (!overrides.kv) kv.close();
     },
   };
+}
+
+/**
+ * The served model's tokenizer (`given`, or loaded from `TOKENIZER_PATH`), with its formats
+ * resolved and its template checked. Fails at start-up, not on a request: a model whose output
+ * the gateway cannot read, a template that cannot be rendered as a delta.
+ *
+ * @throws {ConfigError} naming the variable to fix.
+ */
+export async function loadServedTokenizer(
+  config: Config,
+  given?: ChatTokenizer,
+): Promise<ChatTokenizer> {
+  const loaded = withTextTokens(
+    given ?? await loadTokenizer(config.tokenizerPath, {
+      chatTemplate: await chatTemplateOverride(config.chatTemplatePath),
+    }),
+    config.specialTokensInText,
+  );
+  const tokenizer = servedTokenizer(loaded, config);
+  checkServedTemplate(tokenizer, config);
+  return tokenizer;
 }
 
 /**
@@ -360,9 +379,13 @@ async function openKv(path: string): Promise<Deno.Kv> {
 }
 
 /** What the gateway tells its operator at start-up, loudly so when the engine is scripted. */
-export function banner(deps: Deps, listening: string): string {
+export function banner(
+  deps: Deps,
+  listening: string,
+  title = `Rollout Gateway listening on ${listening}`,
+): string {
   const lines = [
-    `Rollout Gateway listening on ${listening}`,
+    title,
     `  KV:         ${deps.config.kvPath}`,
     `  tokenizer:  ${deps.tokenizer.path}${
       deps.config.chatTemplatePath ? ` (template ${deps.config.chatTemplatePath})` : ""
@@ -392,17 +415,19 @@ export function banner(deps: Deps, listening: string): string {
   if (deps.config.devOpenSessions) {
     lines.push("  DEV_OPEN_SESSIONS is on: any unknown token opens a session");
   }
-  if (deps.scripted) {
-    const bar = "!".repeat(78);
-    lines.unshift(
-      bar,
-      "!! SGLANG_URL is not set: answering with the BUILT-IN SCRIPTED ENGINE.",
-      "!! Its replies are canned text, not a model. Set SGLANG_URL to serve SGLang.",
-      bar,
-    );
-  }
+  if (deps.scripted) lines.unshift(...SCRIPTED_WARNING);
   return lines.join("\n");
 }
+
+const BAR = "!".repeat(78);
+
+/** What the banner says when no `SGLANG_URL` is set. */
+export const SCRIPTED_WARNING: readonly string[] = [
+  BAR,
+  "!! SGLANG_URL is not set: answering with the BUILT-IN SCRIPTED ENGINE.",
+  "!! Its replies are canned text, not a model. Set SGLANG_URL to serve SGLang.",
+  BAR,
+];
 
 /**
  * How requests are lowered for the template: the deployment's image and attribution policies,

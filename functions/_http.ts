@@ -56,12 +56,17 @@ export function credential(request: Request): string | null {
 
 /**
  * The request body parsed as JSON, read no further than `limit` bytes, nested at most
- * {@linkcode MAX_JSON_DEPTH} deep and without `__proto__` keys.
+ * {@linkcode MAX_JSON_DEPTH} deep and without `__proto__` keys. An empty body is refused, unless
+ * `options.empty` says what it stands for.
  *
  * @throws {BodyTooLargeError} past the limit; {@linkcode InvalidRequestError} for bad JSON or
  * a bad shape.
  */
-export async function readJson(request: Request, limit: number): Promise<unknown> {
+export async function readJson(
+  request: Request,
+  limit: number,
+  options: { readonly empty?: unknown } = {},
+): Promise<unknown> {
   const declared = request.headers.get("content-length");
   let text: string;
   if (declared !== null && /^\d+$/.test(declared)) {
@@ -72,6 +77,7 @@ export async function readJson(request: Request, limit: number): Promise<unknown
     text = new TextDecoder().decode(await readCapped(request.body, limit));
   }
   if (text.trim().length === 0) {
+    if (options.empty !== undefined) return options.empty;
     throw new InvalidRequestError("Request body is empty: expected JSON");
   }
   let value: unknown;

@@ -9,10 +9,12 @@ import {
   rawRecord,
   readSessionSegments,
   selectSegments,
+  type StalenessPolicy,
   toJsonl,
   toSample,
   toSlime,
   toVerl,
+  versionNumber,
 } from "../lib/segment/mod.ts";
 import type { Deps } from "./_deps.ts";
 
@@ -26,6 +28,12 @@ export const SamplesQuery = z.object({
   max_segments: z.coerce.number().int().min(1).optional(),
   max_segment_tokens: z.coerce.number().int().min(0).optional(),
   overlong: z.enum(["drop", "mask"]).optional(),
+  /** Most weight versions a trained token may lag the trainer's by (see `lib/segment/staleness.ts`). */
+  max_staleness: z.coerce.number().int().min(0).max(1e9).optional(),
+  /** The trainer's version now; unset: the engine's (`GET /get_weight_version`, the highest). */
+  current_version: z.string().regex(/^(\d{1,15}|default)$/).optional(),
+  /** A stale token: its loss mask zeroed, or its segment left out. */
+  stale: z.enum(["mask", "drop"]).default("mask"),
 });
 
 /** A validated samples query. */
@@ -48,6 +56,7 @@ export async function exportSamples(
     maxSegments: query.max_segments ?? deps.config.maxSegments,
     maxSegmentTokens: query.max_segment_tokens ?? deps.config.maxSegmentTokens,
     overlong: query.overlong ?? deps.config.overlongSegments,
+    staleness: query.max_staleness === undefined ? null : await stalenessPolicy(deps, query),
   });
   switch (query.format) {
     case "samples":
@@ -59,4 +68,12 @@ export async function exportSamples(
     case "jsonl":
       return { records: segments.map((s) => toJsonl(session, s, deps.tokenizer)), dropped };
   }
+}
+
+/** The export's staleness bound, at the trainer's version or, unsaid, the engine's newest. */
+async function stalenessPolicy(deps: Deps, query: SamplesQuery): Promise<StalenessPolicy> {
+  const current = query.current_version ??
+    (await deps.control.weightVersions()).map((worker) => worker.version)
+      .reduce((a, b) => versionNumber(a) >= versionNumber(b) ? a : b);
+  return { current: versionNumber(current), max: query.max_staleness!, stale: query.stale };
 }

@@ -1,30 +1,43 @@
 /**
- * `deno task serve`: every function on one port, from the environment's configuration.
+ * `deno task serve`: every function on one port, from the environment's configuration, in one
+ * process or in `WORKERS` worker processes sharing the port and the KV file (`_workers.ts`).
  * Stops gracefully on SIGINT/SIGTERM: in-flight turns finish, then KV closes.
  *
  * @module
  */
 import { Hono } from "hono";
-import { ConfigError, resolveConfig } from "../lib/config/mod.ts";
+import { type Config, ConfigError, resolveConfig } from "../lib/config/mod.ts";
 import { banner, buildDeps, type Deps } from "./_deps.ts";
 import { errorResponse, newRequestId, RouteNotFoundError } from "./_http.ts";
 import { createAgentsApp } from "./agents.ts";
 import { createSessionsApp } from "./sessions.ts";
 import { createEvaluateApp } from "./evaluate.ts";
+import { createEngineApp } from "./engine.ts";
 import { createRolloutApp } from "./rollout.ts";
 import { sweepExpiredSessions } from "../lib/session/mod.ts";
 import { sweepExpiredRollouts } from "../lib/kv/mod.ts";
+import { stopWhenOrphaned, supervise, workerIndex } from "./_workers.ts";
 
 /** How often expired sessions are looked for. */
 const SWEEP_INTERVAL_MS = 60_000;
 
-/** All functions mounted on one app. */
-export function createGatewayApp(deps: Deps): Hono {
+/**
+ * All functions mounted on one app. A worker of several names itself on every response
+ * (`x-gateway-worker`), so an operator can tell which process served what.
+ */
+export function createGatewayApp(deps: Deps, worker: number | null = null): Hono {
   const app = new Hono();
+  if (worker !== null) {
+    app.use(async (c, next) => {
+      await next();
+      c.res.headers.set("x-gateway-worker", String(worker));
+    });
+  }
   app.route("/", createAgentsApp(deps));
   app.route("/", createSessionsApp(deps));
   app.route("/", createEvaluateApp(deps));
   app.route("/", createRolloutApp(deps));
+  app.route("/", createEngineApp(deps));
   app.onError((error) => errorResponse(error, newRequestId(), deps.config));
   app.notFound((c) =>
     errorResponse(new RouteNotFoundError(c.req.method, c.req.path), newRequestId(), deps.config)
@@ -33,9 +46,9 @@ export function createGatewayApp(deps: Deps): Hono {
 }
 
 async function main(): Promise<void> {
-  let deps: Deps;
+  let config: Config;
   try {
-    deps = await buildDeps(resolveConfig(Deno.env.toObject()));
+    config = resolveConfig(Deno.env.toObject());
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(`Cannot start: ${error.message}`);
@@ -43,36 +56,64 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const { config } = deps;
-  const app = createGatewayApp(deps);
+  const worker = workerIndex(Deno.args);
+  if (worker === null && config.workers > 1) Deno.exit(await supervise(config));
+  await serveWorker(config, worker);
+}
+
+/** Serves every function in this process: the only one, or worker `index` of a supervisor's. */
+async function serveWorker(config: Config, index: number | null): Promise<void> {
+  let deps: Deps;
+  try {
+    deps = await buildDeps(config);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(`Cannot start: ${error.message}`);
+      Deno.exit(1);
+    }
+    throw error;
+  }
+  const app = createGatewayApp(deps, index);
   const server = Deno.serve({
     hostname: config.host,
     port: config.port,
+    // Workers share the supervisor's port; the kernel spreads connections across them.
+    reusePort: index !== null,
     onListen: ({ hostname, port }) => {
       // Agents in local sandboxes share this machine's network: loopback reaches us.
       const local = hostname === "0.0.0.0" || hostname === "::" ? "127.0.0.1" : hostname;
-      deps.setListening(`http://${local.includes(":") ? `[${local}]` : local}:${port}`);
-      console.log(banner(deps, `http://${hostname}:${port}`));
+      const url = `http://${local.includes(":") ? `[${local}]` : local}:${port}`;
+      deps.setListening(url);
+      if (index === null) {
+        console.log(banner(deps, `http://${hostname}:${port}`));
+        return;
+      }
+      // The supervisor waits for this line (WORKER_READY); worker 0 adds the details.
+      const ready = `Worker ${index} (pid ${Deno.pid}) ready on ${url}`;
+      console.log(index === 0 ? banner(deps, url, ready) : ready);
     },
   }, app.fetch);
   if (config.rollout.worker) deps.rollout.start();
-  // Deletes closed sessions and finished rollout jobs past their retention; every process may
-  // run it, it is idempotent.
-  const sweeper = setInterval(() => {
+  // Deletes closed sessions and finished rollout jobs past their retention; any process may
+  // run it (it is idempotent), one worker of a supervisor's does.
+  const sweeper = index !== null && index > 0 ? undefined : setInterval(() => {
     sweepExpiredSessions(deps.kv).catch((error) => console.error("Sweep failed:", error));
     sweepExpiredRollouts(deps.kv).catch((error) => console.error("Rollout sweep failed:", error));
   }, SWEEP_INTERVAL_MS);
-  const stop = async () => {
-    clearInterval(sweeper);
-    // Running rollouts first: their agents are in-flight requests that would never end.
-    console.log("Shutting down: handing running rollouts back, then waiting for requests");
-    await deps.rollout.stop();
-    await server.shutdown();
-    await deps.close();
-    Deno.exit(0);
-  };
+  let stopping: Promise<void> | null = null;
+  const stop = () =>
+    stopping ??= (async () => {
+      clearInterval(sweeper);
+      // Running rollouts first: their agents are in-flight requests that would never end.
+      console.log("Shutting down: handing running rollouts back, then waiting for requests");
+      await deps.rollout.stop();
+      await server.shutdown();
+      await deps.close();
+      Deno.exit(0);
+    })();
   Deno.addSignalListener("SIGINT", stop);
   Deno.addSignalListener("SIGTERM", stop);
+  if (index !== null) stopWhenOrphaned(stop);
   await server.finished;
 }
 

@@ -259,23 +259,48 @@ class Gateway:
         self._request("DELETE", f"/sessions/{_quote(id)}")
 
     def samples(
-        self, id: str, format: str = "samples"
+        self, id: str, format: str = "samples", **options: Any
     ) -> Union[List[Dict[str, Any]], Dict[str, Any]]:
         """The session's recorded chains as training samples, one per chain with turns.
 
         ``format`` is ``"samples"`` (``prompt_ids``, ``response_ids``, ``loss_mask``,
-        ``logprobs``, ``turns``), ``"slime"`` (slime's ``Sample``), ``"verl"`` (verl's
-        ``AgentLoopOutput``), ``"jsonl"`` (xtuner-style records, parsed line by line) or
-        ``"raw"`` (a dict ``{session, chains}`` of every turn ever recorded, for audits). A mask
-        value of 1 marks a token the engine sampled and is trained on; 0 marks tool output,
-        template tokens and turns masked by policy.
+        ``logprobs``, ``version_spans``, ``turns``), ``"slime"`` (slime's ``Sample``),
+        ``"verl"`` (verl's ``AgentLoopOutput``), ``"jsonl"`` (xtuner-style records, parsed line
+        by line) or ``"raw"`` (a dict ``{session, chains}`` of every turn ever recorded, for
+        audits). A mask value of 1 marks a token the engine sampled and is trained on; 0 marks
+        tool output, template tokens and turns masked by policy. ``options`` are the export's
+        other query parameters: ``allocation``, ``include_side``, ``max_segments``,
+        ``max_segment_tokens``, ``overlong``, ``max_staleness``, ``current_version``, ``stale``.
         """
-        query = urllib.parse.urlencode({"format": format})
+        params = {"format": format}
+        params.update({key: _query_value(value) for key, value in options.items()})
+        query = urllib.parse.urlencode(params)
         text = self._request("GET", f"/sessions/{_quote(id)}/samples?{query}").decode("utf-8")
         if format == "jsonl":
             return [json.loads(line) for line in text.splitlines() if line.strip()]
         parsed = json.loads(text)
         return parsed if format == "raw" else parsed["samples"]
+
+    def pause_engine(self, mode: str = "abort") -> Dict[str, Any]:
+        """Pauses generation on every engine worker (``abort``, ``retract`` or ``in_place``).
+
+        Turns in flight are not lost: they go on after :meth:`continue_engine`, each token
+        keeping the weight version that sampled it.
+        """
+        return self._json("POST", "/engine/pause", {"mode": mode})
+
+    def continue_engine(self) -> Dict[str, Any]:
+        """Continues generation on every engine worker."""
+        return self._json("POST", "/engine/continue", {})
+
+    def set_weight_version(self, version: str, abort_all_requests: bool = False) -> Dict[str, Any]:
+        """Names the weights every engine worker serves from now on (an integer string)."""
+        body = {"version": str(version), "abort_all_requests": abort_all_requests}
+        return self._json("POST", "/engine/weight_version", body)
+
+    def weight_versions(self) -> List[Dict[str, str]]:
+        """Each engine worker's weight version: ``[{"url", "version"}]``."""
+        return self._json("GET", "/engine/weight_version")["workers"]
 
     def evaluate(
         self, task: Mapping[str, Any], patch: str, timeout: Optional[float] = None

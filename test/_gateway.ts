@@ -74,6 +74,8 @@ export interface SampleJson {
   response_ids: number[];
   loss_mask: number[];
   logprobs: number[];
+  version_spans?: { version: string; start: number; end: number }[];
+  stale_tokens?: number;
   turns: {
     input_len: number;
     output_len: number;

@@ -6,6 +6,7 @@
  */
 
 import type { ChatMessage, ChatTool } from "../chat/mod.ts";
+import type { VersionSpan } from "../engine/mod.ts";
 
 /**
  * What a turn's request added to its chain, as the canonical messages the template rendered into
@@ -111,7 +112,14 @@ export interface TurnRecord {
   readonly toolCalls: number;
   /** The sampled tokens of this turn carry mask 0 (masking policy). */
   readonly masked: boolean;
+  /** The weight versions that sampled the output, in order of first use. */
   readonly weightVersions: readonly string[];
+  /**
+   * The weight version of each output token, run-length over output positions (a turn resumed
+   * across a weight update has two or more). Absent on turns recorded before versions were kept
+   * per token: read it through {@linkcode outputVersionSpans}.
+   */
+  readonly versionSpans?: readonly VersionSpan[];
   /** Engine-side aborts resumed during this turn. */
   readonly aborts: number;
   /** The prompt ended inside `<think>`, so the output began as reasoning. */
@@ -147,4 +155,23 @@ export interface TurnRecord {
     readonly engineReportedMs: number;
     readonly totalMs: number;
   };
+}
+
+/**
+ * The weight version of each of a turn's output tokens, run-length. A turn recorded before
+ * versions were kept per token is one span of its last version.
+ *
+ * @example
+ * ```ts
+ * outputVersionSpans({ outputLen: 3, weightVersions: ["4"] }); // [{ version: "4", start: 0, end: 3 }]
+ * ```
+ */
+export function outputVersionSpans(
+  turn: Pick<TurnRecord, "outputLen" | "weightVersions" | "versionSpans">,
+): readonly VersionSpan[] {
+  if (turn.versionSpans) return turn.versionSpans;
+  const version = turn.weightVersions.at(-1);
+  return version === undefined || turn.outputLen === 0
+    ? []
+    : [{ version, start: 0, end: turn.outputLen }];
 }

@@ -5,7 +5,8 @@
  * @module
  */
 import type { DecodedTurnTokens } from "../kv/mod.ts";
-import type { TurnRecord } from "./records.ts";
+import type { VersionSpan } from "../engine/mod.ts";
+import { outputVersionSpans, type TurnRecord } from "./records.ts";
 
 /** A chain flattened for training. `response_ids`, `loss_mask` and `logprobs` are equally long. */
 export interface ChainArrays {
@@ -17,6 +18,12 @@ export interface ChainArrays {
   readonly loss_mask: number[];
   /** The engine's logprob where the token was sampled, 0 elsewhere. */
   readonly logprobs: number[];
+  /**
+   * The weight version of each sampled token, run-length over `response_ids` positions: every
+   * position of a span was sampled under its version; positions in no span were not sampled.
+   * Spans are in order and never cross a turn's boundary.
+   */
+  readonly version_spans: VersionSpan[];
 }
 
 /**
@@ -34,6 +41,7 @@ export function flattenChain(
   const response_ids: number[] = [];
   const loss_mask: number[] = [];
   const logprobs: number[] = [];
+  const version_spans: VersionSpan[] = [];
   const context = (ids: ArrayLike<number>) => {
     for (let i = 0; i < ids.length; i++) {
       response_ids.push(ids[i]);
@@ -48,6 +56,10 @@ export function flattenChain(
     } else {
       context(tokens.delta);
     }
+    const at = response_ids.length;
+    for (const span of outputVersionSpans(record)) {
+      version_spans.push({ version: span.version, start: at + span.start, end: at + span.end });
+    }
     const mask = record.masked ? 0 : 1;
     for (let i = 0; i < tokens.output.length; i++) {
       response_ids.push(tokens.output[i]);
@@ -56,5 +68,5 @@ export function flattenChain(
     }
     context(tokens.closing);
   });
-  return { prompt_ids, response_ids, loss_mask, logprobs };
+  return { prompt_ids, response_ids, loss_mask, logprobs, version_spans };
 }

@@ -19,6 +19,16 @@ export interface Config {
   readonly host: string;
   /** SGLang worker or router URL; `null` runs the built-in scripted engine. */
   readonly sglangUrl: string | null;
+  /**
+   * Engine workers that pause, continue and weight-version calls go to; `null`: the router's
+   * own list of workers, or `sglangUrl` itself when it is one worker.
+   */
+  readonly engineWorkers: readonly string[] | null;
+  /**
+   * Gateway worker processes `serve.ts` runs on one port, sharing the KV file: one per core
+   * unless `WORKERS` says (always 1 with a `:memory:` KV, which processes cannot share).
+   */
+  readonly workers: number;
   /** Deno KV location: a file path or `:memory:`. */
   readonly kvPath: string;
   /** Bearer token of the trainer API; `null` lets the gateway generate one and keep it in KV. */
@@ -202,6 +212,17 @@ const VARIABLES = {
   PORT: { schema: int(0, 65535), expected: "an integer from 0 to 65535", fallback: "8080" },
   HOST: { schema: z.string(), expected: "a host name or address", fallback: "0.0.0.0" },
   SGLANG_URL: { schema: z.url({ protocol: /^https?$/ }), expected: "an http(s) URL" },
+  ENGINE_WORKERS: {
+    schema: z.string().transform((raw) => raw.split(",").map((url) => url.trim())).pipe(
+      z.array(z.url({ protocol: /^https?$/ })).min(1).max(256),
+    ),
+    expected: "a comma-separated list of http(s) URLs (at most 256)",
+  },
+  WORKERS: {
+    schema: z.union([z.literal("auto"), int(1, 256)]),
+    expected: "auto or an integer from 1 to 256",
+    fallback: "auto",
+  },
   KV_PATH: {
     schema: z.string(),
     expected: "a file path or :memory:",
@@ -464,11 +485,25 @@ export function resolveConfig(env: Record<string, string | undefined>): Readonly
       "Invalid E2B_API_KEY: required when SANDBOX_BACKEND is e2b",
     );
   }
+  const kvPath: string = read("KV_PATH")!;
+  const workers: number | "auto" = read("WORKERS")!;
+  if (kvPath === ":memory:" && workers !== "auto" && workers > 1) {
+    throw new ConfigError(
+      "WORKERS",
+      "Invalid WORKERS: more than one worker needs a KV file they share; KV_PATH is :memory:",
+    );
+  }
   return Object.freeze({
     port: read("PORT")!,
     host: read("HOST")!,
     sglangUrl: read("SGLANG_URL")?.replace(/\/+$/, "") ?? null,
-    kvPath: read("KV_PATH")!,
+    engineWorkers: read("ENGINE_WORKERS")?.map((url: string) => url.replace(/\/+$/, "")) ?? null,
+    workers: kvPath === ":memory:"
+      ? 1
+      : workers === "auto"
+      ? navigator.hardwareConcurrency
+      : workers,
+    kvPath,
     adminToken: read("ADMIN_TOKEN") ?? null,
     tokenizerPath: read("TOKENIZER_PATH") ?? defaultTokenizerPath(),
     chatTemplatePath: read("CHAT_TEMPLATE") ?? null,

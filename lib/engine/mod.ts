@@ -2,3 +2,4 @@
 export * from "./sampling.ts";
 export * from "./sglang_client.ts";
 export * from "./prompt_ids.ts";
+export * from "./engine_control.ts";

@@ -67,6 +67,8 @@ export const ERROR_TABLE = {
   internal: row(500, "api_error"),
   /** A sandbox backend that cannot work (bubblewrap missing, E2B unreachable). */
   sandbox_unavailable: row(503, "unavailable_error"),
+  /** Some engine workers refused or missed a pause, continue or weight-version call. */
+  engine_control_failed: row(503, "unavailable_error"),
   /** The engine is down, saturated or paused. */
   engine_unavailable: row(529, "overloaded_error", true),
   /** The session or chain stayed busy past the wait. */

@@ -1,13 +1,15 @@
 /**
  * Which segments of a session are trained on, and the reward each carries (docs/DESIGN.md §5): side
- * segments only when asked; caps on the number of segments (the head and the final are kept)
- * and on tokens per segment (dropped or masked); the session's score shared out by a policy.
+ * segments only when asked; tokens sampled by weights too far behind the trainer's (masked, or
+ * their segment dropped); caps on the number of segments (the head and the final are kept) and on
+ * tokens per segment (dropped or masked); the session's score shared out by a policy.
  * Everything left out is recorded with its reason.
  *
  * @module
  */
 import type { RewardedSession } from "../session/mod.ts";
 import type { Segment } from "./segments.ts";
+import { type StalenessPolicy, staleSpans } from "./staleness.ts";
 
 /** How a session's score is shared among its K trainable segments. */
 export type Allocation = "uniform" | "copy" | "final_only";
@@ -24,6 +26,8 @@ export interface SegmentPolicy {
   readonly maxSegmentTokens: number;
   /** A segment over `maxSegmentTokens`: left out, or kept with its loss mask all 0. */
   readonly overlong: "drop" | "mask";
+  /** The trainer's bound on how old the weights that sampled a trained token may be. */
+  readonly staleness?: StalenessPolicy | null;
 }
 
 /** A segment chosen for training, with its reward and what was done to it. */
@@ -32,6 +36,8 @@ export interface TrainingSegment extends Segment {
   readonly reward: number | null;
   /** Why its loss mask was zeroed, if it was. */
   readonly masked: string | null;
+  /** Sampled tokens past the staleness bound: their loss mask is 0. */
+  readonly staleTokens: number;
 }
 
 /** A segment left out, and why. */
@@ -57,10 +63,16 @@ export function selectSegments(
   const dropped: DroppedSegment[] = [];
   const drop = (segment: Segment, reason: string) =>
     dropped.push({ chain_id: segment.header.id, kind: segment.kind, reason });
-  let kept: { segment: Segment; masked: string | null }[] = [];
-  for (const segment of all) {
-    if (segment.kind === "side" && !policy.includeSide) {
-      drop(segment, "side segment: not trained unless include_side is set");
+  let kept: { segment: Segment; masked: string | null; stale: number }[] = [];
+  for (const original of all) {
+    if (original.kind === "side" && !policy.includeSide) {
+      drop(original, "side segment: not trained unless include_side is set");
+      continue;
+    }
+    const { segment, stale } = withoutStale(original, policy.staleness ?? null);
+    if (stale > 0 && policy.staleness?.stale === "drop") {
+      const oldest = policy.staleness.current - policy.staleness.max;
+      drop(segment, `${stale} tokens sampled by weight versions older than ${oldest}`);
       continue;
     }
     const tokens = segment.arrays.prompt_ids.length + segment.arrays.response_ids.length;
@@ -70,10 +82,10 @@ export function selectSegments(
         drop(segment, reason);
         continue;
       }
-      kept.push({ segment, masked: reason });
+      kept.push({ segment, masked: reason, stale });
       continue;
     }
-    kept.push({ segment, masked: null });
+    kept.push({ segment, masked: null, stale });
   }
   if (kept.length > policy.maxSegments) {
     const finalAt = kept.findLastIndex(({ segment }) => segment.kind === "final");
@@ -87,15 +99,36 @@ export function selectSegments(
   }
   const score = session.reward?.score ?? null;
   const finalAt = kept.findLastIndex(({ segment }) => segment.kind === "final");
-  const segments = kept.map(({ segment, masked }, i): TrainingSegment => ({
+  const segments = kept.map(({ segment, masked, stale }, i): TrainingSegment => ({
     ...segment,
     arrays: masked
       ? { ...segment.arrays, loss_mask: segment.arrays.loss_mask.map(() => 0) }
       : segment.arrays,
     masked,
+    staleTokens: stale,
     reward: score === null ? null : share(policy.allocation, score, kept.length, i === finalAt),
   }));
   return { segments, dropped };
+}
+
+/**
+ * The segment with the loss mask of its stale tokens zeroed, and how many sampled tokens were
+ * stale (those already masked included, so `drop` sees every one).
+ */
+function withoutStale(
+  segment: Segment,
+  policy: StalenessPolicy | null,
+): { segment: Segment; stale: number } {
+  if (policy === null) return { segment, stale: 0 };
+  const spans = staleSpans(segment.arrays.version_spans, policy);
+  if (spans.length === 0) return { segment, stale: 0 };
+  const loss_mask = [...segment.arrays.loss_mask];
+  let stale = 0;
+  for (const span of spans) {
+    loss_mask.fill(0, span.start, span.end);
+    stale += span.end - span.start;
+  }
+  return { segment: { ...segment, arrays: { ...segment.arrays, loss_mask } }, stale };
 }
 
 function share(allocation: Allocation, score: number, count: number, isFinal: boolean): number {

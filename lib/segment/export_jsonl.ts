@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { ChainArrays } from "../chain/mod.ts";
 import type { RewardedSession } from "../session/mod.ts";
 import type { ChatTokenizer } from "../template/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
@@ -27,6 +28,8 @@ export interface JsonlRecord extends SegmentIdentity {
   readonly response_ids: number[];
   readonly loss_mask: number[];
   readonly logprobs: number[];
+  /** The weight version of each sampled response token, run-length (see `ChainArrays`). */
+  readonly version_spans: ChainArrays["version_spans"];
 }
 
 /**
@@ -42,7 +45,7 @@ export function toJsonl(
   segment: TrainingSegment,
   tokenizer: Pick<ChatTokenizer, "decode">,
 ): JsonlRecord {
-  const { prompt_ids, response_ids, loss_mask, logprobs } = segment.arrays;
+  const { prompt_ids, response_ids, loss_mask, logprobs, version_spans } = segment.arrays;
   return {
     session_id: session.id,
     ...segmentIdentity(session, segment),
@@ -57,5 +60,6 @@ export function toJsonl(
     response_ids,
     loss_mask,
     logprobs,
+    version_spans,
   };
 }

@@ -18,9 +18,14 @@ export interface SlimeSample {
   readonly rollout_log_probs: number[];
   /** The segment's share of the session's score, or `null` before a reward was set. */
   readonly reward: number | null;
+  /** The weight versions that sampled the segment, in order of first use. */
+  readonly weight_versions: readonly string[];
   /** `completed`, or `truncated` when the last turn was cut by max_tokens. */
   readonly status: "completed" | "truncated";
-  /** Segment kind, lineage, rollout and group ids, stats, the reward payload, session metadata. */
+  /**
+   * Segment kind, lineage, rollout and group ids, stats, each response token's weight version
+   * (`version_spans`), the reward payload, session metadata.
+   */
   readonly metadata: Record<string, unknown>;
 }
 
@@ -34,16 +39,18 @@ export interface SlimeSample {
  * ```
  */
 export function toSlime(session: RewardedSession, segment: TrainingSegment): SlimeSample {
-  const { prompt_ids, response_ids, loss_mask, logprobs } = segment.arrays;
+  const { prompt_ids, response_ids, loss_mask, logprobs, version_spans } = segment.arrays;
   return {
     tokens: [...prompt_ids, ...response_ids],
     response_length: response_ids.length,
     loss_mask,
     rollout_log_probs: logprobs,
     reward: segment.reward,
+    weight_versions: segment.stats.weight_versions,
     status: segment.stats.finish_reason === "length" ? "truncated" : "completed",
     metadata: {
       ...segmentIdentity(session, segment),
+      version_spans,
       reward_payload: session.reward,
       session_metadata: session.metadata,
     },

@@ -19,7 +19,10 @@ export interface VerlSample {
   /** User and assistant turns of the segment: two per recorded turn. */
   readonly num_turns: number;
   readonly metrics: Record<string, number>;
-  /** Segment kind, lineage, rollout and group ids, stats, the reward payload. */
+  /**
+   * Segment kind, lineage, rollout and group ids, stats, each response token's weight version
+   * (`version_spans`), the reward payload.
+   */
   readonly extra_fields: Record<string, unknown>;
 }
 
@@ -32,7 +35,7 @@ export interface VerlSample {
  * ```
  */
 export function toVerl(session: RewardedSession, segment: TrainingSegment): VerlSample {
-  const { prompt_ids, response_ids, loss_mask, logprobs } = segment.arrays;
+  const { prompt_ids, response_ids, loss_mask, logprobs, version_spans } = segment.arrays;
   const { stats } = segment;
   return {
     prompt_ids,
@@ -49,6 +52,10 @@ export function toVerl(session: RewardedSession, segment: TrainingSegment): Verl
       ill_formed_turns: stats.ill_formed_turns,
       engine_aborts: stats.aborts,
     },
-    extra_fields: { ...segmentIdentity(session, segment), reward_payload: session.reward },
+    extra_fields: {
+      ...segmentIdentity(session, segment),
+      version_spans,
+      reward_payload: session.reward,
+    },
   };
 }

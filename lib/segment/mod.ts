@@ -1,6 +1,7 @@
 /** Training segments and records exported from recorded sessions. @module */
 export * from "./segments.ts";
 export * from "./allocate_reward.ts";
+export * from "./staleness.ts";
 export * from "./samples.ts";
 export * from "./export_slime.ts";
 export * from "./export_verl.ts";

@@ -35,6 +35,8 @@ export interface SegmentIdentity {
   readonly stats: SegmentStats;
   /** Why the segment's loss mask was zeroed, if it was. */
   readonly masked: string | null;
+  /** Sampled tokens past the export's `max_staleness` (their loss mask is 0). */
+  readonly stale_tokens: number;
 }
 
 /** One segment as a training sample: the default export format. */
@@ -58,6 +60,7 @@ export function segmentIdentity(
     lineage: segment.lineage,
     stats: segment.stats,
     masked: segment.masked,
+    stale_tokens: segment.staleTokens,
   };
 }
 

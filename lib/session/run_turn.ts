@@ -363,6 +363,7 @@ async function generateAndRecord<Reply>(
     toolCalls: parsed.blocks.filter((block) => block.type === "tool_call").length,
     masked,
     weightVersions: generation.weightVersions,
+    versionSpans: generation.versionSpans,
     aborts: generation.aborts,
     startsInReasoning: route.startsInReasoning,
     reasoning,

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import type { TurnRecord } from "../../lib/chain/mod.ts";
+import type { VersionSpan } from "../../lib/engine/mod.ts";
 import { flattenChain } from "../../lib/chain/token_chain.ts";
 import type { DecodedTurnTokens } from "../../lib/kv/mod.ts";
 
@@ -9,6 +10,9 @@ function turn(
   index: number,
   parts: { delta: number[]; output: number[]; logprobs: number[]; closing: number[] },
   masked = false,
+  versionSpans: readonly VersionSpan[] = [
+    { version: "default", start: 0, end: parts.output.length },
+  ],
 ): { record: TurnRecord; tokens: DecodedTurnTokens } {
   const record: TurnRecord = {
     index,
@@ -23,7 +27,8 @@ function turn(
     toolCalls: 0,
     flags: masked ? ["masked"] : [],
     masked,
-    weightVersions: ["default"],
+    weightVersions: [...new Set(versionSpans.map((span) => span.version))],
+    versionSpans,
     aborts: 0,
     startsInReasoning: false,
     reasoning: false,
@@ -55,6 +60,7 @@ Deno.test("flattenChain() puts the first delta in the prompt and the output in t
     response_ids: [10, 11, EOS],
     loss_mask: [1, 1, 1],
     logprobs: [-0.1, -0.2, -0.3],
+    version_spans: [{ version: "default", start: 0, end: 3 }],
   });
 });
 
@@ -74,8 +80,42 @@ Deno.test("flattenChain() lays out outputs, closing tokens and later deltas in o
     response_ids: [10, 11, EOS, 20, 21, 22, 30, EOS, 40, 50, EOS],
     loss_mask: [1, 1, 0, 0, 0, 0, 1, 1, 0, 1, 0],
     logprobs: [-0.5, -1e-9, 0, 0, 0, 0, -0.123456789012345, -2, 0, -3, 0],
+    version_spans: [
+      { version: "default", start: 0, end: 2 },
+      { version: "default", start: 6, end: 8 },
+      { version: "default", start: 9, end: 10 },
+    ],
   });
 });
+
+Deno.test("flattenChain() places each turn's weight-version spans over its output's positions", () => {
+  const arrays = flattenChain([
+    turn(0, { delta: [1], output: [10, 11, 12], logprobs: [-1, -1, -1], closing: [EOS] }, false, [
+      { version: "3", start: 0, end: 1 },
+      { version: "4", start: 1, end: 3 },
+    ]),
+    turn(1, { delta: [20, 21], output: [30, EOS], logprobs: [-1, -1], closing: [] }, false, [
+      { version: "4", start: 0, end: 2 },
+    ]),
+    legacy(turn(2, { delta: [40], output: [50, EOS], logprobs: [-1, -1], closing: [] }), ["5"]),
+  ]);
+  assert.deepEqual(arrays.response_ids, [10, 11, 12, EOS, 20, 21, 30, EOS, 40, 50, EOS]);
+  assert.deepEqual(arrays.version_spans, [
+    { version: "3", start: 0, end: 1 },
+    { version: "4", start: 1, end: 3 },
+    { version: "4", start: 6, end: 8 },
+    { version: "5", start: 9, end: 11 },
+  ]);
+});
+
+/** A turn as recorded before versions were kept per token: one span of its last version. */
+function legacy(
+  { record, tokens }: ReturnType<typeof turn>,
+  weightVersions: string[],
+): ReturnType<typeof turn> {
+  const { versionSpans: _, ...rest } = record;
+  return { record: { ...rest, weightVersions }, tokens };
+}
 
 Deno.test("flattenChain() gives a masked turn's sampled tokens mask 0 and keeps their logprobs", () => {
   const arrays = flattenChain([
@@ -118,6 +158,7 @@ Deno.test("flattenChain() of no turns is empty", () => {
     response_ids: [],
     loss_mask: [],
     logprobs: [],
+    version_spans: [],
   });
 });
 

@@ -26,6 +26,8 @@ Deno.test("resolveConfig() fills every setting with its default on an empty envi
     port: 8080,
     host: "0.0.0.0",
     sglangUrl: null,
+    engineWorkers: null,
+    workers: navigator.hardwareConcurrency,
     kvPath: "./data/gateway.kv",
     adminToken: null,
     tokenizerPath: defaultTokenizerPath(),
@@ -158,11 +160,15 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     CODEX_BIN: "/opt/codex/bin/codex",
     CODEX_PACKAGE: "@openai/codex@0.170.0",
     CODEX_TARBALL: "/opt/codex-linux-x64.tgz",
+    ENGINE_WORKERS: "http://10.0.0.6:30000/, http://10.0.0.7:30000",
+    WORKERS: "auto",
   });
   assert.deepEqual({ ...config }, {
     port: 9000,
     host: "127.0.0.1",
     sglangUrl: "http://10.0.0.5:30000",
+    engineWorkers: ["http://10.0.0.6:30000", "http://10.0.0.7:30000"],
+    workers: 1,
     kvPath: ":memory:",
     adminToken: "admin-token-0123456789",
     tokenizerPath: "/models/qwen3",
@@ -253,6 +259,7 @@ Deno.test("resolveConfig() lists every variable it reads in CONFIG_VARIABLES", (
     "E2B_TEMPLATE",
     "ENGINE_CONNECTIONS",
     "ENGINE_TIMEOUT_MS",
+    "ENGINE_WORKERS",
     "EVAL_CONCURRENCY",
     "EVAL_TIMEOUT_MS",
     "HOST",
@@ -295,6 +302,7 @@ Deno.test("resolveConfig() lists every variable it reads in CONFIG_VARIABLES", (
     "TOKENIZER_PATH",
     "TOOL_CALL_PARSER",
     "TRAIN_SIDE_SEGMENTS",
+    "WORKERS",
   ]);
 });
 
@@ -407,6 +415,25 @@ Deno.test("resolveConfig() removes trailing slashes from SGLANG_URL", () => {
   assert.equal(
     resolveConfig({ SGLANG_URL: "https://engine.example/v1//" }).sglangUrl,
     "https://engine.example/v1",
+  );
+});
+
+Deno.test("WORKERS: one per core by default, as given with a KV file, refused above 1 in memory", () => {
+  assert.equal(resolveConfig({}).workers, navigator.hardwareConcurrency);
+  assert.equal(resolveConfig({ WORKERS: "3" }).workers, 3);
+  assert.equal(resolveConfig({ KV_PATH: ":memory:" }).workers, 1);
+  assert.equal(resolveConfig({ KV_PATH: ":memory:", WORKERS: "1" }).workers, 1);
+  assert.throws(
+    () => resolveConfig({ KV_PATH: ":memory:", WORKERS: "2" }),
+    (error: unknown) => error instanceof ConfigError && error.variable === "WORKERS",
+  );
+  assert.throws(
+    () => resolveConfig({ WORKERS: "0" }),
+    /Invalid WORKERS: expected auto or an integer from 1 to 256, got "0"/,
+  );
+  assert.throws(
+    () => resolveConfig({ ENGINE_WORKERS: "http://a:1,ftp://b" }),
+    /Invalid ENGINE_WORKERS/,
   );
 });
 

@@ -4,7 +4,11 @@
  */
 import assert from "node:assert/strict";
 import { ERROR_STATUS, InvalidRequestError } from "../../lib/anthropic/mod.ts";
-import { EngineRejectedError, EngineUnavailableError } from "../../lib/engine/mod.ts";
+import {
+  EngineControlError,
+  EngineRejectedError,
+  EngineUnavailableError,
+} from "../../lib/engine/mod.ts";
 import { codeOf, ERROR_TABLE } from "../../lib/errors/mod.ts";
 import { JudgerError, UnknownJudgerError } from "../../lib/evaluate/mod.ts";
 import { InvalidCursorError, LeaseTimeoutError } from "../../lib/kv/mod.ts";
@@ -55,6 +59,7 @@ const CASES: [Error, number, string][] = [
   [new JudgerError("tests", "crashed"), 500, "api_error"],
   [new TemplateError("no end-of-turn token"), 500, "api_error"],
   [new SandboxUnavailableError("bubblewrap missing"), 503, "unavailable_error"],
+  [new EngineControlError([{ url: "http://w1", error: "HTTP 500" }], []), 503, "unavailable_error"],
   [new EngineUnavailableError("engine down"), 529, "overloaded_error"],
   [new LeaseTimeoutError("other", 30_000), 529, "overloaded_error"],
 ];

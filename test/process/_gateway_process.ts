@@ -33,7 +33,7 @@ export async function spawnGateway(env: Record<string, string>): Promise<Gateway
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "functions/serve.ts"],
     cwd: ROOT,
-    env: { NO_COLOR: "1", HOST: "127.0.0.1", PORT: "0", ADMIN_TOKEN, ...env },
+    env: { NO_COLOR: "1", HOST: "127.0.0.1", PORT: "0", WORKERS: "1", ADMIN_TOKEN, ...env },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",

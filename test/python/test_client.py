@@ -224,6 +224,35 @@ class EpisodeTest(unittest.TestCase):
         with self.assertRaises(InvalidRequestError):
             self.gw.samples(self.session.id, format="csv")
 
+    def test_10_weight_versions_and_staleness(self):
+        sample = self.default[0]
+        spans = sample["version_spans"]
+        self.assertEqual([span["version"] for span in spans], ["default"] * 3, "one per turn")
+        sampled = sum(span["end"] - span["start"] for span in spans)
+        self.assertEqual(sampled, sum(sample["loss_mask"]))
+        # "default" counts as version 0: two behind version 2, past a staleness of 1.
+        (stale,) = self.gw.samples(self.session.id, max_staleness=1, current_version=2)
+        self.assertEqual(sum(stale["loss_mask"]), 0)
+        self.assertEqual(stale["stale_tokens"], sum(sample["loss_mask"]))
+        (fresh,) = self.gw.samples(self.session.id, max_staleness=2, current_version="2")
+        self.assertEqual(fresh["loss_mask"], sample["loss_mask"])
+        dropped = self.gw.samples(self.session.id, max_staleness=0, current_version=1, stale="drop")
+        self.assertEqual(dropped, [])
+
+    def test_11_engine_controls_reach_the_engine(self):
+        before = self.gw.weight_versions()
+        self.assertEqual(len(before), 1)
+        paused = self.gw.pause_engine("retract")
+        self.assertEqual(paused["mode"], "retract")
+        self.assertEqual([worker["url"] for worker in paused["workers"]], [before[0]["url"]])
+        try:
+            self.gw.set_weight_version(before[0]["version"])
+        finally:
+            self.gw.continue_engine()
+        self.assertEqual(self.gw.weight_versions(), before)
+        with self.assertRaises(InvalidRequestError):
+            self.gw.pause_engine("later")
+
 
 class ErrorsTest(unittest.TestCase):
     """Each error status of the trainer API arrives as its own exception type."""

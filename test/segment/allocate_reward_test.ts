@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import type { ChainHeader, SegmentKind } from "../../lib/chain/mod.ts";
-import { type Segment, type SegmentPolicy, selectSegments } from "../../lib/segment/mod.ts";
+import {
+  type Segment,
+  type SegmentPolicy,
+  selectSegments,
+  WeightVersionError,
+} from "../../lib/segment/mod.ts";
 import type { RewardedSession } from "../../lib/session/mod.ts";
 
 const SESSION = {
@@ -20,6 +25,7 @@ function segment(index: number, kind: SegmentKind, tokens = 10): Segment {
       response_ids: Array(tokens / 2).fill(2),
       loss_mask: Array(tokens / 2).fill(1),
       logprobs: Array(tokens / 2).fill(-0.5),
+      version_spans: [{ version: "default", start: 0, end: tokens / 2 }],
     },
     lineage: { parent: null, dispatch: null, agent_id: null },
     stats: {
@@ -129,4 +135,49 @@ Deno.test("selectSegments() masks or drops a segment over max_segment_tokens, wi
     kind: "subagent",
     reason: "40 tokens > max_segment_tokens 20",
   }]);
+});
+
+/** A final segment of 8 response tokens: 0..3 sampled by `old`, 3..4 context, 4..8 by `now`. */
+function versioned(index: number, old: string, now: string): Segment {
+  const base = segment(index, "final", 16);
+  return {
+    ...base,
+    arrays: {
+      ...base.arrays,
+      loss_mask: [1, 1, 1, 0, 1, 1, 1, 1],
+      version_spans: [
+        { version: old, start: 0, end: 3 },
+        { version: now, start: 4, end: 8 },
+      ],
+    },
+  };
+}
+
+Deno.test("selectSegments() masks tokens sampled by weights past max_staleness, or drops their segment", () => {
+  const all = [versioned(0, "default", "3"), versioned(1, "2", "3"), versioned(2, "3", "3")];
+  const staleness = { current: 3, max: 1, stale: "mask" as const };
+  const masked = selectSegments(SESSION, all, { ...POLICY, staleness });
+  assert.deepEqual(masked.segments.map((s) => s.arrays.loss_mask), [
+    [0, 0, 0, 0, 1, 1, 1, 1], // "default" is 0: three behind
+    [1, 1, 1, 0, 1, 1, 1, 1], // one behind: within the bound
+    [1, 1, 1, 0, 1, 1, 1, 1],
+  ]);
+  assert.deepEqual(masked.segments.map((s) => s.staleTokens), [3, 0, 0]);
+  assert.deepEqual(all[0].arrays.loss_mask, [1, 1, 1, 0, 1, 1, 1, 1], "the input is untouched");
+  assert.deepEqual(masked.dropped, []);
+
+  const strict = selectSegments(SESSION, all, {
+    ...POLICY,
+    staleness: { current: 3, max: 0, stale: "drop" },
+  });
+  assert.deepEqual(strict.segments.map((s) => s.header.id), ["c2"]);
+  assert.deepEqual(strict.segments.map((s) => s.reward), [1.2], "the score goes to what is kept");
+  assert.deepEqual(strict.dropped, [
+    { chain_id: "c0", kind: "final", reason: "3 tokens sampled by weight versions older than 3" },
+    { chain_id: "c1", kind: "final", reason: "3 tokens sampled by weight versions older than 3" },
+  ]);
+  assert.throws(
+    () => selectSegments(SESSION, [versioned(0, "v1", "3")], { ...POLICY, staleness }),
+    (error: unknown) => error instanceof WeightVersionError && /"v1"/.test(error.message),
+  );
 });

@@ -1,0 +1,221 @@
+/**
+ * The load sweep of `deno task bench`: the gateway as `deno task serve` runs it (separate
+ * processes over HTTP, a KV file), with 1 and then 2 workers, driven by 1, 16, 64 and 256
+ * sessions at once. Every request is Claude-Code-sized: a recorded Claude Code system prompt and
+ * tool list plus a project-notes message, about 12k tokens, then a history growing by a ~500-token
+ * tool result per turn. The scripted engine (zero latency) runs in its own process, and the
+ * driver in this one: all share this machine's cores.
+ *
+ * Prints turns/s and the p50/p99 request time at the client; the p50 gateway time of a turn
+ * after the first (the turn minus the engine's part, from the turn records) next to what the
+ * tokenizer alone takes to encode that turn's new tokens; and the workers' RSS after each step.
+ *
+ * @module
+ */
+import type { MessageParam } from "../lib/anthropic/mod.ts";
+import type { TurnRecord } from "../lib/chain/mod.ts";
+import { keys } from "../lib/kv/mod.ts";
+import { defaultTokenizerPath } from "../lib/config/mod.ts";
+import { loadTokenizer } from "../lib/template/mod.ts";
+import { ADMIN, filler, percentile, startEngineProcess } from "./_harness.ts";
+
+const SESSIONS = (Deno.env.get("BENCH_LOAD_SESSIONS") ?? "1,16,64,256").split(",").map(Number);
+const WORKERS = (Deno.env.get("BENCH_LOAD_WORKERS") ?? "1,2").split(",").map(Number);
+const TURNS = Number(Deno.env.get("BENCH_LOAD_TURNS") ?? 6);
+/** Lines of tool output per turn: about 14 tokens each, so ~500 tokens. */
+const RESULT_LINES = 36;
+
+const recorded = JSON.parse(
+  await Deno.readTextFile(new URL("../fixtures/claude_code/episode.json", import.meta.url)),
+).requests[0].body;
+const NOTES = "<system-reminder>\nProject notes (CLAUDE.md):\n" +
+  Array.from(
+    { length: 110 },
+    (_, i) => `- Rule ${i}: keep module ${i} small; test it in test/m${i}_test.ts.`,
+  )
+    .join("\n") +
+  "\n</system-reminder>";
+
+/** The first messages of a session: project notes and a task, as Claude Code sends them. */
+function opening(session: number): MessageParam[] {
+  return [{
+    role: "user",
+    content: [{ type: "text", text: NOTES }, {
+      type: "text",
+      text: `Task ${session}: fix the build.`,
+    }],
+  }];
+}
+
+function body(messages: MessageParam[]): string {
+  return JSON.stringify({
+    model: "bench",
+    max_tokens: 256,
+    system: recorded.system,
+    tools: recorded.tools,
+    messages,
+  });
+}
+
+interface Gateway {
+  readonly url: string;
+  readonly pids: number[];
+  readonly kvPath: string;
+  stop(): Promise<void>;
+}
+
+/** `functions/serve.ts` with `workers` workers over a fresh KV file. */
+async function startGateway(workers: number, engineUrl: string): Promise<Gateway> {
+  const dir = await Deno.makeTempDir({ prefix: "bench-load-" });
+  const kvPath = `${dir}/bench.kv`;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("../functions/serve.ts", import.meta.url).pathname],
+    env: {
+      NO_COLOR: "1",
+      HOST: "127.0.0.1",
+      PORT: "0",
+      WORKERS: String(workers),
+      KV_PATH: kvPath,
+      ADMIN_TOKEN: ADMIN,
+      SGLANG_URL: engineUrl,
+      CONTEXT_LENGTH: "200000",
+      ROLLOUT_WORKER: "false",
+    },
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  let output = "";
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let url: string | undefined;
+  while (!url) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`gateway exited:\n${output}`);
+    output += value;
+    url = output.match(/Rollout Gateway listening on (http:\/\/\S+)/)?.[1];
+  }
+  // Keep draining, so a full pipe never blocks the gateway.
+  (async () => {
+    while (!(await reader.read()).done);
+  })();
+  const pids = workers === 1
+    ? [child.pid]
+    : [...output.match(/pids ([\d, ]+);/)![1].matchAll(/\d+/g)].map((m) => Number(m[0]));
+  return {
+    url,
+    pids,
+    kvPath,
+    stop: async () => {
+      child.kill("SIGTERM");
+      await child.status;
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+async function post(url: string, path: string, token: string, text: string) {
+  const response = await fetch(`${url}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: text,
+  });
+  const json = await response.json();
+  if (!response.ok) throw new Error(`${path}: ${response.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** Runs `count` sessions of TURNS turns at once; returns their ids and every turn's time. */
+async function sweep(url: string, count: number, salt: number) {
+  const ids: string[] = [];
+  const times: number[] = [];
+  const started = performance.now();
+  await Promise.all(Array.from({ length: count }, async (_, s) => {
+    const session = await post(url, "/sessions", ADMIN, "{}");
+    ids.push(session.id);
+    const messages = opening(s);
+    for (let turn = 0; turn < TURNS; turn++) {
+      const text = body(messages);
+      const at = performance.now();
+      const reply = await post(url, "/v1/messages", session.token, text);
+      times.push(performance.now() - at);
+      messages.push({ role: "assistant", content: reply.content });
+      messages.push({
+        role: "user",
+        content: [{
+          type: "tool_result",
+          tool_use_id: reply.content[0].id,
+          content: filler(RESULT_LINES, salt + s * 31 + turn),
+        }],
+      });
+    }
+  }));
+  return { ids, times, elapsed: (performance.now() - started) / 1000 };
+}
+
+/** Resident memory of a process, in MiB. */
+function rssMiB(pid: number): number {
+  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+  return Number(status.match(/VmRSS:\s+(\d+)/)![1]) / 1024;
+}
+
+// What the tokenizer alone takes for a turn's new tokens: the tool result, as text.
+const tokenizer = await loadTokenizer(defaultTokenizerPath());
+const delta = filler(RESULT_LINES, 7);
+const deltaTokens = tokenizer.encode(delta).length;
+for (let i = 0; i < 20; i++) tokenizer.encode(filler(RESULT_LINES, i));
+const encodeTimes = Array.from({ length: 50 }, (_, i) => {
+  const text = filler(RESULT_LINES, 100 + i);
+  const at = performance.now();
+  tokenizer.encode(text);
+  return performance.now() - at;
+});
+const encodeMs = percentile(encodeTimes, 0.5);
+const firstPrompt = tokenizer.encode(body(opening(0))).length;
+
+const engine = await startEngineProcess();
+console.log(
+  `\nLoad sweep — ${TURNS} turns per session over HTTP; first request ~${firstPrompt} tokens ` +
+    `of JSON (recorded Claude Code system prompt and tools, project notes), then +${deltaTokens}-token ` +
+    `tool results; engine: scripted, zero latency, own process`,
+);
+console.log(
+  `${"workers".padStart(7)} ${"sessions".padStart(8)} ${"turns/s".padStart(8)} ${
+    "p50 ms".padStart(7)
+  } ${"p99 ms".padStart(8)} ${"gateway ms".padStart(10)} ${"encode ms".padStart(9)} ${
+    "RSS MiB".padStart(12)
+  }`,
+);
+for (const workers of WORKERS) {
+  const gateway = await startGateway(workers, engine.url);
+  await sweep(gateway.url, 8, 1_000); // warm-up: JIT, caches, connection pools
+  for (const count of SESSIONS) {
+    const { ids, times, elapsed } = await sweep(gateway.url, count, count * 7);
+    const rss = gateway.pids.map((pid) => rssMiB(pid).toFixed(0)).join("+");
+    const kv = await Deno.openKv(gateway.kvPath);
+    const gatewayMs: number[] = [];
+    for (const id of ids) {
+      for await (const entry of kv.list<TurnRecord>({ prefix: keys.sessionTurns(id) })) {
+        const turn = entry.value;
+        if (turn.index === 0) continue; // the first turn encodes the whole 12k-token prompt
+        gatewayMs.push(turn.timings.totalMs - turn.timings.engineMs);
+      }
+    }
+    kv.close();
+    console.log(
+      `${String(workers).padStart(7)} ${String(count).padStart(8)} ${
+        (count * TURNS / elapsed).toFixed(0).padStart(8)
+      } ${percentile(times, 0.5).toFixed(1).padStart(7)} ${
+        percentile(times, 0.99).toFixed(1).padStart(8)
+      } ${percentile(gatewayMs, 0.5).toFixed(2).padStart(10)} ${encodeMs.toFixed(2).padStart(9)} ${
+        rss.padStart(12)
+      }`,
+    );
+  }
+  await gateway.stop();
+}
+engine.process.kill("SIGTERM");
+await engine.process.status;
+console.log(
+  `\ngateway ms: a later turn's time in the gateway (its record's total minus the engine call), ` +
+    `p50; encode ms: the tokenizer alone on that turn's ${deltaTokens}-token tool result, p50`,
+);

@@ -1,0 +1,176 @@
+/**
+ * The engine calls a trainer makes around a weight update, sent to every engine worker at once:
+ * pause generation, continue it, set and read the weight version. SGLang's routers do not
+ * forward these (reference sglang.md §3: slime calls each engine directly), so the workers are
+ * the configured list, else the router's own list (`GET /workers`, or the legacy
+ * `GET /list_workers`), else the engine URL itself, which is then one worker.
+ *
+ * @module
+ */
+import type { CodedError } from "../errors/mod.ts";
+
+/**
+ * How a pause treats running requests (SGLang's `/pause_generation` modes): `abort` ends them
+ * with their partial output (the gateway resubmits prompt + partial output, which waits for
+ * continue); `retract` sends them back to the waiting queue; `in_place` freezes them with their
+ * KV cache. Only `abort` costs an extra engine request.
+ */
+export type PauseMode = "abort" | "retract" | "in_place";
+
+/** What one worker answered. */
+export interface WorkerAnswer {
+  readonly url: string;
+  /** The worker's JSON answer (its text when not JSON), or `null` when it could not be reached. */
+  readonly body: unknown;
+}
+
+/** A call that some workers did not accept; the others did, and are told in `answers`. */
+export class EngineControlError extends Error implements CodedError {
+  readonly code = "engine_control_failed" as const;
+  constructor(
+    readonly failures: readonly { url: string; error: string }[],
+    readonly answers: readonly WorkerAnswer[],
+  ) {
+    super(
+      `${failures.length} engine worker(s) failed: ` +
+        failures.map((f) => `${f.url}: ${f.error}`).join("; "),
+    );
+    this.name = "EngineControlError";
+  }
+}
+
+/** Options of {@linkcode EngineControl}. */
+export interface EngineControlOptions {
+  /** The workers to call; `null` asks the engine URL for its workers. */
+  readonly workers: readonly string[] | null;
+  /** Longest one call may take (an abort pause waits for running requests to return). */
+  readonly timeoutMs: number;
+}
+
+/** Most bytes of a worker's answer kept, so a misbehaving worker cannot grow a reply. */
+const ANSWER_BYTES = 4096;
+
+/**
+ * Pause, continue and weight versions across the engine's workers.
+ *
+ * @example
+ * ```ts
+ * const control = new EngineControl("http://router:30000", { workers: null, timeoutMs: 60_000 });
+ * await control.pause("retract");
+ * await control.setWeightVersion("7");
+ * await control.continue();
+ * ```
+ */
+export class EngineControl {
+  constructor(readonly engineUrl: string, private readonly options: EngineControlOptions) {}
+
+  /** The worker URLs calls go to. */
+  async workers(): Promise<string[]> {
+    if (this.options.workers) return [...this.options.workers];
+    const listed = await this.#routerWorkers();
+    return listed ?? [this.engineUrl];
+  }
+
+  /** Pauses generation on every worker (`/pause_generation`). */
+  pause(mode: PauseMode): Promise<WorkerAnswer[]> {
+    return this.#fanOut("POST", "/pause_generation", { mode });
+  }
+
+  /** Continues generation on every worker (`/continue_generation`). */
+  continue(): Promise<WorkerAnswer[]> {
+    return this.#fanOut("POST", "/continue_generation", {});
+  }
+
+  /**
+   * Names the weights every worker serves from now on (`/update_weight_version`): later tokens
+   * carry `version`. `abortAll` also aborts running requests (which the gateway resumes).
+   */
+  setWeightVersion(version: string, abortAll: boolean): Promise<WorkerAnswer[]> {
+    return this.#fanOut("POST", "/update_weight_version", {
+      new_version: version,
+      abort_all_requests: abortAll,
+    });
+  }
+
+  /** Each worker's current weight version (`GET /get_weight_version`). */
+  async weightVersions(): Promise<{ url: string; version: string }[]> {
+    const answers = await this.#fanOut("GET", "/get_weight_version");
+    return answers.map(({ url, body }) => {
+      const version = (body as { weight_version?: unknown } | null)?.weight_version;
+      if (typeof version !== "string") {
+        throw new EngineControlError([{ url, error: "no weight_version in its answer" }], answers);
+      }
+      return { url, version };
+    });
+  }
+
+  /** Calls every worker at once; fails, after all have answered, if any did not accept. */
+  async #fanOut(method: "GET" | "POST", path: string, body?: unknown): Promise<WorkerAnswer[]> {
+    const workers = await this.workers();
+    const results = await Promise.all(workers.map(async (url) => {
+      try {
+        const response = await fetch(`${url}${path}`, {
+          method,
+          headers: body === undefined ? {} : { "content-type": "application/json" },
+          body: body === undefined ? undefined : JSON.stringify(body),
+          signal: AbortSignal.timeout(this.options.timeoutMs),
+        });
+        const text = (await response.text()).slice(0, ANSWER_BYTES);
+        const answer = { url, body: parsed(text) };
+        if (!response.ok) return { answer, error: `HTTP ${response.status} ${text}`.trim() };
+        const success = (answer.body as { success?: unknown } | null)?.success;
+        if (success === false) return { answer, error: text };
+        return { answer, error: null };
+      } catch (error) {
+        return { answer: { url, body: null }, error: (error as Error).message };
+      }
+    }));
+    const answers = results.map((result) => result.answer);
+    const failures = results.flatMap((result) =>
+      result.error === null ? [] : [{ url: result.answer.url, error: result.error }]
+    );
+    if (failures.length > 0) throw new EngineControlError(failures, answers);
+    return answers;
+  }
+
+  /** The router's workers, or `null` when the engine URL is not a router that lists them. */
+  async #routerWorkers(): Promise<string[] | null> {
+    for (const path of ["/workers", "/list_workers"]) {
+      try {
+        const response = await fetch(`${this.engineUrl}${path}`, {
+          signal: AbortSignal.timeout(this.options.timeoutMs),
+        });
+        const body = response.ok ? parsed(await response.text()) : await response.body?.cancel();
+        const urls = workerUrls(body);
+        if (urls) return urls;
+      } catch {
+        // Not a router, or not reachable: the pause itself says which.
+      }
+    }
+    return null;
+  }
+}
+
+/** The URLs of SMG's `{workers: [{url}]}` or the legacy router's `{urls: []}`. */
+function workerUrls(body: unknown): string[] | null {
+  if (typeof body !== "object" || body === null) return null;
+  const { workers, urls } = body as { workers?: unknown; urls?: unknown };
+  const list = Array.isArray(workers)
+    ? workers.map((worker) => (worker as { url?: unknown } | null)?.url)
+    : Array.isArray(urls)
+    ? urls
+    : null;
+  if (!list || list.length === 0) return null;
+  if (!list.every((url): url is string => typeof url === "string" && /^https?:\/\//.test(url))) {
+    return null;
+  }
+  return list.map((url) => url.replace(/\/+$/, ""));
+}
+
+function parsed(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}

@@ -55,7 +55,7 @@ export class PlainText {
   readonly #has: RegExp | null;
   /** Splits rendered text at every added token, keeping them. */
   readonly #split: RegExp | null;
-  readonly #encodePlain: (text: string, section: number) => number[];
+  readonly #encodePlain: (text: string, section: number) => readonly number[];
 
   /**
    * @param tokens the tokenizer's added tokens. Rendered text is split at all of them; those
@@ -66,7 +66,7 @@ export class PlainText {
    */
   constructor(
     tokens: readonly AddedToken[],
-    encodePlain: (text: string, section: number) => number[],
+    encodePlain: (text: string, section: number) => readonly number[],
   ) {
     this.#escaped = tokens.filter((token) => token.content.trim().length > 0);
     this.#escapeIndex = new Map(this.#escaped.map((token, i) => [token.content, i]));

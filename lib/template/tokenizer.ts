@@ -13,6 +13,14 @@ import {
   turnEndTexts,
 } from "./model_family.ts";
 import { type AddedToken, type Escapes, PlainText, type TextTokens } from "./plain_text.ts";
+import { SectionCache } from "./section_cache.ts";
+
+/**
+ * Text sections of at least this many characters (a system prompt, a tool list) keep their
+ * tokens across requests, up to `SECTION_CACHE_CHARS` of text.
+ */
+const SECTION_CACHE_MIN_CHARS = 2_048;
+const SECTION_CACHE_CHARS = 8 * 1024 * 1024;
 
 /** Encodes, decodes and renders chat prompts for one model. */
 export interface ChatTokenizer {
@@ -261,7 +269,7 @@ function plainText(core: CoreTokenizer): PlainText {
     throw new Error("Cannot load tokenizer: remove_space and lowercasing are not supported");
   }
   const addedIds = new Set(core.added_tokens.map((token) => token.id));
-  return new PlainText(core.added_tokens, (text, section) => {
+  const sections = new SectionCache((text, section) => {
     const normalized = core.normalizer ? core.normalizer(text) : text;
     if (normalized.length === 0) return [];
     const pieces = core.pre_tokenizer
@@ -276,5 +284,6 @@ function plainText(core: CoreTokenizer): PlainText {
       }
     }
     return ids;
-  });
+  }, { minChars: SECTION_CACHE_MIN_CHARS, capacityChars: SECTION_CACHE_CHARS });
+  return new PlainText(core.added_tokens, (text, section) => sections.encode(text, section));
 }

@@ -1,0 +1,65 @@
+/**
+ * The tokens of long text sections, kept across requests. Every session of a run sends the
+ * same system prompt and tools (a Claude Code request: ~9k tokens of them), and a chain's first
+ * turn encodes them whole; encoding is a pure function of the section's text and its place, so
+ * a section seen before costs a lookup instead. Only sections of at least `minChars` are kept
+ * (short ones cost little to encode), the least recently used dropped past `capacityChars`.
+ *
+ * @module
+ */
+
+/** Options of {@linkcode SectionCache}. */
+export interface SectionCacheOptions {
+  /** Shortest section kept, in characters. */
+  readonly minChars: number;
+  /** Most characters of section text held; the least recently used go first. */
+  readonly capacityChars: number;
+}
+
+/**
+ * Memoizes `encode(text, section)` for long sections.
+ *
+ * @example
+ * ```ts
+ * const cache = new SectionCache((text: string) => [...text].map((c) => c.charCodeAt(0)), { minChars: 2, capacityChars: 100 });
+ * cache.encode("hello", 0) === cache.encode("hello", 0); // true: the same array, encoded once
+ * ```
+ */
+export class SectionCache {
+  readonly #entries = new Map<string, readonly number[]>();
+  #held = 0;
+
+  constructor(
+    private readonly encodeSection: (text: string, section: number) => number[],
+    private readonly options: SectionCacheOptions,
+  ) {}
+
+  /** The tokens of `text` as section `section`; the array is shared, never to be changed. */
+  encode(text: string, section: number): readonly number[] {
+    if (text.length < this.options.minChars || text.length > this.options.capacityChars) {
+      return this.encodeSection(text, section);
+    }
+    // The section index decides how some pre-tokenizers treat the start (Metaspace's "first").
+    const key = `${section}\u0000${text}`;
+    const hit = this.#entries.get(key);
+    if (hit) {
+      this.#entries.delete(key);
+      this.#entries.set(key, hit);
+      return hit;
+    }
+    const ids = this.encodeSection(text, section);
+    this.#entries.set(key, ids);
+    this.#held += key.length;
+    for (const [old] of this.#entries) {
+      if (this.#held <= this.options.capacityChars) break;
+      this.#entries.delete(old);
+      this.#held -= old.length;
+    }
+    return ids;
+  }
+
+  /** Characters of section text held. */
+  get held(): number {
+    return this.#held;
+  }
+}

@@ -100,7 +100,8 @@ class OverloadedError(GatewayError):
 
 
 class UnavailableError(GatewayError):
-    """503: the gateway cannot make sandboxes (bubblewrap missing, E2B unreachable)."""
+    """503: the gateway cannot make sandboxes (bubblewrap missing, E2B unreachable), or some
+    engine workers refused a pause, continue or weight-version call."""
 
 
 _ERRORS = {

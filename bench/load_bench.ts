@@ -18,6 +18,8 @@ import { keys } from "../lib/kv/mod.ts";
 import { defaultTokenizerPath } from "../lib/config/mod.ts";
 import { loadTokenizer } from "../lib/template/mod.ts";
 import { ADMIN, filler, percentile, startEngineProcess } from "./_harness.ts";
+import { rssMiB } from "./_soak_gateways.ts";
+import { servingPids, spawnGateway } from "../test/process/_gateway_process.ts";
 
 const SESSIONS = (Deno.env.get("BENCH_LOAD_SESSIONS") ?? "1,16,64,256").split(",").map(Number);
 const WORKERS = (Deno.env.get("BENCH_LOAD_WORKERS") ?? "1,2").split(",").map(Number);
@@ -57,57 +59,24 @@ function body(messages: MessageParam[]): string {
   });
 }
 
-interface Gateway {
-  readonly url: string;
-  readonly pids: number[];
-  readonly kvPath: string;
-  stop(): Promise<void>;
-}
-
 /** `functions/serve.ts` with `workers` workers over a fresh KV file. */
-async function startGateway(workers: number, engineUrl: string): Promise<Gateway> {
+async function startGateway(workers: number, engineUrl: string) {
   const dir = await Deno.makeTempDir({ prefix: "bench-load-" });
   const kvPath = `${dir}/bench.kv`;
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL("../functions/serve.ts", import.meta.url).pathname],
-    env: {
-      NO_COLOR: "1",
-      HOST: "127.0.0.1",
-      PORT: "0",
-      WORKERS: String(workers),
-      KV_PATH: kvPath,
-      ADMIN_TOKEN: ADMIN,
-      SGLANG_URL: engineUrl,
-      CONTEXT_LENGTH: "200000",
-      ROLLOUT_WORKER: "false",
-    },
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  let output = "";
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let url: string | undefined;
-  while (!url) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`gateway exited:\n${output}`);
-    output += value;
-    url = output.match(/Rollout Gateway listening on (http:\/\/\S+)/)?.[1];
-  }
-  // Keep draining, so a full pipe never blocks the gateway.
-  (async () => {
-    while (!(await reader.read()).done);
-  })();
-  const pids = workers === 1
-    ? [child.pid]
-    : [...output.match(/pids ([\d, ]+);/)![1].matchAll(/\d+/g)].map((m) => Number(m[0]));
+  const gateway = await spawnGateway({
+    WORKERS: String(workers),
+    KV_PATH: kvPath,
+    ADMIN_TOKEN: ADMIN,
+    SGLANG_URL: engineUrl,
+    CONTEXT_LENGTH: "200000",
+    ROLLOUT_WORKER: "false",
+  });
   return {
-    url,
-    pids,
+    url: gateway.url,
+    pids: servingPids(gateway),
     kvPath,
     stop: async () => {
-      child.kill("SIGTERM");
-      await child.status;
+      await gateway.close();
       await Deno.remove(dir, { recursive: true });
     },
   };
@@ -152,12 +121,6 @@ async function sweep(url: string, count: number, salt: number) {
   return { ids, times, elapsed: (performance.now() - started) / 1000 };
 }
 
-/** Resident memory of a process, in MiB. */
-function rssMiB(pid: number): number {
-  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
-  return Number(status.match(/VmRSS:\s+(\d+)/)![1]) / 1024;
-}
-
 // What the tokenizer alone takes for a turn's new tokens: the tool result, as text.
 const tokenizer = await loadTokenizer(defaultTokenizerPath());
 const delta = filler(RESULT_LINES, 7);
@@ -190,7 +153,7 @@ for (const workers of WORKERS) {
   await sweep(gateway.url, 8, 1_000); // warm-up: JIT, caches, connection pools
   for (const count of SESSIONS) {
     const { ids, times, elapsed } = await sweep(gateway.url, count, count * 7);
-    const rss = gateway.pids.map((pid) => rssMiB(pid).toFixed(0)).join("+");
+    const rss = gateway.pids.map((pid) => rssMiB(pid) ?? "?").join("+");
     const kv = await Deno.openKv(gateway.kvPath);
     const gatewayMs: number[] = [];
     for (const id of ids) {

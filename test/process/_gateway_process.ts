@@ -83,6 +83,12 @@ export async function spawnGateway(env: Record<string, string>): Promise<Gateway
   }
 }
 
+/** The pids serving requests: the workers a supervisor's banner names, else the process itself. */
+export function servingPids(gateway: GatewayProcess): number[] {
+  const listed = gateway.output().match(/with \d+ workers \(pids ([\d, ]+);/);
+  return listed ? [...listed[1].matchAll(/\d+/g)].map((match) => Number(match[0])) : [gateway.pid];
+}
+
 async function drain(stream: ReadableStream<Uint8Array>, onText: (text: string) => void) {
   for await (const text of stream.pipeThrough(new TextDecoderStream())) onText(text);
 }

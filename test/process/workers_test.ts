@@ -15,6 +15,7 @@ import {
   openSession,
   type ReplyJson,
   samples,
+  servingPids,
   spawnGateway,
   TOOLS,
 } from "./_gateway_process.ts";
@@ -43,11 +44,11 @@ async function withWorkers(
   }
 }
 
-/** The worker pids the supervisor's banner names. */
+/** The two worker pids the supervisor's banner names. */
 function workerPids(gateway: GatewayProcess): number[] {
-  const match = gateway.output().match(/with 2 workers \(pids (\d+), (\d+);/);
-  assert.ok(match, gateway.output());
-  return [Number(match[1]), Number(match[2])];
+  const pids = servingPids(gateway);
+  assert.equal(pids.length, 2, gateway.output());
+  return pids;
 }
 
 const alive = (pid: number) => {

@@ -5,11 +5,10 @@
  * @module
  */
 import type { CodedError } from "../lib/errors/mod.ts";
-import { Buffer } from "node:buffer";
 import { ZodError } from "zod";
 import { errorBody, type ErrorType, InvalidRequestError } from "../lib/anthropic/mod.ts";
 import { codeOf, ERROR_TABLE } from "../lib/errors/mod.ts";
-import { jsonShapeProblem, MAX_JSON_DEPTH } from "../lib/limits/mod.ts";
+import { jsonShapeProblem, MAX_JSON_DEPTH, readCapped } from "../lib/limits/mod.ts";
 import { contextOverflowMessage, openaiErrorBody } from "../lib/openai/mod.ts";
 import { ContextOverflowError } from "../lib/session/mod.ts";
 
@@ -74,7 +73,9 @@ export async function readJson(
     if (Number(declared) > limit) throw new BodyTooLargeError(limit);
     text = await request.text();
   } else {
-    text = new TextDecoder().decode(await readCapped(request.body, limit));
+    const bytes = await readCapped(request.body, limit);
+    if (bytes === null) throw new BodyTooLargeError(limit);
+    text = new TextDecoder().decode(bytes);
   }
   if (text.trim().length === 0) {
     if (options.empty !== undefined) return options.empty;
@@ -91,23 +92,6 @@ export async function readJson(
     throw new InvalidRequestError(`${problem.path || "Request body"}: ${problem.message}`);
   }
   return value;
-}
-
-/** A body of unknown length, read no further than `limit` bytes. */
-async function readCapped(
-  body: ReadableStream<Uint8Array> | null,
-  limit: number,
-): Promise<Uint8Array> {
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  if (body) {
-    for await (const chunk of body) {
-      size += chunk.length;
-      if (size > limit) throw new BodyTooLargeError(limit);
-      chunks.push(chunk);
-    }
-  }
-  return Buffer.concat(chunks);
 }
 
 /** Parses `value` with a zod schema, reporting the first problems with their paths. */

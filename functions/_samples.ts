@@ -8,12 +8,14 @@ import { z } from "zod";
 import {
   rawRecord,
   readSessionSegments,
+  recordedTools,
   selectSegments,
   type StalenessPolicy,
   toJsonl,
   toSample,
   toSlime,
   toVerl,
+  toXtuner,
   versionNumber,
 } from "../lib/segment/mod.ts";
 import type { Deps } from "./_deps.ts";
@@ -22,7 +24,7 @@ const Allocation = z.enum(["uniform", "copy", "final_only"]);
 
 /** The query of a samples export. */
 export const SamplesQuery = z.object({
-  format: z.enum(["samples", "raw", "slime", "verl", "jsonl"]).default("samples"),
+  format: z.enum(["samples", "raw", "slime", "verl", "jsonl", "xtuner"]).default("samples"),
   allocation: Allocation.optional(),
   include_side: z.enum(["true", "false"]).transform((v) => v === "true").optional(),
   max_segments: z.coerce.number().int().min(1).optional(),
@@ -41,7 +43,8 @@ export type SamplesQuery = z.output<typeof SamplesQuery>;
 
 /**
  * The session's samples: `{samples, dropped}` in the JSON formats, the raw record for `raw`,
- * and `{records, dropped}` (one xtuner-style record per sample) for `jsonl`.
+ * and `{records, dropped}` for `jsonl` (one xtuner-style record per sample) and `xtuner` (one
+ * trajectory record per sample, message by message with token ids).
  */
 export async function exportSamples(
   deps: Deps,
@@ -67,6 +70,14 @@ export async function exportSamples(
       return { samples: segments.map((s) => toVerl(session, s)), dropped };
     case "jsonl":
       return { records: segments.map((s) => toJsonl(session, s, deps.tokenizer)), dropped };
+    case "xtuner": {
+      const records = [];
+      for (const segment of segments) {
+        const tools = await recordedTools(deps.kv, session.id, segment);
+        records.push(toXtuner(session, segment, deps.tokenizer, tools));
+      }
+      return { records, dropped };
+    }
   }
 }
 

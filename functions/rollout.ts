@@ -11,6 +11,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { InvalidRequestError } from "../lib/anthropic/mod.ts";
+import { type HarborRef, resolveHarborTask } from "../lib/evaluate/mod.ts";
 import { getRolloutGroup } from "../lib/kv/mod.ts";
 import {
   checkJobId,
@@ -38,15 +39,30 @@ export function createRolloutApp(deps: Deps): Hono {
   app.use("/rollout/*", admin(deps));
 
   app.post("/rollout", async (c) => {
-    const body = validate(
-      RolloutRequestSchema,
-      await readJson(c.req.raw, deps.config.maxBodyBytes),
-    );
+    const raw = await readJson(c.req.raw, deps.config.maxBodyBytes);
+    let body = validate(RolloutRequestSchema, raw);
     const backend = body.sandbox.backend;
     if (backend !== undefined && !deps.sandboxes.has(backend)) {
       throw new InvalidRequestError(
         `sandbox.backend: "${backend}" is not configured here (e2b needs E2B_API_KEY)`,
       );
+    }
+    if ("harbor" in body.task) {
+      // The group keeps the resolved task: its jobs never read the folder again.
+      const resolved = await resolveHarborTask(body.task as HarborRef, {
+        cacheDir: deps.evaluation.cacheDir,
+        backend: backend ?? deps.sandbox.name,
+      });
+      const budgets = (raw as { budgets?: Record<string, unknown> }).budgets;
+      const agentMs = budgets?.agent_ms === undefined && resolved.agentTimeoutMs !== null
+        ? { agent_ms: Math.min(7 * 86_400_000, Math.max(1000, resolved.agentTimeoutMs)) }
+        : {};
+      // Validated again whole: the instruction now fills the prompt, whose size is bounded.
+      body = validate(RolloutRequestSchema, {
+        ...(raw as Record<string, unknown>),
+        task: resolved.task,
+        budgets: { ...budgets, ...agentMs },
+      });
     }
     const { groupId, jobIds } = await submitGroup(deps.kv, body);
     deps.rollout.kick();

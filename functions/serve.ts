@@ -14,6 +14,7 @@ import { createSessionsApp } from "./sessions.ts";
 import { createEvaluateApp } from "./evaluate.ts";
 import { createEngineApp } from "./engine.ts";
 import { createRolloutApp } from "./rollout.ts";
+import { createTasksApp } from "./tasks.ts";
 import { sweepExpiredSessions } from "../lib/session/mod.ts";
 import { sweepExpiredRollouts } from "../lib/kv/mod.ts";
 import { stopWhenOrphaned, supervise, workerIndex } from "./_workers.ts";
@@ -37,6 +38,7 @@ export function createGatewayApp(deps: Deps, worker: number | null = null): Hono
   app.route("/", createSessionsApp(deps));
   app.route("/", createEvaluateApp(deps));
   app.route("/", createRolloutApp(deps));
+  app.route("/", createTasksApp(deps));
   app.route("/", createEngineApp(deps));
   app.onError((error) => errorResponse(error, newRequestId(), deps.config));
   app.notFound((c) =>

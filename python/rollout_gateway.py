@@ -267,11 +267,15 @@ class Gateway:
         ``format`` is ``"samples"`` (``prompt_ids``, ``response_ids``, ``loss_mask``,
         ``logprobs``, ``version_spans``, ``turns``), ``"slime"`` (slime's ``Sample``),
         ``"verl"`` (verl's ``AgentLoopOutput``), ``"jsonl"`` (xtuner-style records, parsed line
-        by line) or ``"raw"`` (a dict ``{session, chains}`` of every turn ever recorded, for
-        audits). A mask value of 1 marks a token the engine sampled and is trained on; 0 marks
-        tool output, template tokens and turns masked by policy. ``options`` are the export's
-        other query parameters: ``allocation``, ``include_side``, ``max_segments``,
-        ``max_segment_tokens``, ``overlong``, ``max_staleness``, ``current_version``, ``stale``.
+        by line), ``"xtuner"`` (xtuner's trajectory records: ``status``, ``finish_reason``,
+        ``prompt_len``, ``response_len``, ``raw_prompt``, ``reward`` ``{score, ...metrics}``,
+        ``agent`` ``{messages, tools, tool_names, tool_turns}`` whose ``messages`` carry
+        ``token_ids`` that join up to ``prompt_ids + response_ids``, and the arrays) or
+        ``"raw"`` (a dict ``{session, chains}`` of every turn ever recorded, for audits). A mask
+        value of 1 marks a token the engine sampled and is trained on; 0 marks tool output,
+        template tokens and turns masked by policy. ``options`` are the export's other query
+        parameters: ``allocation``, ``include_side``, ``max_segments``, ``max_segment_tokens``,
+        ``overlong``, ``max_staleness``, ``current_version``, ``stale``.
         """
         params = {"format": format}
         params.update({key: _query_value(value) for key, value in options.items()})
@@ -280,7 +284,7 @@ class Gateway:
         if format == "jsonl":
             return [json.loads(line) for line in text.splitlines() if line.strip()]
         parsed = json.loads(text)
-        return parsed if format == "raw" else parsed["samples"]
+        return parsed if format == "raw" else parsed[_exported_key(format)]
 
     def pause_engine(self, mode: str = "abort") -> Dict[str, Any]:
         """Pauses generation on every engine worker (``abort``, ``retract`` or ``in_place``).
@@ -332,7 +336,9 @@ class Gateway:
         metadata: Optional[Mapping[str, Any]] = None,
     ) -> RolloutGroup:
         """Queues ``n`` episodes of ``task`` (the same spec as :meth:`evaluate`, with a
-        ``problem_statement``) with the current policy; returns their ids at once.
+        ``problem_statement``; a Harbor task folder ``{"harbor": "/abs/dir"}``; or, with
+        ``agent={"harness": "env_loop"}``, a tool environment ``{"environment": url,
+        "task_index": i}``) with the current policy; returns their ids at once.
 
         ``agent`` (``prompt_template``, ``permission_mode``, ``disallowed_tools``,
         ``max_turns``, ``auto_compact_window``, ``model``, ``env``), ``sandbox`` (``backend``,
@@ -356,7 +362,8 @@ class Gateway:
         ``progress`` (``turns``, ``tokens``, ``elapsed_ms``), ``session_id``, and ``result``:
         ``reward`` (the evaluation's payload), ``patch``, ``agent`` (``exit_code``,
         ``num_turns``, ``log_tail``…) and, once done, ``samples`` in ``format`` (as
-        :meth:`samples`: a dict with ``samples``, or ``records`` for ``"jsonl"``).
+        :meth:`samples`: a dict with ``samples``, or ``records`` for ``"jsonl"`` and
+        ``"xtuner"``).
         """
         query = urllib.parse.urlencode({"format": format})
         return self._json("GET", f"/rollout/{_quote(job_id)}?{query}")
@@ -406,8 +413,9 @@ class Gateway:
         self, group: RolloutGroup, format: str = "slime"
     ) -> List[Dict[str, Any]]:
         """The training samples of every finished (``done``) job of ``group``, in sample order,
-        in ``format`` (``"slime"``, ``"verl"``, ``"samples"``, or ``"jsonl"`` records); each
-        carries its share of the job's reward. Jobs that failed or were aborted have none.
+        in ``format`` (``"slime"``, ``"verl"``, ``"samples"``, or ``"jsonl"`` or ``"xtuner"``
+        records); each carries its share of the job's reward. Jobs that failed or were aborted
+        have none.
         """
         out: List[Dict[str, Any]] = []
         for job_id in group.job_ids:
@@ -416,7 +424,7 @@ class Gateway:
             exported = result.get("samples")
             if view["phase"] != "done" or not exported:
                 continue
-            out.extend(exported["records" if format == "jsonl" else "samples"])
+            out.extend(exported[_exported_key(format)])
         return out
 
     def _json(self, method: str, path: str, body: Optional[Any] = None) -> Dict[str, Any]:
@@ -497,6 +505,11 @@ def _retry_after(headers: Any) -> Optional[float]:
         except (KeyError, TypeError, ValueError):
             continue
     return None
+
+
+def _exported_key(format: str) -> str:
+    """Where an export's list is: ``records`` for xtuner's formats, ``samples`` for the rest."""
+    return "records" if format in ("jsonl", "xtuner") else "samples"
 
 
 def _quote(id: str) -> str:

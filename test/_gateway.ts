@@ -9,6 +9,8 @@ import { resolveConfig } from "../lib/config/mod.ts";
 import { type ChatTokenizer, loadTokenizer } from "../lib/template/mod.ts";
 import { defaultTokenizerPath } from "../lib/config/mod.ts";
 import {
+  type EngineCall,
+  type Fault,
   type Reply,
   type Script,
   type ScriptedEngine,
@@ -101,6 +103,8 @@ export async function startGateway(
     tokenizer?: ChatTokenizer;
     /** The engine streams deltas (`--incremental-streaming-output`), not cumulative chunks. */
     incrementalStreaming?: boolean;
+    /** The fault an engine call plays when none is queued. */
+    faultFor?: (call: EngineCall) => Fault | undefined;
   } = {},
 ): Promise<TestGateway> {
   const tok = options.tokenizer ?? await qwen3();
@@ -109,6 +113,7 @@ export async function startGateway(
     script: options.script,
     latencyMs: options.latencyMs,
     incrementalStreaming: options.incrementalStreaming,
+    faultFor: options.faultFor,
   });
   const kv = options.kv ?? await Deno.openKv(":memory:");
   // Sandboxes, fixture repositories and bundles of this gateway only, removed on close.

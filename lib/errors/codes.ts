@@ -52,6 +52,8 @@ export const ERROR_TABLE = {
   job_not_found: row(404, "not_found_error"),
   /** No route for this method and path. */
   route_not_found: row(404, "not_found_error"),
+  /** A folder the request names does not exist (`GET /tasks?dir=`). */
+  dir_not_found: row(404, "not_found_error"),
   session_exists: row(409, "conflict_error"),
   session_closed: row(409, "conflict_error"),
   /** The chain or its lease moved on while the turn generated; nothing was recorded. */

@@ -15,6 +15,12 @@ import {
 } from "../sandbox/mod.ts";
 import { type EvaluationReason, type Evidence, logTail } from "./evidence.ts";
 import { fixtureRepo } from "./fixture_repos.ts";
+import {
+  HARBOR_SANDBOX_DIRS,
+  HARBOR_TEST_COMMAND,
+  prepareHarborTests,
+  readHarborReward,
+} from "./_harbor_grade.ts";
 import { type Judger, type Reward } from "./judgers.ts";
 import { checkPatchPaths, PatchPathError, patchPaths } from "./patch_paths.ts";
 import { restoreProtected } from "./protect.ts";
@@ -102,6 +108,7 @@ export async function evaluate(
       template: task.template,
       metadata: { ...task.metadata, purpose: "evaluate" },
       network: false,
+      writableDirs: gradingMode(task) === "harbor" ? HARBOR_SANDBOX_DIRS : undefined,
       // The sandbox outlives the evaluation's limit only long enough to be killed cleanly.
       lifetimeMs: timeoutMs + 60_000,
       signal,
@@ -229,6 +236,11 @@ async function grade(
       "{script}",
       shellQuote(path),
     );
+  } else if (mode === "harbor") {
+    // The task's own tests, written after the patch: nothing of the patched tree's is run as them.
+    const stuck = await prepareHarborTests(sandbox, task.harbor_tests!, run);
+    if (stuck) return timedOut(stuck, "writing /tests ran past the time limit", true);
+    command = HARBOR_TEST_COMMAND;
   } else {
     const ids = [...task.fail_to_pass!, ...task.pass_to_pass].map(shellQuote).join(" ");
     command = (task.test_cmd ?? runnerCommand(task.runner!)).replaceAll("{tests}", ids);
@@ -236,6 +248,21 @@ async function grade(
   const result = await run(command);
   timings.test_ms = Math.round(performance.now() - phase);
   if (result.timedOut) return timedOut(result, "the tests ran past the time limit", true);
+  if (mode === "harbor") {
+    // The score is the reward file's, never the exit status: `reason` says whether it is > 0.
+    const reward = await readHarborReward(sandbox, signal);
+    const missing = "error" in reward;
+    return {
+      applied_cleanly: true,
+      reason: missing ? "no_reward" : reward.reward > 0 ? "passed" : "tests_failed",
+      detail: missing ? reward.error : null,
+      tests: parseTestOutput(result.stdout),
+      tampered,
+      exit_code: result.exitCode,
+      log_tail: logTail(result.stdout),
+      ...(missing ? {} : { verifier: reward }),
+    };
+  }
 
   const report = parseTestOutput(result.stdout);
   let tests = report;
@@ -263,14 +290,21 @@ async function grade(
   };
 }
 
-/** The repository of a task as a sandbox source; fixtures are built under `cacheDir` first. */
+/**
+ * The repository of a task as a sandbox source, with the task's work-tree alias; fixtures are
+ * built under `cacheDir` first.
+ */
 export async function repoSource(task: Task, cacheDir: string): Promise<RepoSource> {
   const repo = task.repo;
-  if (repo === undefined) return { kind: "image", dir: task.repo_dir! };
+  const alias = task.workdir_alias === undefined ? {} : { alias: task.workdir_alias };
+  if (repo === undefined) return { kind: "image", dir: task.repo_dir!, ...alias };
   if (repo.startsWith("fixture:")) {
-    return { kind: "path", path: await fixtureRepo(repo.slice("fixture:".length), cacheDir) };
+    const path = await fixtureRepo(repo.slice("fixture:".length), cacheDir);
+    return { kind: "path", path, ...alias };
   }
-  return repo.startsWith("/") ? { kind: "path", path: repo } : { kind: "url", url: repo };
+  return repo.startsWith("/")
+    ? { kind: "path", path: repo, ...alias }
+    : { kind: "url", url: repo, ...alias };
 }
 
 function failure(

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { VerifierReward } from "./harbor_reward.ts";
 
 /** Why an evaluation ended as it did. */
 export type EvaluationReason =
@@ -20,7 +21,9 @@ export type EvaluationReason =
   /** A task's pre-command failed: the task's environment, not the patch, is at fault. */
   | "pre_command_failed"
   /** The task's `test_patch` did not apply over the patch: the task is at fault. */
-  | "test_patch_failed";
+  | "test_patch_failed"
+  /** A Harbor task's `test.sh` left no reward file, or one that does not parse. */
+  | "no_reward";
 
 /** The evidence of one evaluation. Field names are those of the `/evaluate` response. */
 export interface Evidence {
@@ -36,6 +39,8 @@ export interface Evidence {
   readonly exit_code: number | null;
   /** The end of the last command's output (stdout and stderr interleaved). */
   readonly log_tail: string;
+  /** A Harbor task's reward as its verifier wrote it; only on Harbor tasks that left one. */
+  readonly verifier?: VerifierReward;
 }
 
 /** Longest log tail kept in a result, in characters. */

@@ -54,18 +54,42 @@ async function build(name: string, cacheDir: string): Promise<string> {
   } catch {
     throw new RepoError(`Unknown fixture "${name}": no folder fixtures/tasks/${name}/repo`);
   }
-  const target = `${cacheDir}/fixtures/${name}`;
+  return await committedRepo(
+    `${cacheDir}/fixtures/${name}`,
+    (staging) => copyTree(source, staging),
+  );
+}
+
+/**
+ * A git repository at `target` of one commit of the files `fill` writes into an empty folder,
+ * with the fixed identity and dates of fixtures (the same files give the same commit id). Built
+ * in a staging folder beside `target` and renamed into place, so processes building the same
+ * target at once all end with one whole repository; an existing one is kept.
+ *
+ * @example
+ * ```ts
+ * const path = await committedRepo("/tmp/rg-cache/x", (dir) => Deno.writeTextFile(`${dir}/a`, "1"));
+ * ```
+ */
+export async function committedRepo(
+  target: string,
+  fill: (dir: string) => Promise<void>,
+): Promise<string> {
   if (await isBuilt(target)) return target;
-  await Deno.mkdir(`${cacheDir}/fixtures`, { recursive: true });
-  const staging = await Deno.makeTempDir({ dir: `${cacheDir}/fixtures`, prefix: `.${name}-` });
+  const parent = target.slice(0, target.lastIndexOf("/"));
+  await Deno.mkdir(parent, { recursive: true });
+  const name = target.slice(target.lastIndexOf("/") + 1);
+  const staging = await Deno.makeTempDir({ dir: parent, prefix: `.${name}-` });
   try {
-    await copyTree(source, staging);
+    await fill(staging);
     const env = { ...FIXTURE_COMMIT_ENV, GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" };
     await hostCommand("git", ["init", "--quiet", "--initial-branch=main", staging], { env });
     await hostCommand("git", ["-C", staging, "add", "--all"], { env });
-    await hostCommand("git", ["-C", staging, "commit", "--quiet", "--no-gpg-sign", "-m", "base"], {
-      env,
-    });
+    await hostCommand(
+      "git",
+      ["-C", staging, "commit", "--quiet", "--allow-empty", "--no-gpg-sign", "-m", "base"],
+      { env },
+    );
     try {
       await Deno.rename(staging, target);
     } catch (error) {

@@ -66,9 +66,13 @@ const TestsOptions = z.strictObject({
   partial_credit: z.boolean().default(false),
 });
 
-/** The built-in judger: 1 when the tests pass (as the task's grading mode reads them), else 0. */
+/**
+ * The built-in judger: 1 when the tests pass (as the task's grading mode reads them), else 0; a
+ * Harbor task's verifier reward as it is.
+ */
 const testsJudger: JudgeFn = ({ task, evidence, options }) => {
   const { partial_credit } = options as z.output<typeof TestsOptions>;
+  if (evidence.verifier !== undefined) return { score: evidence.verifier.reward };
   if (partial_credit && task.fail_to_pass !== undefined && evidence.applied_cleanly) {
     const passed = new Set(evidence.tests.passed);
     const regressed = task.pass_to_pass.some((test) => !passed.has(test));

@@ -1,12 +1,14 @@
 /**
  * The task spec shared by `/evaluate` and `/rollout`: where the repository comes from, the
  * commit to start at, what to run before the patch, and how to grade — one of `eval_cmd`,
- * `f2p_script`, or `fail_to_pass`/`pass_to_pass` lists with a runner.
+ * `f2p_script`, `fail_to_pass`/`pass_to_pass` lists with a runner, or a Harbor task's tests
+ * folder (`harbor_tests`, usually resolved from a task folder by `harbor.ts`).
  *
  * @module
  */
 import { z } from "zod";
 import { jsonBytes, MAX_METADATA_BYTES } from "../limits/mod.ts";
+import { extraPathProblem } from "../sandbox/mod.ts";
 import { FIXTURE_NAME } from "./fixture_repos.ts";
 import { checkPatchPaths, patchPaths } from "./patch_paths.ts";
 
@@ -33,6 +35,13 @@ export const MAX_ENV_BYTES = 65_536;
  */
 export const MAX_PROTECTED_BYTES = 32_768;
 
+/** Most files of a Harbor task's tests folder. */
+export const MAX_HARBOR_TEST_FILES = 256;
+/** Largest file of a Harbor task's tests folder, in bytes. */
+export const MAX_HARBOR_TEST_FILE_BYTES = 1024 * 1024;
+/** Largest Harbor tests folder, in bytes of all its files. */
+export const MAX_HARBOR_TESTS_BYTES = 4 * 1024 * 1024;
+
 /** Bytes of `text` as UTF-8. */
 function utf8Bytes(text: string): number {
   return new TextEncoder().encode(text).length;
@@ -51,6 +60,31 @@ export const RUNNERS = ["unittest", "pytest", "node"] as const;
 export type Runner = typeof RUNNERS[number];
 
 const TestList = z.array(z.string().min(1).max(1000)).max(10_000);
+
+/** Bytes that `base64` decodes to (it is checked to be base64 first). */
+function base64Bytes(base64: string): number {
+  const padding = base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0;
+  return (base64.length / 4) * 3 - padding;
+}
+
+/** A file of a Harbor task's tests folder, written under `/tests` when the task is graded. */
+export const HarborTestFileSchema = z.strictObject({
+  /** Its path in the tests folder: relative, plain names, no `..`. */
+  path: z.string().max(1024).regex(
+    /^(?!\.{1,2}(?:\/|$))(?!.*\/\.{1,2}(?:\/|$))[\w.-]+(?:\/[\w.-]+)*$/,
+    "expected a relative path of plain names (letters, digits, ., _, -), without . or ..",
+  ),
+  /** Its bytes, base64. */
+  base64: z.string().max(Math.ceil(MAX_HARBOR_TEST_FILE_BYTES / 3) * 4).regex(
+    /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/,
+    "expected base64",
+  ),
+  /** Whether it is written executable. */
+  executable: z.boolean().default(false),
+});
+
+/** A file of a Harbor task's tests folder. */
+export type HarborTestFile = z.output<typeof HarborTestFileSchema>;
 
 /** The task spec, as a request carries it. */
 export const TaskSchema = z.object({
@@ -84,6 +118,19 @@ export const TaskSchema = z.object({
   fail_to_pass: TestList.optional(),
   /** Tests that must still pass with the patch. */
   pass_to_pass: TestList.default([]),
+  /**
+   * Grading as a Harbor task: these files written to `/tests`, `/logs/verifier` made empty,
+   * `bash /tests/test.sh` run in the work tree, the score read from the reward file it writes.
+   */
+  harbor_tests: z.array(HarborTestFileSchema).min(1).max(MAX_HARBOR_TEST_FILES).optional(),
+  /**
+   * Another path where the work tree also appears inside the sandbox (Harbor's
+   * `[environment] workdir`, `/app`), for tests and agents that name it.
+   */
+  workdir_alias: z.string().superRefine((path, ctx) => {
+    const problem = extraPathProblem(path);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  }).optional(),
   /** The runner of the test lists. */
   runner: z.enum(RUNNERS).optional(),
   /** A command running the listed tests, `{tests}` standing for their ids; overrides `runner`. */
@@ -114,12 +161,30 @@ export const TaskSchema = z.object({
     task.eval_cmd !== undefined,
     task.f2p_script !== undefined,
     task.fail_to_pass !== undefined,
+    task.harbor_tests !== undefined,
   ].filter(Boolean).length;
   if (modes !== 1) {
     ctx.addIssue({
       code: "custom",
-      message: "expected exactly one of eval_cmd, f2p_script, or fail_to_pass (with pass_to_pass)",
+      message: "expected exactly one of eval_cmd, f2p_script, or fail_to_pass (with " +
+        "pass_to_pass); or harbor_tests, a Harbor task's tests folder",
     });
+  }
+  if (task.harbor_tests !== undefined) {
+    const paths = task.harbor_tests.map((file) => file.path);
+    const problem = !paths.includes("test.sh")
+      ? "the tests folder has no test.sh"
+      : new Set(paths).size < paths.length
+      ? "a path is given twice"
+      : null;
+    const bytes = task.harbor_tests.reduce((sum, file) => sum + base64Bytes(file.base64), 0);
+    if (problem || bytes > MAX_HARBOR_TESTS_BYTES) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["harbor_tests"],
+        message: problem ?? `${bytes} bytes of files, at most ${MAX_HARBOR_TESTS_BYTES}`,
+      });
+    }
   }
   if (task.fail_to_pass !== undefined && !task.runner && !task.test_cmd) {
     ctx.addIssue({
@@ -185,12 +250,13 @@ export const TaskSchema = z.object({
 export type Task = z.output<typeof TaskSchema>;
 
 /** How a task is graded. */
-export type GradingMode = "eval_cmd" | "f2p_script" | "test_lists";
+export type GradingMode = "eval_cmd" | "f2p_script" | "test_lists" | "harbor";
 
 /** The grading mode of a validated task. */
 export function gradingMode(task: Task): GradingMode {
   if (task.eval_cmd !== undefined) return "eval_cmd";
   if (task.f2p_script !== undefined) return "f2p_script";
+  if (task.harbor_tests !== undefined) return "harbor";
   return "test_lists";
 }
 

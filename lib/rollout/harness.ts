@@ -13,7 +13,7 @@ import { codexCommand, codexEnv, codexHarnessConfig, readCodexLog } from "./code
 import { agentCommandLine, commandEnv, promptFilePath } from "./command.ts";
 import { qwenCodeCommand, qwenCodeEnv, qwenSettingsPath } from "./qwen_code.ts";
 import type { AgentOutcome } from "./records.ts";
-import { type AgentSettings, type HarnessName, PROBLEM_FILE } from "./request.ts";
+import { type CliHarness, type CliSettings, PROBLEM_FILE } from "./request.ts";
 
 /** How an E2B sandbox without the CLI installs it with npm. */
 export interface NpmInstall {
@@ -47,10 +47,10 @@ export interface AgentInstall {
 }
 
 /** Every harness's install. */
-export type AgentInstalls = Readonly<Record<HarnessName, AgentInstall>>;
+export type AgentInstalls = Readonly<Record<CliHarness, AgentInstall>>;
 
 /** Each harness's name for people, and how its CLI gets onto this machine. */
-export const HARNESSES: Readonly<Record<HarnessName, { title: string; install: string }>> = {
+export const HARNESSES: Readonly<Record<CliHarness, { title: string; install: string }>> = {
   claude_code: { title: "Claude Code", install: "run tools/setup.ts or set CLAUDE_CODE_BIN" },
   qwen_code: { title: "Qwen Code", install: "run tools/setup.ts or set QWEN_CODE_BIN" },
   codex: {
@@ -74,7 +74,7 @@ export interface AgentRun {
 }
 
 /** The shell command that runs the agent headless with its prompt. */
-export function agentCommand(settings: AgentSettings, run: AgentRun): string {
+export function agentCommand(settings: CliSettings, run: AgentRun): string {
   switch (settings.harness) {
     case "claude_code":
       return claudeCodeCommand(run.program, settings, run.prompt);
@@ -94,7 +94,7 @@ export function agentCommand(settings: AgentSettings, run: AgentRun): string {
  */
 export async function prepareAgent(
   sandbox: Sandbox,
-  settings: AgentSettings,
+  settings: CliSettings,
   connection: AgentConnection,
   prompt: string,
 ): Promise<Record<string, string>> {
@@ -119,7 +119,7 @@ export async function prepareAgent(
 
 /** How the agent said it ended, from its output. */
 export function readAgentOutcome(
-  settings: AgentSettings,
+  settings: CliSettings,
   stdout: string,
 ): Pick<AgentOutcome, "numTurns" | "result"> {
   switch (settings.harness) {

@@ -9,6 +9,7 @@ import type { EvaluationResult } from "../evaluate/mod.ts";
 import { getRolloutJob, readRolloutBlob } from "../kv/mod.ts";
 import { describeSession, SessionNotFoundError } from "../session/mod.ts";
 import type { RolloutJobRecord, RolloutPhase } from "./records.ts";
+import type { EpisodeReward } from "./run_episode.ts";
 
 /** A job as the API shows it. */
 export interface JobView {
@@ -38,7 +39,8 @@ export interface JobView {
   };
   /** The attempt's outcome, as far as it went. */
   readonly result: {
-    readonly reward: EvaluationResult | null;
+    /** The patch's evaluation, or an environment loop's reward. */
+    readonly reward: EvaluationResult | EpisodeReward | null;
     readonly patch: string | null;
     readonly agent: {
       readonly exit_code: number | null;
@@ -106,7 +108,7 @@ export async function viewOf(
     }
   }
   const [reward, patch, log] = await Promise.all([
-    readRolloutBlob<EvaluationResult>(kv, job, "reward"),
+    readRolloutBlob<EvaluationResult | EpisodeReward>(kv, job, "reward"),
     readRolloutBlob<string>(kv, job, "patch"),
     readRolloutBlob<string>(kv, job, "agent_log"),
   ]);

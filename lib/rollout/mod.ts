@@ -14,3 +14,8 @@ export * from "./submit.ts";
 export * from "./job_view.ts";
 export * from "./cancel.ts";
 export * from "./work_tree.ts";
+export * from "./env_task.ts";
+export * from "./env_client.ts";
+export * from "./env_loop.ts";
+export * from "./gateway_chat.ts";
+export * from "./run_episode.ts";

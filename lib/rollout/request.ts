@@ -6,8 +6,15 @@
  * @module
  */
 import { z } from "zod";
-import { MAX_COMMAND_BYTES, shellQuote, TaskSchema } from "../evaluate/mod.ts";
+import {
+  type HarborRef,
+  HarborRefSchema,
+  MAX_COMMAND_BYTES,
+  shellQuote,
+  TaskSchema,
+} from "../evaluate/mod.ts";
 import { checkMetadata, jsonBytes, MAX_METADATA_BYTES } from "../limits/mod.ts";
+import { EnvTaskSchema, isEnvTask } from "./env_task.ts";
 
 /** Where the agent finds the issue, in its work tree; left out of the patch. */
 export const PROBLEM_FILE = "PROBLEM_STATEMENT.md";
@@ -132,6 +139,41 @@ const CommandSettings = z.strictObject({
   model_env: z.string().regex(ENV_NAME).max(128).optional(),
 });
 
+/** Longest system prompt of an environment loop, in characters. */
+export const MAX_SYSTEM_PROMPT_CHARS = 200_000;
+
+/**
+ * The environment loop: no CLI, the gateway itself runs the model against a tool environment
+ * over HTTP (`lib/rollout/env_loop.ts`), one Chat Completions turn per step.
+ */
+const EnvLoopSettings = z.strictObject({
+  harness: z.literal("env_loop"),
+  /** The model id the loop asks for; the gateway's `MODEL_ID` when unset. */
+  model: z.string().regex(/^\S{1,256}$/).optional(),
+  /** Environment steps (tool calls and replies to the user) before the episode is TRUNCATED. */
+  max_steps: z.number().int().min(1).max(1000).default(30),
+  /** The system prompt; the environment's `wiki` when unset. */
+  system_prompt: z.string().max(MAX_SYSTEM_PROMPT_CHARS).optional(),
+  /** The tools (Chat Completions function tools); the environment's `tools` when unset. */
+  tools: z.array(z.record(z.string(), z.unknown())).max(128).optional(),
+  /** Sampling of each turn. */
+  sampling: z.strictObject({
+    temperature: z.number().min(0).max(2).optional(),
+    top_p: z.number().gt(0).max(1).optional(),
+    max_tokens: z.number().int().min(1).max(1_000_000).optional(),
+  }).default({}),
+  /**
+   * Who answers the `respond` action: the environment's own user (`env`, tau-bench's design), or
+   * the environment's user simulator talking to a model through this gateway (`model`): its
+   * reset is given a base URL and a token of a session of its own.
+   */
+  user: z.enum(["env", "model"]).default("env"),
+  /** The model id the user simulator asks for; the loop's model when unset. */
+  user_model: z.string().regex(/^\S{1,256}$/).optional(),
+  /** Longest one environment call may take, in milliseconds. */
+  env_timeout_ms: z.number().int().min(100).max(3_600_000).default(60_000),
+});
+
 /** How the agent runs: `harness` picks the CLI (Claude Code when unset) and its settings. */
 const AgentSettings = z.preprocess(
   (value) =>
@@ -144,6 +186,7 @@ const AgentSettings = z.preprocess(
     QwenCodeSettings,
     CodexSettings,
     CommandSettings,
+    EnvLoopSettings,
   ]),
 );
 
@@ -165,9 +208,27 @@ const Budgets = z.strictObject({
   on_agent_timeout: z.enum(["abort", "evaluate"]).default("abort"),
 });
 
+/**
+ * The task of a rollout, told apart by its keys: a tool environment (`environment`, for the
+ * `env_loop` harness), a Harbor task directory (`harbor`, resolved into a repository task before
+ * the group is stored), or a repository task (`/evaluate`'s).
+ */
+const RolloutTaskSchema = z.record(z.string(), z.unknown()).transform((value, ctx) => {
+  const parsed = isEnvTask(value)
+    ? EnvTaskSchema.safeParse(value)
+    : Object.hasOwn(value, "harbor")
+    ? HarborRefSchema.safeParse(value)
+    : TaskSchema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  for (const issue of parsed.error.issues) {
+    ctx.addIssue({ ...issue } as Parameters<typeof ctx.addIssue>[0]);
+  }
+  return z.NEVER;
+});
+
 /** The `POST /rollout` body. */
 export const RolloutRequestSchema = z.object({
-  task: TaskSchema,
+  task: RolloutTaskSchema,
   /** Samples in the group. */
   n: z.number().int().min(1).max(256).default(1),
   agent: AgentSettings.prefault({}),
@@ -207,6 +268,18 @@ export const RolloutRequestSchema = z.object({
         `at most ${MAX_ROLLOUT_SETTINGS_CHARS}`,
     );
   }
+  const loop = request.agent.harness === "env_loop";
+  if (loop !== isEnvTask(task)) {
+    issue(
+      ["task"],
+      loop
+        ? "the env_loop harness runs a tool environment: give task.environment and task.task_index"
+        : `the ${request.agent.harness} harness works on a repository: task.environment is for env_loop`,
+    );
+    return;
+  }
+  // A Harbor task's prompt is checked once resolved, when the body is validated again with it.
+  if (request.agent.harness === "env_loop" || isEnvTask(task) || "harbor" in task) return;
   const command = agentCommandBytes(request.agent, task.problem_statement);
   if (command > MAX_COMMAND_BYTES) {
     issue(
@@ -227,7 +300,7 @@ function largestPart(settings: Record<string, unknown>): string {
  * An upper bound on the bytes of the agent's shell command (its prompt and tool lists quoted):
  * one argument of `sh -c`, like the evaluation's commands.
  */
-function agentCommandBytes(agent: AgentSettings, problem: string): number {
+function agentCommandBytes(agent: CliSettings, problem: string): number {
   const bytes = (text: string) => new TextEncoder().encode(text).length;
   const template = agent.prompt_template;
   const fills = template.split("{problem_statement}").length - 1;
@@ -259,8 +332,15 @@ export type RolloutRequest = z.output<typeof RolloutRequestSchema>;
 /** The settings of a group, kept with it: the request without the task. */
 export type RolloutSettings = Omit<RolloutRequest, "task">;
 
+/** The task of a stored rollout group: a repository task, or a tool environment's. */
+export type RolloutTask = Exclude<RolloutRequest["task"], HarborRef>;
+
 /** The agent's settings. */
 export type AgentSettings = RolloutRequest["agent"];
+/** The settings of an agent CLI run in a sandbox: every harness but the environment loop. */
+export type CliSettings = Exclude<AgentSettings, { harness: "env_loop" }>;
+/** The environment loop's settings. */
+export type EnvLoopSettings = Extract<AgentSettings, { harness: "env_loop" }>;
 /** Claude Code's settings. */
 export type ClaudeCodeSettings = Extract<AgentSettings, { harness: "claude_code" }>;
 /** Qwen Code's settings. */
@@ -269,5 +349,7 @@ export type QwenCodeSettings = Extract<AgentSettings, { harness: "qwen_code" }>;
 export type CodexSettings = Extract<AgentSettings, { harness: "codex" }>;
 /** A command-line agent's settings. */
 export type CommandSettings = Extract<AgentSettings, { harness: "command" }>;
-/** The agent CLIs `/rollout` runs. */
+/** The harnesses of `/rollout`. */
 export type HarnessName = AgentSettings["harness"];
+/** The agent CLIs `/rollout` runs in sandboxes. */
+export type CliHarness = CliSettings["harness"];

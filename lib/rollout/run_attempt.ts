@@ -35,8 +35,9 @@ import {
   prepareAgent,
   readAgentOutcome,
 } from "./harness.ts";
+import type { EpisodeReward } from "./run_episode.ts";
 import type { AgentOutcome, RolloutJobRecord, RolloutPhase } from "./records.ts";
-import type { RolloutSettings } from "./request.ts";
+import type { CliSettings, RolloutSettings } from "./request.ts";
 import { collectPatch, installAgent, prepareWorkTree, SetupError } from "./work_tree.ts";
 
 /** What an attempt needs from the gateway. */
@@ -72,8 +73,10 @@ export type AttemptOutcome =
     readonly phase: "done";
     readonly agent: AgentOutcome;
     readonly agentLog: string;
-    readonly patch: string;
-    readonly reward: EvaluationResult;
+    /** The patch graded; `null` for an episode of the environment loop, which has none. */
+    readonly patch: string | null;
+    /** The evaluation of the patch, or the environment's reward. */
+    readonly reward: EvaluationResult | EpisodeReward;
   }
   | {
     readonly phase: "failed" | "aborted";
@@ -97,36 +100,29 @@ const LIFETIME_SLACK_MS = 30_000;
 /** The port a local agent reaches the gateway at, on its sandbox's own loopback. */
 const GATEWAY_PORT_INSIDE = 8080;
 
+/** The settings of a group whose agent is a CLI. */
+export type CliRolloutSettings = RolloutSettings & { readonly agent: CliSettings };
+
+/** Moves the job to `phase`, unless another attempt took over or it is there already. */
+export function setAttemptPhase(kv: Deno.Kv, job: RolloutJobRecord, phase: RolloutPhase) {
+  return modifyRolloutJob(
+    kv,
+    job.id,
+    (current) =>
+      current.attempt === job.attempt && current.phase !== phase ? { ...current, phase } : null,
+  );
+}
+
 /**
- * Runs attempt `job.attempt` of `job` until it ends; `signal` aborts it with an
- * {@linkcode AttemptStop} reason (cancelled, wall-clock guard, shutdown).
+ * Opens the attempt's session: the request's labels, and the group, index, job and attempt it
+ * belongs to.
  */
-export async function runAttempt(
+export function openAttemptSession(
   deps: AttemptDeps,
   job: RolloutJobRecord,
-  task: Task,
   settings: RolloutSettings,
-  signal: AbortSignal,
-): Promise<AttemptOutcome> {
-  const setPhase = (phase: RolloutPhase) =>
-    modifyRolloutJob(
-      deps.kv,
-      job.id,
-      (current) =>
-        current.attempt === job.attempt && current.phase !== phase ? { ...current, phase } : null,
-    );
-  const backendName = settings.sandbox.backend ?? deps.defaultBackend;
-  const backend = deps.backends.get(backendName);
-  if (!backend) {
-    return failed("sandbox_unavailable", `The ${backendName} sandbox backend is not configured`);
-  }
-  const harness = settings.agent.harness;
-  const install = deps.agents[harness];
-  if (backend.name === "local" && install.local === null) {
-    const { title, install: how } = HARNESSES[harness];
-    return failed("agent_unavailable", `${title} is not installed on this machine: ${how}`);
-  }
-  const session = await openSession(deps.kv, {
+) {
+  return openSession(deps.kv, {
     id: job.sessionId!,
     metadata: {
       ...settings.metadata,
@@ -138,6 +134,32 @@ export async function runAttempt(
     allocation: settings.reward_mode,
     recordMessages: settings.record_messages,
   });
+}
+
+/**
+ * Runs attempt `job.attempt` of `job` until it ends; `signal` aborts it with an
+ * {@linkcode AttemptStop} reason (cancelled, wall-clock guard, shutdown).
+ */
+export async function runAttempt(
+  deps: AttemptDeps,
+  job: RolloutJobRecord,
+  task: Task,
+  settings: CliRolloutSettings,
+  signal: AbortSignal,
+): Promise<AttemptOutcome> {
+  const setPhase = (phase: RolloutPhase) => setAttemptPhase(deps.kv, job, phase);
+  const backendName = settings.sandbox.backend ?? deps.defaultBackend;
+  const backend = deps.backends.get(backendName);
+  if (!backend) {
+    return failed("sandbox_unavailable", `The ${backendName} sandbox backend is not configured`);
+  }
+  const harness = settings.agent.harness;
+  const install = deps.agents[harness];
+  if (backend.name === "local" && install.local === null) {
+    const { title, install: how } = HARNESSES[harness];
+    return failed("agent_unavailable", `${title} is not installed on this machine: ${how}`);
+  }
+  const session = await openAttemptSession(deps, job, settings);
   let sandbox: Sandbox | null = null;
   let agent: AgentOutcome | undefined;
   let agentLog: string | undefined;
@@ -261,7 +283,8 @@ function slotsOf(deps: AttemptDeps, jobId: string) {
   return { holder: `${deps.holder}/${jobId}`, slots: deps.bootSlots, ttlMs: deps.leaseTtlMs };
 }
 
-function failureReason(error: unknown): string {
+/** The reason of an attempt that failed with `error`. */
+export function failureReason(error: unknown): string {
   if (error instanceof SandboxUnavailableError) return "sandbox_unavailable";
   if (error instanceof SetupError) return "setup_failed";
   if (error instanceof RepoError) return "repo_unavailable";

@@ -6,7 +6,6 @@
  *
  * @module
  */
-import type { Task } from "../evaluate/mod.ts";
 import {
   deleteBlob,
   getRolloutGroup,
@@ -22,9 +21,17 @@ import {
 } from "../kv/mod.ts";
 import { closeSession, SessionNotFoundError } from "../session/mod.ts";
 import { FINAL_PHASES, type RolloutJobRecord } from "./records.ts";
-import type { RolloutSettings } from "./request.ts";
+import { isEnvTask } from "./env_task.ts";
+import type { RolloutSettings, RolloutTask } from "./request.ts";
 import { nextStep } from "./next_step.ts";
-import { type AttemptDeps, type AttemptOutcome, AttemptStop, runAttempt } from "./run_attempt.ts";
+import {
+  type AttemptDeps,
+  type AttemptOutcome,
+  AttemptStop,
+  type CliRolloutSettings,
+  runAttempt,
+} from "./run_attempt.ts";
+import { type EnvRolloutSettings, runEpisodeAttempt } from "./run_episode.ts";
 
 /** How a worker runs. */
 export interface WorkerOptions {
@@ -45,7 +52,7 @@ interface Running {
 /** Scans for jobs and runs them. One per process; every process on the KV may run one. */
 export class RolloutWorker {
   readonly #running = new Map<string, Running>();
-  readonly #tasks = new Map<string, Promise<{ task: Task; settings: RolloutSettings }>>();
+  readonly #tasks = new Map<string, Promise<{ task: RolloutTask; settings: RolloutSettings }>>();
   #timer: ReturnType<typeof setInterval> | undefined;
   #scanning: Promise<void> | null = null;
   #again = false;
@@ -136,7 +143,7 @@ export class RolloutWorker {
         return;
       }
       if (job.phase !== "queued") await this.#closeAborted(job.sessionId);
-      let group: { task: Task; settings: RolloutSettings };
+      let group: { task: RolloutTask; settings: RolloutSettings };
       try {
         group = await this.#taskOf(job.groupId);
       } catch (error) {
@@ -148,7 +155,10 @@ export class RolloutWorker {
       const { task, settings } = group;
       const now = Date.now();
       const number = job.attempt + 1;
-      const evalMs = settings.budgets.eval_ms ?? task.timeout_ms ?? this.deps.evaluate.timeoutMs;
+      // An environment loop has no evaluation: its budget is the agent's.
+      const evalMs = isEnvTask(task)
+        ? 0
+        : settings.budgets.eval_ms ?? task.timeout_ms ?? this.deps.evaluate.timeoutMs;
       const limitMs = settings.budgets.agent_ms + evalMs + settings.budgets.margin_ms;
       const sessionId = `${job.id}_a${number}`;
       const started = await updateRolloutJob(kv, entry as Deno.KvEntry<RolloutJobRecord>, {
@@ -177,7 +187,7 @@ export class RolloutWorker {
   /** Runs an attempt in the background, guarded, and records how it ended. */
   #start(
     job: RolloutJobRecord,
-    task: Task,
+    task: RolloutTask,
     settings: RolloutSettings,
     lease: HeldLease,
     limitMs: number,
@@ -200,7 +210,21 @@ export class RolloutWorker {
     const done = (async () => {
       let outcome: AttemptOutcome;
       try {
-        outcome = await runAttempt(this.deps, job, task, settings, controller.signal);
+        outcome = isEnvTask(task)
+          ? await runEpisodeAttempt(
+            this.deps,
+            job,
+            task,
+            settings as EnvRolloutSettings,
+            controller.signal,
+          )
+          : await runAttempt(
+            this.deps,
+            job,
+            task,
+            settings as CliRolloutSettings,
+            controller.signal,
+          );
       } catch (error) {
         outcome = {
           phase: "failed",
@@ -234,7 +258,7 @@ export class RolloutWorker {
         blobs[name] = await writeRolloutBlob(kv, job.id, job.attempt, name, value);
       }
     };
-    await put("patch", outcome.patch);
+    await put("patch", outcome.patch ?? undefined);
     await put("agent_log", outcome.agentLog);
     if (outcome.phase === "done") await put("reward", outcome.reward);
     const handBack = outcome.phase === "aborted" && outcome.reason === "shutdown" &&
@@ -298,7 +322,7 @@ export class RolloutWorker {
     });
   }
 
-  #taskOf(groupId: string): Promise<{ task: Task; settings: RolloutSettings }> {
+  #taskOf(groupId: string): Promise<{ task: RolloutTask; settings: RolloutSettings }> {
     let found = this.#tasks.get(groupId);
     if (!found) {
       // Recent groups only: a long-lived process sees many.
@@ -309,7 +333,7 @@ export class RolloutWorker {
         const group = await getRolloutGroup(this.deps.kv, groupId);
         if (!group) throw new Error(`Rollout group "${groupId}" is missing`);
         return {
-          task: await readRolloutTask<Task>(this.deps.kv, group),
+          task: await readRolloutTask<RolloutTask>(this.deps.kv, group),
           settings: group.settings as RolloutSettings,
         };
       })();

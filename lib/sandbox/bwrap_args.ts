@@ -39,6 +39,11 @@ export interface BwrapCommand {
   readonly hidden: readonly string[];
   /** Host files or folders shown read-only inside (tools lent from the host). */
   readonly binds?: readonly HostBind[];
+  /**
+   * Host folders shown writable inside at extra paths (Harbor's `/tests`, `/logs`, the work
+   * tree again at `/app`); a host top-level entry of the same first name is not shown.
+   */
+  readonly writable?: readonly HostBind[];
   readonly command: string;
   readonly cwd: string;
   readonly env: Readonly<Record<string, string>>;
@@ -88,8 +93,9 @@ export function bwrapArgs(spec: BwrapCommand): string[] {
     "--tmpfs",
     "/",
   ];
+  const covered = new Set((spec.writable ?? []).map((bind) => bind.inside.split("/")[1]));
   for (const root of spec.hostRoots) {
-    if (NOT_BOUND.has(root.name)) continue;
+    if (NOT_BOUND.has(root.name) || covered.has(root.name)) continue;
     if (root.symlink !== null) args.push("--symlink", root.symlink, `/${root.name}`);
     else args.push("--ro-bind", `/${root.name}`, `/${root.name}`);
   }
@@ -108,6 +114,7 @@ export function bwrapArgs(spec: BwrapCommand): string[] {
     "--bind",
     spec.dirs.repo,
     LOCAL_PATHS.workdir,
+    ...(spec.writable ?? []).flatMap((bind) => ["--bind", bind.host, bind.inside]),
     ...(spec.binds ?? []).flatMap((bind) => ["--ro-bind", bind.host, bind.inside]),
     "--chdir",
     spec.cwd,

@@ -14,6 +14,7 @@ import {
   DEFAULT_OUTPUT_BYTES,
   type ExecOptions,
   type ExecResult,
+  extraPathProblem,
   RepoError,
   type Sandbox,
   type SandboxBackend,
@@ -50,6 +51,11 @@ export class E2bBackend implements SandboxBackend {
   constructor(readonly options: E2bBackendOptions) {}
 
   async create(spec: SandboxSpec): Promise<Sandbox> {
+    const extra = [...(spec.writableDirs ?? []), ...(spec.repo.alias ? [spec.repo.alias] : [])];
+    for (const path of extra) {
+      const problem = extraPathProblem(path);
+      if (problem) throw new RangeError(`Extra sandbox path ${problem}`);
+    }
     // Packed before booting: a bad repository or commit costs no sandbox.
     await Deno.mkdir(this.options.scratchDir, { recursive: true });
     const bundle = spec.repo.kind === "image" ? null : await bundleCommit(
@@ -137,9 +143,23 @@ class RemoteSandbox implements Sandbox {
     return this.remote.sandboxId;
   }
 
-  /** The work tree at the base commit: cloned from the uploaded bundle, or reset in the image. */
+  /**
+   * The work tree at the base commit: cloned from the uploaded bundle, or reset in the image (an
+   * image folder that is no git repository made one first, of one commit, and given to the
+   * user); then the extra writable folders and the work tree's alias, made by root.
+   */
   async setup(spec: SandboxSpec, bundle: { path: string; commit: string } | null): Promise<void> {
     const q = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
+    if (!bundle) {
+      const dir = q(this.workdir);
+      await this.#asRoot(
+        `[ -e ${dir}/.git ] || { mkdir -p ${dir} && cd ${dir} && git init --quiet && ` +
+          "git add -A && git -c user.name=rollout -c user.email=rollout@localhost commit " +
+          `--quiet --allow-empty --no-verify -m base && chown -R user:user ${dir}; }`,
+        "Cannot make the image's work tree a git repository",
+        spec.signal,
+      );
+    }
     let command: string;
     if (bundle) {
       const remoteBundle = `${this.tmpdir}/base.bundle`;
@@ -161,6 +181,36 @@ class RemoteSandbox implements Sandbox {
     if (result.exitCode !== 0) {
       throw new RepoError(
         `Cannot check out "${spec.commit}" in the E2B sandbox: ${
+          result.timedOut ? "timed out" : result.stderr.trim().split("\n").slice(-3).join(" ")
+        }`,
+      );
+    }
+    const extras = (spec.writableDirs ?? []).map((dir) =>
+      `rm -rf -- ${q(dir)} && mkdir -p -- ${q(dir)} && chmod 0777 -- ${q(dir)}`
+    );
+    const alias = spec.repo.alias;
+    if (alias && alias !== this.workdir) {
+      extras.push(
+        `rm -rf -- ${q(alias)} && mkdir -p -- "$(dirname -- ${q(alias)})" && ` +
+          `ln -s -- ${q(this.workdir)} ${q(alias)}`,
+      );
+    }
+    if (extras.length > 0) {
+      await this.#asRoot(extras.join(" && "), "Cannot make the extra folders", spec.signal);
+    }
+  }
+
+  /** Runs a setup `command` as root; a failure is the task's image's fault. */
+  async #asRoot(command: string, what: string, signal?: AbortSignal): Promise<void> {
+    const result = await this.exec(command, {
+      timeoutMs: SETUP_TIMEOUT_MS,
+      cwd: "/",
+      user: "root",
+      signal,
+    });
+    if (result.exitCode !== 0) {
+      throw new RepoError(
+        `${what} in the E2B sandbox: ${
           result.timedOut ? "timed out" : result.stderr.trim().split("\n").slice(-3).join(" ")
         }`,
       );

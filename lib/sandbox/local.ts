@@ -28,6 +28,7 @@ import {
   DEFAULT_OUTPUT_BYTES,
   type ExecOptions,
   type ExecResult,
+  extraPathProblem,
   type HostBind,
   RepoError,
   type Sandbox,
@@ -129,6 +130,14 @@ export class LocalBackend implements SandboxBackend {
     if (spec.forward && spec.network) {
       throw new RangeError("A sandbox with a forward has no network of its own: set network false");
     }
+    const extra = [...(spec.writableDirs ?? []), ...(spec.repo.alias ? [spec.repo.alias] : [])];
+    for (const path of extra) {
+      const problem = extraPathProblem(path);
+      if (problem) throw new RangeError(`Extra sandbox path ${problem}`);
+    }
+    if (new Set(extra).size < extra.length) {
+      throw new RangeError(`Extra sandbox paths repeat one another: ${extra.join(", ")}`);
+    }
     const env = await this.#environment();
     const id = `sbx_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
     const dir = `${this.#root}/${id}`;
@@ -136,7 +145,14 @@ export class LocalBackend implements SandboxBackend {
     await writeOwner(dir);
     const dirs = { repo: `${dir}/repo`, home: `${dir}/home`, tmp: `${dir}/tmp` };
     await Promise.all([Deno.mkdir(dirs.home), Deno.mkdir(dirs.tmp)]);
-    const sandbox = new LocalSandbox(id, dir, dirs, env, this.#bwrap, spec, (s) => {
+    // Each writable folder is a host folder of the sandbox; an alias shows the work tree again.
+    const writable: HostBind[] = (spec.writableDirs ?? []).map((inside, index) => ({
+      inside,
+      host: `${dir}/extra/${index}`,
+    }));
+    await Promise.all(writable.map((bind) => Deno.mkdir(bind.host, { recursive: true })));
+    if (spec.repo.alias) writable.push({ inside: spec.repo.alias, host: dirs.repo });
+    const sandbox = new LocalSandbox(id, dir, dirs, writable, env, this.#bwrap, spec, (s) => {
       this.#live.delete(s);
     });
     if (spec.forward) {
@@ -229,6 +245,8 @@ class LocalSandbox implements Sandbox {
     readonly id: string,
     readonly dir: string,
     readonly dirs: { readonly repo: string; readonly home: string; readonly tmp: string },
+    /** Extra writable folders and the work tree's alias, bound after the checkout. */
+    readonly writable: readonly HostBind[],
     readonly env: Environment,
     readonly bwrap: string,
     readonly spec: SandboxSpec,
@@ -286,6 +304,7 @@ class LocalSandbox implements Sandbox {
       user: options.user ?? "user",
       network: this.spec.network,
       binds: [...(this.spec.binds ?? []), ...(this.#forward?.binds ?? [])],
+      writable: this.writable,
     });
     const child = new Deno.Command(this.bwrap, {
       args,
@@ -348,6 +367,7 @@ class LocalSandbox implements Sandbox {
       { inside: LOCAL_PATHS.workdir, host: this.dirs.repo },
       { inside: LOCAL_PATHS.home, host: this.dirs.home },
       { inside: LOCAL_PATHS.tmpdir, host: this.dirs.tmp },
+      ...this.writable,
     ];
   }
 

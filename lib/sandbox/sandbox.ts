@@ -11,12 +11,24 @@ import type { Forward } from "./forward.ts";
 
 /** Where the repository of a sandbox comes from. */
 export type RepoSource =
-  /** A git repository on the gateway's machine, copied into the sandbox. */
-  | { readonly kind: "path"; readonly path: string }
-  /** A git URL, cloned by the sandbox. */
-  | { readonly kind: "url"; readonly url: string }
-  /** A checkout already inside the sandbox's image (an E2B template), at `dir`. */
-  | { readonly kind: "image"; readonly dir: string };
+  & (
+    /** A git repository on the gateway's machine, copied into the sandbox. */
+    | { readonly kind: "path"; readonly path: string }
+    /** A git URL, cloned by the sandbox. */
+    | { readonly kind: "url"; readonly url: string }
+    /**
+     * A folder already inside the sandbox's image (an E2B template), at `dir`: a checkout, or
+     * plain files that are made a git repository of one commit when the sandbox boots.
+     */
+    | { readonly kind: "image"; readonly dir: string }
+  )
+  & {
+    /**
+     * Another absolute path where the work tree also appears inside (Harbor's `/app`): the
+     * local backend binds it there too, E2B links it. One {@linkcode extraPathProblem} allows.
+     */
+    readonly alias?: string;
+  };
 
 /** What a sandbox is made from. */
 export interface SandboxSpec {
@@ -40,6 +52,12 @@ export interface SandboxSpec {
    * tools the local backend lends from the host. The E2B backend has none; it installs instead.
    */
   readonly binds?: readonly HostBind[];
+  /**
+   * Empty folders made at these absolute paths inside, writable by the sandbox's user (Harbor's
+   * `/tests` and `/logs`): locally host folders of the sandbox bound there, on E2B plain folders
+   * made by root. Each one {@linkcode extraPathProblem} allows.
+   */
+  readonly writableDirs?: readonly string[];
   /** Longest the sandbox may live, in milliseconds; a backend kills it after this. */
   readonly lifetimeMs: number;
   /** Aborted when the caller gives up: a boot in progress stops and nothing is left. */
@@ -129,6 +147,58 @@ export class RepoError extends Error implements CodedError {
     super(message, options);
     this.name = "RepoError";
   }
+}
+
+/**
+ * Top-level names an extra path (a writable folder, a work-tree alias) may not start with: the
+ * sandbox's own folders, kernel file systems and the system's programs and libraries, which
+ * such a folder would hide.
+ */
+export const RESERVED_ROOTS: ReadonlySet<string> = new Set([
+  "bin",
+  "boot",
+  "dev",
+  "etc",
+  "lib",
+  "lib32",
+  "lib64",
+  "libx32",
+  "proc",
+  "root",
+  "run",
+  "sandbox",
+  "sbin",
+  "sys",
+  "tmp",
+  "usr",
+  "var",
+]);
+
+/**
+ * What is wrong with `path` as an extra path inside a sandbox, or `null`: it must be absolute,
+ * of one to four plain names (letters, digits, `.`, `_`, `-`; no `.` or `..`), and not start
+ * with one of {@linkcode RESERVED_ROOTS}.
+ *
+ * @example
+ * ```ts
+ * extraPathProblem("/tests"); // null
+ * extraPathProblem("/usr/tests"); // "\"/usr\" is the system's: …"
+ * ```
+ */
+export function extraPathProblem(path: string): string | null {
+  if (!/^(?:\/[A-Za-z0-9._-]{1,64}){1,4}$/.test(path)) {
+    return `"${path}" is not an absolute path of one to four plain names`;
+  }
+  const names = path.slice(1).split("/");
+  if (names.some((name) => name === "." || name === "..")) {
+    return `"${path}" has a "." or ".." part`;
+  }
+  if (RESERVED_ROOTS.has(names[0])) {
+    return `"/${names[0]}" is the system's or the sandbox's own: pick a path outside ${
+      [...RESERVED_ROOTS].map((name) => `/${name}`).join(", ")
+    }`;
+  }
+  return null;
 }
 
 /** Default cap on the output kept per stream of one command. */

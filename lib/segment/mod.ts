@@ -6,4 +6,5 @@ export * from "./samples.ts";
 export * from "./export_slime.ts";
 export * from "./export_verl.ts";
 export * from "./export_jsonl.ts";
+export * from "./export_xtuner.ts";
 export * from "./export_raw.ts";

@@ -10,7 +10,12 @@ import {
   EngineUnavailableError,
 } from "../../lib/engine/mod.ts";
 import { codeOf, ERROR_TABLE } from "../../lib/errors/mod.ts";
-import { JudgerError, UnknownJudgerError } from "../../lib/evaluate/mod.ts";
+import {
+  DirNotFoundError,
+  HarborTaskError,
+  JudgerError,
+  UnknownJudgerError,
+} from "../../lib/evaluate/mod.ts";
 import { InvalidCursorError, LeaseTimeoutError } from "../../lib/kv/mod.ts";
 import { LimitError } from "../../lib/limits/mod.ts";
 import { JobNotFoundError } from "../../lib/rollout/mod.ts";
@@ -46,12 +51,14 @@ const CASES: [Error, number, string][] = [
   [new InvalidSessionIdError("a b"), 400, "invalid_request_error"],
   [new RepoError("no such commit"), 400, "invalid_request_error"],
   [new UnknownJudgerError("nope", ["tests"]), 400, "invalid_request_error"],
+  [new HarborTaskError("task.harbor: /t has no task.toml"), 400, "invalid_request_error"],
   [new EngineRejectedError("bad input_ids"), 400, "invalid_request_error"],
   [new AuthenticationError("Invalid session token"), 401, "authentication_error"],
   [new PermissionError("admin only"), 403, "permission_error"],
   [new SessionNotFoundError("s1"), 404, "not_found_error"],
   [new JobNotFoundError("job_1"), 404, "not_found_error"],
   [new RouteNotFoundError("GET", "/nope"), 404, "not_found_error"],
+  [new DirNotFoundError("/srv/nope"), 404, "not_found_error"],
   [new SessionExistsError("s1"), 409, "conflict_error"],
   [new SessionClosedError("s1"), 409, "conflict_error"],
   [new ChainConflictError("s1", "c0"), 409, "conflict_error"],

@@ -1,7 +1,8 @@
 /**
  * The Python client (python/rollout_gateway.py) against a real gateway: runs the stdlib
  * `unittest` suite in test/python/ with GATEWAY_URL and ADMIN_TOKEN pointing at a gateway over
- * loopback HTTP, whose scripted engine answers "List the files" with a Bash tool call.
+ * loopback HTTP, whose scripted engine answers "List the files" with a Bash tool call (and the
+ * judger example, python/examples/xtuner_judger.py, through test_xtuner_judger.py).
  */
 import assert from "node:assert/strict";
 import type { Script } from "../../fixtures/scripted_engine.ts";
@@ -21,7 +22,7 @@ const script: Script = (_call, promptText) => {
   return "You are welcome.";
 };
 
-Deno.test("the Python client drives a session, evaluations and a rollout group, and reads slime and verl samples", async () => {
+Deno.test("the Python client drives a session, evaluations and a rollout group, reads slime, verl and xtuner samples, and its xtuner judger example rewards an episode", async () => {
   const gw = await startGateway({ script, worker: true });
   try {
     const root = new URL("../../", import.meta.url);

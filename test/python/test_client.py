@@ -518,6 +518,13 @@ class RolloutTest(unittest.TestCase):
             self.assertTrue(all(isinstance(t, int) for t in sample["tokens"]))
         verl = gw.rollout_samples(group, format="verl")
         self.assertEqual([s["reward_score"] for s in verl], [1, 1])
+        xtuner = gw.rollout_samples(group, format="xtuner")  # GET /rollout/:id?format=xtuner
+        self.assertEqual([r["reward"]["score"] for r in xtuner], [1, 1])
+        self.assertEqual([r["reward"]["reason"] for r in xtuner], ["passed", "passed"])
+        for record, sample in zip(xtuner, slime):
+            self.assertEqual(record["status"], "completed")
+            messages = record["agent"]["messages"]
+            self.assertEqual([t for m in messages for t in m["token_ids"]], sample["tokens"])
 
         view = gw.rollout(group.job_ids[0])
         self.assertIn("+    return a / b", view["result"]["patch"])

@@ -5,6 +5,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
 import type { Script } from "../../fixtures/scripted_engine.ts";
 import { ADMIN_HEADERS } from "../_gateway.ts";
 import { waitFor } from "../_host.ts";
@@ -96,4 +97,27 @@ export async function awaitJob(
     limitMs,
   );
   return view;
+}
+
+/**
+ * The `command` harness running python/examples/mini_swe_agent.py, a stdlib agent with one bash
+ * tool, over Chat Completions. The agent travels in its command: the sandbox sees nothing of
+ * this checkout.
+ */
+export async function miniSweAgent(): Promise<Record<string, unknown>> {
+  const script = await Deno.readFile(
+    new URL("../../python/examples/mini_swe_agent.py", import.meta.url),
+  );
+  const command =
+    `echo ${Buffer.from(script).toString("base64")} | base64 -d > "$TMPDIR/agent.py" && ` +
+    'python3 "$TMPDIR/agent.py" --base-url "$AGENT_BASE_URL" --api-key "$AGENT_KEY" ' +
+    '--model "$AGENT_MODEL" --task {prompt}';
+  return {
+    harness: "command",
+    command,
+    base_url_env: "AGENT_BASE_URL",
+    token_env: "AGENT_KEY",
+    model_env: "AGENT_MODEL",
+    model: "qwen3-command",
+  };
 }

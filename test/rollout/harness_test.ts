@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { TaskSchema } from "../../lib/evaluate/mod.ts";
 import {
   agentCommand,
+  type CliSettings,
   fillPrompt,
   prepareAgent,
   readAgentLog,
@@ -11,8 +12,9 @@ import {
 import type { Sandbox } from "../../lib/sandbox/mod.ts";
 import { TASK } from "./_settings.ts";
 
+/** The settings of an agent CLI, parsed (a repository task never goes with the environment loop). */
 const agent = (settings: Record<string, unknown>) =>
-  RolloutRequestSchema.parse({ task: TASK, agent: settings }).agent;
+  RolloutRequestSchema.parse({ task: TASK, agent: settings }).agent as CliSettings;
 
 /** A sandbox that only keeps what is written to it. */
 function writableSandbox(): { sandbox: Sandbox; files: Map<string, string> } {

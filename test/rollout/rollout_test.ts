@@ -6,7 +6,6 @@ import assert from "node:assert/strict";
 import { type FakeE2b, startFakeE2b } from "../../fixtures/fake_e2b.ts";
 import type { Script } from "../../fixtures/scripted_engine.ts";
 import { assertChainExact } from "../_chain_exact.ts";
-import { Buffer } from "node:buffer";
 import { claudeTarball, pinnedTarball } from "../_claude.ts";
 import { ADMIN_HEADERS, startGateway, type TestGateway } from "../_gateway.ts";
 import { listDir, processesWith } from "../_host.ts";
@@ -17,6 +16,7 @@ import {
   HALF_FIX_CALC,
   job,
   type JobJson,
+  miniSweAgent,
   oneCommand,
   qwenShell,
   submit,
@@ -145,24 +145,9 @@ Deno.test("a rollout runs any command-line agent: a stdlib script over Chat Comp
   });
   try {
     const { task, gold } = await fixtureTask("python_unittest");
-    // The agent travels in its command: the sandbox sees nothing of this checkout.
-    const script = await Deno.readFile(
-      new URL("../../python/examples/mini_swe_agent.py", import.meta.url),
-    );
-    const command =
-      `echo ${Buffer.from(script).toString("base64")} | base64 -d > "$TMPDIR/agent.py" && ` +
-      'python3 "$TMPDIR/agent.py" --base-url "$AGENT_BASE_URL" --api-key "$AGENT_KEY" ' +
-      '--model "$AGENT_MODEL" --task {prompt}';
     const submitted = await submit(gw, {
       task,
-      agent: {
-        harness: "command",
-        command,
-        base_url_env: "AGENT_BASE_URL",
-        token_env: "AGENT_KEY",
-        model_env: "AGENT_MODEL",
-        model: "qwen3-command",
-      },
+      agent: await miniSweAgent(),
     });
     const view = await awaitJob(gw, submitted.jobs[0].id);
     assert.equal(view.phase, "done", JSON.stringify(view));

@@ -1,0 +1,163 @@
+/**
+ * Harbor task folders (the format of verl's remote-agent recipe, Terminal-Bench and friends) as
+ * tasks: a request's `{harbor: <folder>}` resolved into a {@linkcode Task} graded in
+ * `harbor_tests` mode, its work tree the folder's `environment/` committed as a git repository,
+ * or on E2B the image's work dir. The folder is read by `harbor_folder.ts`.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { committedRepo } from "./fixture_repos.ts";
+import type { TreeFile } from "./_tree.ts";
+import {
+  type HarborTask,
+  HarborTaskError,
+  type HarborTaskFacts,
+  loadHarborTask,
+} from "./harbor_folder.ts";
+import { extraPathProblem, hostCommand } from "../sandbox/mod.ts";
+import { type Task, TaskSchema } from "./task.ts";
+
+const REVISION = /^[A-Za-z0-9][A-Za-z0-9._/^~-]{0,254}$/;
+
+/** A Harbor task folder named in a request's `task`. */
+export const HarborRefSchema = z.strictObject({
+  /** The task folder: an absolute path on the gateway's machine. */
+  harbor: z.string().max(4096).regex(/^(?:\/[^/\0]+)+\/?$/, "expected an absolute path").refine(
+    (path) => !path.split("/").some((part) => part === "." || part === ".."),
+    "expected a path without . or .. parts",
+  ),
+  /** A repository for the work tree instead of `environment/` or the image (as `task.repo`). */
+  repo: TaskSchema.shape.repo,
+  /** Its commit; given with `repo`, and only with it. */
+  base_commit: z.string().regex(REVISION, "expected a commit id or another git revision")
+    .optional(),
+}).refine((ref) => (ref.repo === undefined) === (ref.base_commit === undefined), {
+  message: "give repo and base_commit together, or neither",
+  path: ["base_commit"],
+});
+
+/** A validated Harbor reference. */
+export type HarborRef = z.output<typeof HarborRefSchema>;
+
+/** Where a resolved task's work tree comes from and how it runs. */
+export interface HarborResolveOptions {
+  /** Host folder where work trees built from `environment/` are kept. */
+  readonly cacheDir: string;
+  /** The sandbox backend the task will run on (`local` or `e2b`). */
+  readonly backend: string;
+}
+
+/** A Harbor task resolved into a task spec. */
+export interface ResolvedHarborTask {
+  readonly task: Task;
+  /** `[agent] timeout_sec` in milliseconds, or `null` when the folder gives none. */
+  readonly agentTimeoutMs: number | null;
+  readonly facts: HarborTaskFacts;
+}
+
+/**
+ * The task spec of a Harbor task folder. Its work tree: `ref.repo` at `ref.base_commit` when
+ * given; on E2B with `[environment] docker_image`, the image's work dir (the image is the
+ * template); else `environment/` but its Dockerfile, committed as a git repository under
+ * `options.cacheDir` (the same files, the same commit id).
+ *
+ * @example
+ * ```ts
+ * const { task, agentTimeoutMs } = await resolveHarborTask(
+ *   { harbor: "/srv/tasks/hello" },
+ *   { cacheDir: "/var/lib/rg/cache", backend: "local" },
+ * );
+ * ```
+ * @throws {HarborTaskError} with a message starting `task.harbor: `.
+ */
+export async function resolveHarborTask(
+  ref: HarborRef,
+  options: HarborResolveOptions,
+): Promise<ResolvedHarborTask> {
+  let loaded: HarborTask;
+  try {
+    loaded = await loadHarborTask(ref.harbor);
+  } catch (error) {
+    if (!(error instanceof HarborTaskError)) throw error;
+    throw new HarborTaskError(`task.harbor: ${error.message}`, { cause: error });
+  }
+  const image = options.backend === "e2b" && loaded.docker_image !== null &&
+    ref.repo === undefined;
+  const tree = ref.repo !== undefined
+    ? { repo: ref.repo, base_commit: ref.base_commit }
+    : image
+    ? { repo_dir: loaded.workdir, base_commit: "HEAD" }
+    : await environmentRepo(loaded, options.cacheDir);
+  const verifierMs = loaded.verifier_timeout_sec === null
+    ? undefined
+    : Math.min(24 * 3_600_000, Math.max(100, Math.round(loaded.verifier_timeout_sec * 1000)));
+  const parsed = TaskSchema.safeParse({
+    ...tree,
+    template: loaded.docker_image ?? undefined,
+    workdir_alias: !image && extraPathProblem(loaded.workdir) === null ? loaded.workdir : undefined,
+    problem_statement: loaded.instruction,
+    harbor_tests: loaded.tests,
+    env: loaded.verifier_env,
+    timeout_ms: verifierMs,
+    metadata: { harbor_task: loaded.name },
+  });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new HarborTaskError(
+      `task.harbor: ${loaded.path} does not make a valid task: ${
+        issue.path.join(".") || "task"
+      }: ${issue.message}`,
+    );
+  }
+  const agentMs = loaded.agent_timeout_sec === null
+    ? null
+    : Math.round(loaded.agent_timeout_sec * 1000);
+  return { task: parsed.data, agentTimeoutMs: agentMs, facts: stripped(loaded) };
+}
+
+/** The facts of a loaded task, without its contents. */
+function stripped(task: HarborTask): HarborTaskFacts {
+  const { instruction: _i, verifier_env: _v, tests: _t, environment: _e, ...facts } = task;
+  return facts;
+}
+
+/**
+ * The git repository of a task's `environment/` files, kept under `cacheDir` by a digest of
+ * their contents: a folder whose files change between requests gets another one.
+ */
+async function environmentRepo(
+  task: HarborTask,
+  cacheDir: string,
+): Promise<{ repo: string; base_commit: string }> {
+  const target = `${cacheDir}/harbor/${await contentKey(task.environment)}`;
+  await committedRepo(target, async (dir) => {
+    for (const file of task.environment) {
+      const path = `${dir}/${file.path}`;
+      await Deno.mkdir(path.slice(0, path.lastIndexOf("/")), { recursive: true });
+      await Deno.copyFile(file.host, path);
+      await Deno.chmod(path, file.executable ? 0o755 : 0o644);
+    }
+  });
+  const commit = (await hostCommand("git", ["-C", target, "rev-parse", "HEAD"])).trim();
+  return { repo: target, base_commit: commit };
+}
+
+/** A digest of the files' paths, modes and bytes: the cache folder's name. */
+async function contentKey(files: readonly TreeFile[]): Promise<string> {
+  const parts: Uint8Array[] = [];
+  const encoder = new TextEncoder();
+  for (const file of files) {
+    const bytes = await Deno.readFile(file.host);
+    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+    parts.push(encoder.encode(`${file.path}\0${file.executable ? 1 : 0}\0`), digest);
+  }
+  const all = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    all.set(part, at);
+    at += part.length;
+  }
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", all));
+  return Array.from(digest.slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("");
+}

@@ -29,6 +29,8 @@ export interface TreeLimits {
 
 /** Deepest folder nesting walked. */
 export const MAX_TREE_DEPTH = 32;
+/** Most folders walked under one folder: empty ones cost a walk too. */
+export const MAX_TREE_FOLDERS = 10_000;
 
 /** A folder that breaks a bound, or holds a link out of the task folder. */
 export class TreeError extends Error {
@@ -64,6 +66,7 @@ export async function readTree(root: string, sub: string, limits: TreeLimits): P
   if (!(await Deno.stat(real)).isDirectory) throw new TreeError(`${top} is not a folder`);
   const files: TreeFile[] = [];
   let bytes = 0;
+  let folders = 0;
   const walk = async (dir: string, prefix: string, depth: number): Promise<void> => {
     if (depth > MAX_TREE_DEPTH) {
       throw new TreeError(`${top}/${prefix} is nested deeper than ${MAX_TREE_DEPTH} folders`);
@@ -86,6 +89,9 @@ export async function readTree(root: string, sub: string, limits: TreeLimits): P
       const info = await Deno.stat(host);
       if (info.isDirectory) {
         if (entry.isSymlink) throw new TreeError(`${shown} is a symbolic link to a folder`);
+        if (++folders > MAX_TREE_FOLDERS) {
+          throw new TreeError(`${top}/ has more than ${MAX_TREE_FOLDERS} folders`);
+        }
         await walk(host, `${path}/`, depth + 1);
         continue;
       }

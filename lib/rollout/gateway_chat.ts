@@ -23,7 +23,6 @@ export interface ChatReply {
   readonly message: ChatMessage;
   readonly content: string;
   readonly toolCalls: readonly ChatToolCall[];
-  readonly finishReason: string | null;
 }
 
 /** The model could not answer a turn (the engine is down, the context is full, …). */
@@ -131,6 +130,5 @@ async function replyOf(response: Response): Promise<ChatReply> {
     message,
     content: typeof message.content === "string" ? message.content : "",
     toolCalls,
-    finishReason: typeof choice.finish_reason === "string" ? choice.finish_reason : null,
   };
 }

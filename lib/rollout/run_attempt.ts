@@ -251,28 +251,7 @@ export async function runAttempt(
   } catch (error) {
     await sandbox?.kill();
     sandbox = null;
-    await closeSession(deps.lifecycle, session.session.id, { as: "aborted" }).catch((closing) =>
-      console.error(`Cannot close session ${session.session.id}: ${closing}`)
-    );
-    const stop = signal.aborted ? signal.reason : null;
-    if (stop instanceof AttemptStop) {
-      return {
-        phase: "aborted",
-        reason: stop.reason,
-        detail: stop.message,
-        agent,
-        agentLog,
-        patch,
-      };
-    }
-    return {
-      phase: "failed",
-      reason: failureReason(error),
-      detail: (error as Error)?.message ?? String(error),
-      agent,
-      agentLog,
-      patch,
-    };
+    return await endedBy(deps, session.session.id, error, signal, { agent, agentLog, patch });
   } finally {
     await sandbox?.kill();
   }
@@ -281,6 +260,34 @@ export async function runAttempt(
 /** The boot slots of this attempt's sandboxes. */
 function slotsOf(deps: AttemptDeps, jobId: string) {
   return { holder: `${deps.holder}/${jobId}`, slots: deps.bootSlots, ttlMs: deps.leaseTtlMs };
+}
+
+/**
+ * How an attempt that threw `error` ends, with what it had: its session closed as aborted; the
+ * attempt aborted with the stop's reason when `signal` stopped it, else failed with
+ * `reasonOf(error)`.
+ */
+export async function endedBy(
+  deps: AttemptDeps,
+  sessionId: string,
+  error: unknown,
+  signal: AbortSignal,
+  had: { agent?: AgentOutcome; agentLog?: string; patch?: string },
+  reasonOf: (error: unknown) => string = failureReason,
+): Promise<AttemptOutcome> {
+  await closeSession(deps.lifecycle, sessionId, { as: "aborted" }).catch((closing) =>
+    console.error(`Cannot close session ${sessionId}: ${closing}`)
+  );
+  const stop = signal.aborted ? signal.reason : null;
+  if (stop instanceof AttemptStop) {
+    return { phase: "aborted", reason: stop.reason, detail: stop.message, ...had };
+  }
+  return {
+    phase: "failed",
+    reason: reasonOf(error),
+    detail: (error as Error)?.message ?? String(error),
+    ...had,
+  };
 }
 
 /** The reason of an attempt that failed with `error`. */

@@ -18,7 +18,7 @@ import type { EnvLoopSettings, RolloutSettings } from "./request.ts";
 import {
   type AttemptDeps,
   type AttemptOutcome,
-  AttemptStop,
+  endedBy,
   failureReason,
   openAttemptSession,
   setAttemptPhase,
@@ -45,7 +45,7 @@ const USER_SESSION_SUFFIX = "_user";
 
 /**
  * Runs attempt `job.attempt` of an environment-loop job until it ends; `signal` aborts it with
- * an {@linkcode AttemptStop} reason.
+ * an `AttemptStop` reason.
  */
 export async function runEpisodeAttempt(
   deps: AttemptDeps,
@@ -116,20 +116,15 @@ export async function runEpisodeAttempt(
     await closeSession(deps.lifecycle, session.session.id);
     return { phase: "done", agent, agentLog, patch: null, reward };
   } catch (error) {
-    await closeSession(deps.lifecycle, session.session.id, { as: "aborted" }).catch((closing) =>
-      console.error(`Cannot close session ${session.session.id}: ${closing}`)
-    );
     const agent = episode === null ? undefined : agentOf(episode);
-    const stop = signal.aborted ? signal.reason : null;
-    if (stop instanceof AttemptStop) {
-      return { phase: "aborted", reason: stop.reason, detail: stop.message, agent };
-    }
-    return {
-      phase: "failed",
-      reason: error instanceof EnvError ? "env_failed" : failureReason(error),
-      detail: (error as Error)?.message ?? String(error),
-      agent,
-    };
+    return await endedBy(
+      deps,
+      session.session.id,
+      error,
+      signal,
+      { agent },
+      (error) => error instanceof EnvError ? "env_failed" : failureReason(error),
+    );
   } finally {
     if (userSession !== null) {
       await closeSession(deps.lifecycle, userSession).catch((closing) =>

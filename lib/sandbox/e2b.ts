@@ -11,10 +11,10 @@ import { bundleCommit, describe } from "./git_bundle.ts";
 import { OutputTail } from "./output_tail.ts";
 import { sleep } from "./sleep.ts";
 import {
+  checkExtraPaths,
   DEFAULT_OUTPUT_BYTES,
   type ExecOptions,
   type ExecResult,
-  extraPathProblem,
   RepoError,
   type Sandbox,
   type SandboxBackend,
@@ -51,11 +51,7 @@ export class E2bBackend implements SandboxBackend {
   constructor(readonly options: E2bBackendOptions) {}
 
   async create(spec: SandboxSpec): Promise<Sandbox> {
-    const extra = [...(spec.writableDirs ?? []), ...(spec.repo.alias ? [spec.repo.alias] : [])];
-    for (const path of extra) {
-      const problem = extraPathProblem(path);
-      if (problem) throw new RangeError(`Extra sandbox path ${problem}`);
-    }
+    checkExtraPaths(spec);
     // Packed before booting: a bad repository or commit costs no sandbox.
     await Deno.mkdir(this.options.scratchDir, { recursive: true });
     const bundle = spec.repo.kind === "image" ? null : await bundleCommit(

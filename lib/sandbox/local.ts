@@ -25,10 +25,10 @@ import {
   writeOwner,
 } from "./_local_host.ts";
 import {
+  checkExtraPaths,
   DEFAULT_OUTPUT_BYTES,
   type ExecOptions,
   type ExecResult,
-  extraPathProblem,
   type HostBind,
   RepoError,
   type Sandbox,
@@ -130,14 +130,7 @@ export class LocalBackend implements SandboxBackend {
     if (spec.forward && spec.network) {
       throw new RangeError("A sandbox with a forward has no network of its own: set network false");
     }
-    const extra = [...(spec.writableDirs ?? []), ...(spec.repo.alias ? [spec.repo.alias] : [])];
-    for (const path of extra) {
-      const problem = extraPathProblem(path);
-      if (problem) throw new RangeError(`Extra sandbox path ${problem}`);
-    }
-    if (new Set(extra).size < extra.length) {
-      throw new RangeError(`Extra sandbox paths repeat one another: ${extra.join(", ")}`);
-    }
+    checkExtraPaths(spec);
     const env = await this.#environment();
     const id = `sbx_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
     const dir = `${this.#root}/${id}`;

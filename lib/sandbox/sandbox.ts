@@ -201,6 +201,23 @@ export function extraPathProblem(path: string): string | null {
   return null;
 }
 
+/**
+ * Checks a spec's extra paths (its writable folders and its work tree's alias) before a backend
+ * makes anything: each one {@linkcode extraPathProblem} allows, none twice.
+ *
+ * @throws {RangeError} naming the path at fault.
+ */
+export function checkExtraPaths(spec: SandboxSpec): void {
+  const extra = [...(spec.writableDirs ?? []), ...(spec.repo.alias ? [spec.repo.alias] : [])];
+  for (const path of extra) {
+    const problem = extraPathProblem(path);
+    if (problem) throw new RangeError(`Extra sandbox path ${problem}`);
+  }
+  if (new Set(extra).size < extra.length) {
+    throw new RangeError(`Extra sandbox paths repeat one another: ${extra.join(", ")}`);
+  }
+}
+
 /** Default cap on the output kept per stream of one command. */
 export const DEFAULT_OUTPUT_BYTES = 1024 * 1024;
 

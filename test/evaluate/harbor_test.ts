@@ -19,6 +19,7 @@ import {
   type Task,
   TaskSchema,
 } from "../../lib/evaluate/mod.ts";
+import { MAX_TREE_DEPTH, MAX_TREE_FOLDERS } from "../../lib/evaluate/_tree.ts";
 import { LocalBackend } from "../../lib/sandbox/mod.ts";
 import { copyFixture, FIZZBUZZ_FACTS, harborFixture, harborGold } from "./_harbor.ts";
 import { evaluateDeps, scratchRepo } from "./_tasks.ts";
@@ -190,6 +191,18 @@ const BROKEN: [string, (dir: string) => Promise<void>, RegExp][] = [
     "a test file name with a space",
     (d) => Deno.writeTextFile(`${d}/tests/a b.py`, ""),
     /tests\/a b\.py: test file names may hold only letters, digits/,
+  ],
+  [
+    "environment folders nested too deep",
+    (d) => Deno.mkdir(`${d}/environment/${"a/".repeat(MAX_TREE_DEPTH + 1)}`, { recursive: true }),
+    new RegExp(`environment/(a/)+ is nested deeper than ${MAX_TREE_DEPTH} folders`),
+  ],
+  [
+    "too many environment folders, though empty",
+    async (d) => {
+      for (let i = 0; i <= MAX_TREE_FOLDERS; i++) await Deno.mkdir(`${d}/environment/f${i}`);
+    },
+    new RegExp(`environment/ has more than ${MAX_TREE_FOLDERS} folders`),
   ],
   [
     "an environment file linking out of the folder",

@@ -32,7 +32,6 @@ const calls = (...names: [string, string][]): ChatReply => ({
   },
   content: "",
   toolCalls: names.map(([name, args], i) => ({ id: `c${i}`, function: { name, arguments: args } })),
-  finishReason: "tool_calls",
 });
 
 /** A fake environment over HTTP: each step echoes its action; done at `doneAt` steps. */
@@ -109,7 +108,6 @@ Deno.test("runEnvLoop: text is the respond action; max_steps truncates even insi
       message: { role: "assistant", content: "Hello" },
       content: "Hello",
       toolCalls: [],
-      finishReason: "stop",
     };
     const episode = await run(env, scriptedModel([text, calls(["a", "{}"], ["b", "{}"])]), 2);
     assert.deepEqual([episode.status, episode.steps, episode.turns], ["TRUNCATED", 2, 2]);

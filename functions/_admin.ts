@@ -13,20 +13,29 @@ import { credential, newRequestId, PermissionError } from "./_http.ts";
 /** Middleware admitting only the admin token, sent as `Authorization: Bearer`. */
 export function admin(deps: Deps): MiddlewareHandler {
   return async (c, next) => {
-    const token = credential(c.req.raw);
-    if (token === null) {
-      throw new AuthenticationError("Missing admin token: send it as Authorization: Bearer");
-    }
-    if (!sameSecret(token, deps.adminToken)) {
-      const session = await resolveToken(deps.kv, token, { devOpenSessions: false }).catch(() =>
-        null
-      );
-      if (session) throw new PermissionError("A session token cannot use the trainer API");
-      throw new AuthenticationError("Invalid admin token");
-    }
+    await checkAdmin(deps, credential(c.req.raw));
     await next();
     c.res.headers.set("request-id", c.res.headers.get("request-id") ?? newRequestId());
   };
+}
+
+/**
+ * Passes when `token` is the admin token.
+ *
+ * @throws {AuthenticationError} for no token or a wrong one.
+ * @throws {PermissionError} for a session's token.
+ */
+export async function checkAdmin(
+  deps: Pick<Deps, "kv" | "adminToken">,
+  token: string | null,
+): Promise<void> {
+  if (token === null) {
+    throw new AuthenticationError("Missing admin token: send it as Authorization: Bearer");
+  }
+  if (sameSecret(token, deps.adminToken)) return;
+  const session = await resolveToken(deps.kv, token, { devOpenSessions: false }).catch(() => null);
+  if (session) throw new PermissionError("A session token cannot use the trainer API");
+  throw new AuthenticationError("Invalid admin token");
 }
 
 /** Compares two secrets in time that does not depend on where they differ. */

@@ -42,7 +42,13 @@ import {
   RolloutWorker,
 } from "../lib/rollout/mod.ts";
 import type { LifecycleDeps } from "../lib/session/mod.ts";
-import { E2bBackend, LocalBackend, type SandboxBackend } from "../lib/sandbox/mod.ts";
+import {
+  countedBackend,
+  E2bBackend,
+  LocalBackend,
+  type SandboxBackend,
+} from "../lib/sandbox/mod.ts";
+import { createMetrics, type GatewayMetrics } from "../lib/metrics/mod.ts";
 
 /** Everything the functions are built from. */
 export interface Deps extends TurnDeps {
@@ -73,6 +79,8 @@ export interface Deps extends TurnDeps {
   readonly judgers: ReadonlyMap<string, Judger>;
   /** Evaluations running in this process, at most `EVAL_CONCURRENCY`. */
   readonly evalSlots: Slots;
+  /** This process's metrics (one registry per process), counted by everything above. */
+  readonly metrics: GatewayMetrics;
   /** Releases the engine pool, the scripted engine, live sandboxes and KV. */
   close(): Promise<void>;
 }
@@ -105,6 +113,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   );
   const tokenizer = await loadServedTokenizer(config, overrides.tokenizer);
   const formats = tokenizer.formats;
+  const metrics = createMetrics();
   const kv = overrides.kv ?? await openKv(config.kvPath);
   let scripted: ScriptedEngine | null = null;
   let engine = overrides.engine;
@@ -117,15 +126,20 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     engine = new SglangClient(url, {
       connections: config.engineConnections,
       timeoutMs: config.engineTimeoutMs,
+      metrics,
     });
   }
   const contextLength = config.contextLength ?? tokenizer.modelMaxLength ?? 32_768;
-  const sandboxes = overrides.sandbox
+  const backends = overrides.sandbox
     ? new Map([[overrides.sandbox.name, overrides.sandbox]])
     : sandboxBackends(config);
-  const sandbox = overrides.sandbox ?? sandboxes.get(config.sandboxBackend)!;
+  // Every boot counted, whichever path (an evaluation, an agent's sandbox) takes it.
+  const sandboxes = new Map(
+    [...backends].map(([name, backend]) => [name, countedBackend(backend, metrics)]),
+  );
+  const sandbox = sandboxes.get(overrides.sandbox?.name ?? config.sandboxBackend)!;
   const holder = `${Deno.hostname()}:${Deno.pid}`;
-  const lease = { ttlMs: config.leaseTtlMs, waitMs: config.lockWaitMs };
+  const lease = { ttlMs: config.leaseTtlMs, waitMs: config.lockWaitMs, metrics };
   const lifecycle: LifecycleDeps = { kv, lease, holder, retentionMs: config.sessionRetentionMs };
   const evaluation: EvaluateDeps = {
     backend: sandbox,
@@ -134,6 +148,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     timeoutMs: config.evalTimeoutMs,
     outputBytes: config.sandboxOutputBytes,
     cacheDir: `${config.sandboxRoot}/cache`,
+    metrics,
   };
   const agents = await agentInstalls(config.rollout);
   let listening: string | null = null;
@@ -157,6 +172,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     leaseTtlMs: config.leaseTtlMs,
     holder,
     outputBytes: config.sandboxOutputBytes,
+    metrics,
   }, { concurrency: config.rollout.concurrency, pollMs: config.rollout.pollMs });
   return {
     config,
@@ -188,6 +204,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     setListening: (url) => void (listening = url),
     judgers,
     evalSlots: new Slots(config.evalConcurrency),
+    metrics,
     close: async () => {
       await rollout.stop();
       if (!overrides.sandbox) await Promise.all([...sandboxes.values()].map((s) => s.close()));

@@ -7,7 +7,8 @@
 import type { CodedError } from "../lib/errors/mod.ts";
 import { ZodError } from "zod";
 import { errorBody, type ErrorType, InvalidRequestError } from "../lib/anthropic/mod.ts";
-import { codeOf, ERROR_TABLE } from "../lib/errors/mod.ts";
+import { codeOf, ERROR_TABLE, type ErrorCode } from "../lib/errors/mod.ts";
+import type { GatewayMetrics } from "../lib/metrics/mod.ts";
 import { jsonShapeProblem, MAX_JSON_DEPTH, readCapped } from "../lib/limits/mod.ts";
 import { contextOverflowMessage, openaiErrorBody } from "../lib/openai/mod.ts";
 import { ContextOverflowError } from "../lib/session/mod.ts";
@@ -136,10 +137,27 @@ function describeIssue(issue: Issue, base: PropertyKey[]): string {
 export interface ErrorOptions {
   /** `RETRY_AFTER_MS`. */
   readonly retryAfterMs: number;
+  /** Counts every error answered, by code. */
+  readonly metrics?: GatewayMetrics;
+}
+
+/**
+ * How a function built from `deps` answers errors: `RETRY_AFTER_MS`, each counted.
+ *
+ * @example
+ * ```ts
+ * app.onError((error) => errorResponse(error, newRequestId(), errorOptions(deps)));
+ * ```
+ */
+export function errorOptions(
+  deps: { readonly config: { readonly retryAfterMs: number }; readonly metrics?: GatewayMetrics },
+): ErrorOptions {
+  return { retryAfterMs: deps.config.retryAfterMs, metrics: deps.metrics };
 }
 
 /** What an error tells its client, from its code's row in {@linkcode ERROR_TABLE}. */
 export interface ErrorAnswer {
+  readonly code: ErrorCode;
   readonly status: number;
   readonly type: ErrorType;
   readonly message: string;
@@ -160,7 +178,7 @@ export function describeError(error: unknown): ErrorAnswer {
     : code === "client_disconnected"
     ? "Client disconnected"
     : (error as Error).message;
-  return { status, type, message, retry };
+  return { code, status, type, message, retry };
 }
 
 /** The headers that ask a client to come back after `RETRY_AFTER_MS` (`retry-after` in seconds). */
@@ -177,7 +195,8 @@ export function classifyError(
   error: unknown,
   options: ErrorOptions,
 ): { status: number; type: ErrorType; message: string; headers?: Record<string, string> } {
-  const { status, type, message, retry } = describeError(error);
+  const { code, status, type, message, retry } = describeError(error);
+  options.metrics?.errors.inc(code);
   return retry
     ? { status, type, message, headers: retryHeaders(options) }
     : { status, type, message };

@@ -9,6 +9,7 @@
  */
 import type { z } from "zod";
 import type { LowerOptions } from "../lib/anthropic/mod.ts";
+import type { GatewayMetrics } from "../lib/metrics/mod.ts";
 import {
   resolveToken,
   type StartedTurn,
@@ -17,7 +18,14 @@ import {
   type TurnInput,
 } from "../lib/session/mod.ts";
 import { type Deps, loweringOptions } from "./_deps.ts";
-import { credential, newRequestId, openaiErrorResponse, readJson, validate } from "./_http.ts";
+import {
+  credential,
+  errorOptions,
+  newRequestId,
+  openaiErrorResponse,
+  readJson,
+  validate,
+} from "./_http.ts";
 import { settleWithin } from "./_sse.ts";
 
 /** What a protocol brings to a turn. */
@@ -35,7 +43,12 @@ export interface OpenAIProtocol<Body extends { stream?: boolean | null }, Reply>
   stream(
     request: Body,
     turn: StartedTurn<Reply>,
-    stream: { requestId: string; done: Promise<Reply>; pingIntervalMs: number },
+    stream: {
+      requestId: string;
+      done: Promise<Reply>;
+      pingIntervalMs: number;
+      metrics: GatewayMetrics;
+    },
   ): Response;
 }
 
@@ -46,7 +59,7 @@ export async function serveOpenAITurn<Body extends { stream?: boolean | null }, 
   protocol: OpenAIProtocol<Body, Reply>,
 ): Promise<Response> {
   const requestId = newRequestId();
-  const errors = { retryAfterMs: deps.config.retryAfterMs };
+  const errors = errorOptions(deps);
   try {
     // The token first, writing nothing: a stranger learns nothing about the body's checks.
     const resolved = await resolveToken(deps.kv, credential(raw), {
@@ -73,6 +86,7 @@ export async function serveOpenAITurn<Body extends { stream?: boolean | null }, 
       requestId,
       done,
       pingIntervalMs: deps.config.pingIntervalMs,
+      metrics: deps.metrics,
     });
   } catch (error) {
     return openaiErrorResponse(error, requestId, errors);

@@ -18,6 +18,7 @@ import {
 import type { OutputFeed } from "../lib/session/mod.ts";
 import type { OutputEvent } from "../lib/template/mod.ts";
 import { codeOf } from "../lib/errors/mod.ts";
+import type { GatewayMetrics } from "../lib/metrics/mod.ts";
 import {
   type ChatCompletion,
   ChunkStreamWriter,
@@ -72,6 +73,8 @@ interface StreamedTurn<T> {
   /** True once the turn was cancelled: its failure then is the client's leaving, not an error. */
   readonly cancelled: () => boolean;
   readonly pingIntervalMs: number;
+  /** Counts a failure reported after the stream started, by code. */
+  readonly metrics?: GatewayMetrics;
 }
 
 /** What a protocol writes at each point of a stream. */
@@ -117,7 +120,10 @@ function streamResponse<T>(turn: StreamedTurn<T>, shape: StreamShape<T>): Respon
           finish();
         },
         (error) => {
-          if (!turn.cancelled()) send([shape.failure(error)]);
+          if (!turn.cancelled()) {
+            turn.metrics?.errors.inc(codeOf(error));
+            send([shape.failure(error)]);
+          }
           finish();
         },
       );

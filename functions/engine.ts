@@ -14,7 +14,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { admin } from "./_admin.ts";
 import { type Deps, lazyApp } from "./_deps.ts";
-import { errorResponse, newRequestId, readJson, validate } from "./_http.ts";
+import { errorOptions, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
 
 const PauseBody = z.object({ mode: z.enum(["abort", "retract", "in_place"]).default("abort") });
 
@@ -51,7 +51,7 @@ export function createEngineApp(deps: Deps): Hono {
       workers: await control.setWeightVersion(version, abort_all_requests),
     });
   });
-  app.onError((error) => errorResponse(error, newRequestId(), deps.config));
+  app.onError((error) => errorResponse(error, newRequestId(), errorOptions(deps)));
   return app;
 }
 

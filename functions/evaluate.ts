@@ -13,7 +13,7 @@ import { z } from "zod";
 import { evaluate, HarborRefSchema, resolveHarborTask, TaskSchema } from "../lib/evaluate/mod.ts";
 import { admin } from "./_admin.ts";
 import { type Deps, lazyApp } from "./_deps.ts";
-import { errorResponse, newRequestId, readJson, validate } from "./_http.ts";
+import { errorOptions, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
 
 const EvaluateBody = z.object({
   task: TaskSchema,
@@ -50,7 +50,7 @@ export function createEvaluateApp(deps: Deps): Hono {
     const result = await deps.evalSlots.run(() => evaluate(deps.evaluation, request), signal);
     return c.json(result);
   });
-  app.onError((error) => errorResponse(error, newRequestId(), deps.config));
+  app.onError((error) => errorResponse(error, newRequestId(), errorOptions(deps)));
   return app;
 }
 

@@ -26,7 +26,14 @@ import {
 } from "../lib/session/mod.ts";
 import { LimitError, MAX_AGENT_ID_CHARS } from "../lib/limits/mod.ts";
 import { type Deps, lazyApp, loweringOptions } from "./_deps.ts";
-import { credential, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
+import {
+  credential,
+  errorOptions,
+  errorResponse,
+  newRequestId,
+  readJson,
+  validate,
+} from "./_http.ts";
 import { settleWithin, sseResponse } from "./_sse.ts";
 
 /**
@@ -47,7 +54,7 @@ function agentHeader(request: Request, name: string): string | null {
 export function createMessagesApp(deps: Deps): Hono {
   const app = new Hono();
   const lowering = loweringOptions(deps);
-  const errors = { retryAfterMs: deps.config.retryAfterMs };
+  const errors = errorOptions(deps);
 
   /** The token's session (checked first, writing nothing), the validated body, and its turn. */
   const readTurn = async (
@@ -105,6 +112,7 @@ export function createMessagesApp(deps: Deps): Hono {
         cancel: turn.cancel,
         cancelled: () => turn.cancelled,
         pingIntervalMs: deps.config.pingIntervalMs,
+        metrics: deps.metrics,
       });
     } catch (error) {
       return errorResponse(error, requestId, errors);

@@ -10,12 +10,18 @@ import { Hono } from "hono";
 import { resolveToken } from "../lib/session/mod.ts";
 import { sameSecret } from "./_admin.ts";
 import { type Deps, lazyApp } from "./_deps.ts";
-import { credential, errorResponse, newRequestId, openaiErrorResponse } from "./_http.ts";
+import {
+  credential,
+  errorOptions,
+  errorResponse,
+  newRequestId,
+  openaiErrorResponse,
+} from "./_http.ts";
 
 /** The models app over `deps`. */
 export function createModelsApp(deps: Deps): Hono {
   const app = new Hono();
-  const errors = { retryAfterMs: deps.config.retryAfterMs };
+  const errors = errorOptions(deps);
 
   const model = (id: string) => ({
     id,

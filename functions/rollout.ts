@@ -27,7 +27,7 @@ import {
 import { SessionNotFoundError } from "../lib/session/mod.ts";
 import { admin } from "./_admin.ts";
 import { type Deps, lazyApp } from "./_deps.ts";
-import { errorResponse, newRequestId, readJson, validate } from "./_http.ts";
+import { errorOptions, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
 import { exportSamples, SamplesQuery } from "./_samples.ts";
 
 const GroupQuery = z.object({ group_id: z.string().regex(/^grp_[0-9a-f]{24}$/, "a group id") });
@@ -65,6 +65,7 @@ export function createRolloutApp(deps: Deps): Hono {
       });
     }
     const { groupId, jobIds } = await submitGroup(deps.kv, body);
+    deps.metrics.rolloutJobs.add(jobIds.length, "queued");
     deps.rollout.kick();
     return c.json({ group_id: groupId, jobs: jobIds.map((id) => ({ id })) }, 202);
   });
@@ -104,7 +105,7 @@ export function createRolloutApp(deps: Deps): Hono {
     return c.json(await viewOf(deps.kv, job), FINAL_PHASES.has(job.phase) ? 200 : 202);
   });
 
-  app.onError((error) => errorResponse(error, newRequestId(), deps.config));
+  app.onError((error) => errorResponse(error, newRequestId(), errorOptions(deps)));
   return app;
 }
 

@@ -8,15 +8,18 @@
 import { Hono } from "hono";
 import { type Config, ConfigError, resolveConfig } from "../lib/config/mod.ts";
 import { banner, buildDeps, type Deps } from "./_deps.ts";
-import { errorResponse, newRequestId, RouteNotFoundError } from "./_http.ts";
+import { errorOptions, errorResponse, newRequestId, RouteNotFoundError } from "./_http.ts";
 import { createAgentsApp } from "./agents.ts";
 import { createSessionsApp } from "./sessions.ts";
 import { createEvaluateApp } from "./evaluate.ts";
 import { createEngineApp } from "./engine.ts";
+import { createMetricsApp } from "./metrics.ts";
 import { createRolloutApp } from "./rollout.ts";
 import { createTasksApp } from "./tasks.ts";
+import { createUiApp } from "./ui.ts";
 import { sweepExpiredSessions } from "../lib/session/mod.ts";
-import { sweepExpiredRollouts } from "../lib/kv/mod.ts";
+import { sweepExpiredRollouts, writeMetricsSnapshot } from "../lib/kv/mod.ts";
+import { METRICS_FRESH_MS, startPublishing, takeSnapshot } from "../lib/metrics/mod.ts";
 import { stopWhenOrphaned, supervise, workerIndex } from "./_workers.ts";
 
 /** How often expired sessions are looked for. */
@@ -40,9 +43,15 @@ export function createGatewayApp(deps: Deps, worker: number | null = null): Hono
   app.route("/", createRolloutApp(deps));
   app.route("/", createTasksApp(deps));
   app.route("/", createEngineApp(deps));
-  app.onError((error) => errorResponse(error, newRequestId(), deps.config));
+  app.route("/", createMetricsApp(deps, worker ?? 0));
+  app.route("/", createUiApp(deps));
+  app.onError((error) => errorResponse(error, newRequestId(), errorOptions(deps)));
   app.notFound((c) =>
-    errorResponse(new RouteNotFoundError(c.req.method, c.req.path), newRequestId(), deps.config)
+    errorResponse(
+      new RouteNotFoundError(c.req.method, c.req.path),
+      newRequestId(),
+      errorOptions(deps),
+    )
   );
   return app;
 }
@@ -102,6 +111,12 @@ async function serveWorker(config: Config, index: number | null): Promise<void> 
     sweepExpiredSessions(deps.kv).catch((error) => console.error("Sweep failed:", error));
     sweepExpiredRollouts(deps.kv).catch((error) => console.error("Rollout sweep failed:", error));
   }, SWEEP_INTERVAL_MS);
+  // A worker of several publishes its metrics, for whichever worker serves a scrape to show.
+  const publishing = index === null
+    ? null
+    : startPublishing(() =>
+      writeMetricsSnapshot(deps.kv, index, takeSnapshot(deps.metrics.registry), METRICS_FRESH_MS)
+    );
   let stopping: Promise<void> | null = null;
   const stop = () =>
     stopping ??= (async () => {
@@ -110,6 +125,7 @@ async function serveWorker(config: Config, index: number | null): Promise<void> 
       console.log("Shutting down: handing running rollouts back, then waiting for requests");
       await deps.rollout.stop();
       await server.shutdown();
+      await publishing?.stop();
       await deps.close();
       Deno.exit(0);
     })();

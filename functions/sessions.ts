@@ -21,7 +21,7 @@ import {
 import { admin } from "./_admin.ts";
 import { type Deps, lazyApp } from "./_deps.ts";
 import { exportSamples, SamplesQuery } from "./_samples.ts";
-import { errorResponse, newRequestId, readJson, validate } from "./_http.ts";
+import { errorOptions, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
 
 const Allocation = z.enum(["uniform", "copy", "final_only"]);
 
@@ -39,6 +39,10 @@ const RewardBody = z.looseObject({ score: z.number().finite() });
 
 const ListQuery = z.object({
   status: z.enum(["open", "closed"]).optional(),
+  /** Sessions whose reward's score is at least this (a session with no reward is left out). */
+  reward_min: z.coerce.number().finite().optional(),
+  /** Sessions whose reward's score is at most this. */
+  reward_max: z.coerce.number().finite().optional(),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
   // Cursors KV hands out are base64url of a key: anything else cannot be one.
   cursor: z.string().min(1).max(2730).regex(
@@ -76,7 +80,13 @@ export function createSessionsApp(deps: Deps): Hono {
     for (const [name, value] of Object.entries(c.req.query())) {
       if (name.startsWith("metadata.")) metadata.set(name.slice("metadata.".length), value);
     }
-    return c.json(await listSessionViews(deps.kv, { status: query.status, metadata }, query));
+    const filter = {
+      status: query.status,
+      metadata,
+      minScore: query.reward_min,
+      maxScore: query.reward_max,
+    };
+    return c.json(await listSessionViews(deps.kv, filter, query));
   });
 
   app.get("/sessions/:id", async (c) => c.json(await describeSession(deps.kv, c.req.param("id"))));
@@ -106,7 +116,7 @@ export function createSessionsApp(deps: Deps): Hono {
     });
   });
 
-  app.onError((error) => errorResponse(error, newRequestId(), deps.config));
+  app.onError((error) => errorResponse(error, newRequestId(), errorOptions(deps)));
   return app;
 }
 

@@ -13,7 +13,7 @@ import { z } from "zod";
 import { listHarborTasks } from "../lib/evaluate/mod.ts";
 import { admin } from "./_admin.ts";
 import { type Deps, lazyApp } from "./_deps.ts";
-import { errorResponse, newRequestId, validate } from "./_http.ts";
+import { errorOptions, errorResponse, newRequestId, validate } from "./_http.ts";
 
 const TasksQuery = z.object({
   /** The folder holding task folders. */
@@ -31,7 +31,7 @@ export function createTasksApp(deps: Deps): Hono {
     const { dir } = validate(TasksQuery, c.req.query());
     return c.json(await listHarborTasks(dir));
   });
-  app.onError((error) => errorResponse(error, newRequestId(), deps.config));
+  app.onError((error) => errorResponse(error, newRequestId(), errorOptions(deps)));
   return app;
 }
 

@@ -3,7 +3,8 @@
  * for what is already there, so the `serve` and `test` tasks run it every time:
  *
  * - Debian packages, with apt-get (as root, or through sudo): `git` and `bubblewrap` (local
- *   sandboxes) for serving; with `--tests` also `python3-pytest` (a fixture task's runner).
+ *   sandboxes) for serving; with `--tests` also `python3-pytest` (a fixture task's runner) and
+ *   `chromium` (the viewer's browser test).
  * - The pinned Claude Code CLI in tools/claude-code (npm ci) and Qwen Code CLI in
  *   tools/qwen-code (from its lock file): the agents of `/rollout` (harnesses `claude_code` and
  *   `qwen_code`), and of the tests that drive the real CLIs. With `--tests`, also the pinned
@@ -41,7 +42,11 @@ const PACKAGES: SystemPackage[] = [
   { name: "bubblewrap", present: () => runs("bwrap", ["--version"]) },
   // Sandboxes see Debian's /usr/bin/python3, whatever python3 the host's PATH finds first.
   ...(tests
-    ? [{ name: "python3-pytest", present: () => runs("/usr/bin/python3", ["-c", "import pytest"]) }]
+    ? [
+      { name: "python3-pytest", present: () => runs("/usr/bin/python3", ["-c", "import pytest"]) },
+      // The viewer's browser test drives Debian's headless Chromium.
+      { name: "chromium", present: () => runs("/usr/bin/chromium", ["--version"]) },
+    ]
     : []),
 ];
 

@@ -108,6 +108,11 @@ export interface TurnRecord {
   readonly stopSequence: string | null;
   /** `ill_formed`, `roundtrip_mismatch`, `masked`, `engine_aborted`, `stream_diverged`. */
   readonly flags: readonly string[];
+  /**
+   * How its request was routed (the session layer's `RouteKind`: `start`, `append`, `rewind`,
+   * `realign`, `resume`, `wipe`, `subagent`, …); absent on turns recorded before it was kept.
+   */
+  readonly route?: string;
   /** Tool calls the reply carried. */
   readonly toolCalls: number;
   /** The sampled tokens of this turn carry mask 0 (masking policy). */

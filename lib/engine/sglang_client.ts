@@ -8,6 +8,7 @@
  * @module
  */
 import type { CodedError } from "../errors/mod.ts";
+import type { GatewayMetrics } from "../metrics/mod.ts";
 import { Buffer } from "node:buffer";
 import { Agent, request } from "undici";
 import { PromptIds } from "./prompt_ids.ts";
@@ -115,6 +116,8 @@ export interface SglangClientOptions {
   readonly timeoutMs: number;
   /** Most engine-side aborts resumed within one generation. */
   readonly maxResumes?: number;
+  /** Counts engine-side aborts and resumes. */
+  readonly metrics?: GatewayMetrics;
 }
 
 /** A fixed-length request id (32 hex digits), so SGLang's prefix-matching abort hits one call. */
@@ -133,10 +136,12 @@ export function newRid(): string {
  */
 export class SglangClient implements Engine {
   readonly #agent: Agent;
-  readonly #options: Required<SglangClientOptions>;
+  readonly #options: Required<Omit<SglangClientOptions, "metrics">>;
+  readonly #metrics: GatewayMetrics | undefined;
 
   constructor(readonly url: string, options: SglangClientOptions) {
     this.#options = { maxResumes: 16, ...options };
+    this.#metrics = options.metrics;
     this.#agent = new Agent({
       connections: options.connections,
       headersTimeout: options.timeoutMs,
@@ -159,6 +164,7 @@ export class SglangClient implements Engine {
       const finish = final.meta_info?.finish_reason;
       if (finish?.type === "abort") {
         req.signal?.throwIfAborted();
+        this.#metrics?.engineAborts.inc();
         if (
           aborts >= this.#options.maxResumes || output.ids.length >= req.sampling.max_new_tokens
         ) {
@@ -167,6 +173,7 @@ export class SglangClient implements Engine {
           );
         }
         aborts++;
+        this.#metrics?.engineResumes.inc();
         continue;
       }
       const engineFinish: EngineFinish = finish?.type === "length"

@@ -50,6 +50,8 @@ export const ERROR_TABLE = {
   permission: row(403, "permission_error"),
   session_not_found: row(404, "not_found_error"),
   job_not_found: row(404, "not_found_error"),
+  /** A session has no chain of this id (the viewer's token view). */
+  chain_not_found: row(404, "not_found_error"),
   /** No route for this method and path. */
   route_not_found: row(404, "not_found_error"),
   /** A folder the request names does not exist (`GET /tasks?dir=`). */

@@ -6,6 +6,7 @@
  * @module
  */
 import type { CodedError } from "../errors/mod.ts";
+import type { GatewayMetrics } from "../metrics/mod.ts";
 import {
   type ExecResult,
   interleaved,
@@ -38,6 +39,8 @@ export interface EvaluateDeps {
   readonly outputBytes: number;
   /** Host folder where fixture repositories are built. */
   readonly cacheDir: string;
+  /** Counts evaluations by outcome. */
+  readonly metrics?: GatewayMetrics;
 }
 
 /** One evaluation request. */
@@ -86,10 +89,24 @@ export async function evaluate(
   deps: EvaluateDeps,
   request: EvaluateRequest,
 ): Promise<EvaluationResult> {
-  const { task, signal } = request;
-  const judgerName = task.judger ?? deps.defaultJudger;
+  const judgerName = request.task.judger ?? deps.defaultJudger;
   const judger = deps.judgers.get(judgerName);
   if (!judger) throw new UnknownJudgerError(judgerName, deps.judgers.keys());
+  try {
+    return await evaluateWith(deps, request, judger);
+  } catch (error) {
+    deps.metrics?.evaluations.inc("error");
+    throw error;
+  }
+}
+
+/** Evaluates with `judger` (the task's), counting the outcome by the evidence's reason. */
+async function evaluateWith(
+  deps: EvaluateDeps,
+  request: EvaluateRequest,
+  judger: Judger,
+): Promise<EvaluationResult> {
+  const { task, signal } = request;
   const patch = request.patch.length > 0 && !request.patch.endsWith("\n")
     ? `${request.patch}\n`
     : request.patch;
@@ -123,6 +140,7 @@ export async function evaluate(
   }
   // The judger's own fields sit beside the evidence, the score first.
   const { score, ...extra } = await judger.judge({ task, patch, evidence });
+  deps.metrics?.evaluations.inc(evidence.reason);
   return {
     score,
     ...evidence,

@@ -6,12 +6,15 @@
  * @module
  */
 
+import type { GatewayMetrics } from "../metrics/mod.ts";
+
 /** Tries before a locked database is reported. */
 const LOCKED_TRIES = 50;
 
 /**
  * Commits the operation `build` returns, rebuilding and retrying it while the database is
- * locked. Resolves to the commit result (`ok: false` when a check failed).
+ * locked (each retry counted in `metrics`, when given). Resolves to the commit result
+ * (`ok: false` when a check failed).
  *
  * @example
  * ```ts
@@ -20,12 +23,14 @@ const LOCKED_TRIES = 50;
  */
 export async function commit(
   build: () => Deno.AtomicOperation,
+  metrics?: GatewayMetrics,
 ): Promise<Deno.KvCommitResult | Deno.KvCommitError> {
   for (let attempt = 1;; attempt++) {
     try {
       return await build().commit();
     } catch (error) {
       if (!isLocked(error) || attempt >= LOCKED_TRIES) throw error;
+      metrics?.kvCommitRetries.inc();
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * attempt));
     }
   }

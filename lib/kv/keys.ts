@@ -75,6 +75,15 @@ export const keys = {
   replay: (sessionId: string, bodyDigest: string): Deno.KvKey => ["replay", sessionId, bodyDigest],
   /** Prefix of a session's replay entries. */
   replays: (sessionId: string): Deno.KvKey => ["replay", sessionId],
+  /** How many times a recorded turn answered a retry of its request (a `Deno.KvU64`). */
+  turnReplays: (sessionId: string, chainId: string, rid: string): Deno.KvKey => [
+    "turn_replays",
+    sessionId,
+    chainId,
+    rid,
+  ],
+  /** Prefix of a session's replay counts. */
+  sessionReplays: (sessionId: string): Deno.KvKey => ["turn_replays", sessionId],
   /** The chain of a sub-agent, by the client's agent id. */
   agent: (sessionId: string, agentId: string): Deno.KvKey => ["agent", sessionId, agentId],
   /** Prefix of a session's agent entries. */
@@ -97,6 +106,14 @@ export const keys = {
   expiries: (): Deno.KvKey => ["expiry"],
   /** A rollout group: its settings and job ids. */
   rolloutGroup: (groupId: string): Deno.KvKey => ["rollout_group", groupId],
+  /** A group in creation order, for listing the newest first. */
+  rolloutGroupTime: (createdAt: number, groupId: string): Deno.KvKey => [
+    "rollout_group_time",
+    createdAt,
+    groupId,
+  ],
+  /** Prefix of the groups in creation order. */
+  rolloutGroupTimes: (): Deno.KvKey => ["rollout_group_time"],
   /** Prefix of the chunks of a group's task spec (a blob). */
   rolloutTask: (groupId: string): Deno.KvKey => ["rollout_task", groupId],
   /** A rollout job: one sample's phase, attempts and outcome. */
@@ -134,6 +151,10 @@ export const keys = {
   rolloutBootSlot: (slot: number): Deno.KvKey => ["rollout_boot_slot", slot],
   /** A gateway-wide secret shared by every process on this KV. */
   secret: (name: string): Deno.KvKey => ["secret", name],
+  /** The last metrics snapshot of worker `worker` (0 when it serves alone). */
+  metrics: (worker: number): Deno.KvKey => ["metrics", worker],
+  /** Prefix of every worker's metrics snapshot. */
+  metricsAll: (): Deno.KvKey => ["metrics"],
 } as const;
 
 /**
@@ -170,6 +191,12 @@ export type ParsedKey =
   | { readonly kind: "lease"; readonly sessionId: string }
   | { readonly kind: "chain_lease"; readonly sessionId: string; readonly chainId: string }
   | { readonly kind: "replay"; readonly sessionId: string; readonly bodyDigest: string }
+  | {
+    readonly kind: "turn_replays";
+    readonly sessionId: string;
+    readonly chainId: string;
+    readonly rid: string;
+  }
   | { readonly kind: "agent"; readonly sessionId: string; readonly agentId: string }
   | { readonly kind: "reward"; readonly sessionId: string }
   | {
@@ -180,6 +207,7 @@ export type ParsedKey =
   }
   | { readonly kind: "expiry"; readonly expiresAt: number; readonly sessionId: string }
   | { readonly kind: "rollout_group"; readonly groupId: string }
+  | { readonly kind: "rollout_group_time"; readonly createdAt: number; readonly groupId: string }
   | { readonly kind: "rollout_task"; readonly groupId: string; readonly chunk: number }
   | { readonly kind: "rollout_job"; readonly jobId: string }
   | { readonly kind: "rollout_active"; readonly jobId: string }
@@ -194,6 +222,7 @@ export type ParsedKey =
   | { readonly kind: "rollout_expiry"; readonly expiresAt: number; readonly jobId: string }
   | { readonly kind: "rollout_boot_slot"; readonly slot: number }
   | { readonly kind: "secret"; readonly name: string }
+  | { readonly kind: "metrics"; readonly worker: number }
   | { readonly kind: "other"; readonly key: Deno.KvKey };
 
 const str = (part: Deno.KvKeyPart | undefined): part is string => typeof part === "string";
@@ -239,6 +268,11 @@ export function parseKey(key: Deno.KvKey): ParsedKey {
     case "replay":
       if (n === 3 && str(a) && str(b)) return { kind: "replay", sessionId: a, bodyDigest: b };
       break;
+    case "turn_replays":
+      if (n === 4 && str(a) && str(b) && str(c)) {
+        return { kind: "turn_replays", sessionId: a, chainId: b, rid: c };
+      }
+      break;
     case "agent":
       if (n === 3 && str(a) && str(b)) return { kind: "agent", sessionId: a, agentId: b };
       break;
@@ -255,6 +289,11 @@ export function parseKey(key: Deno.KvKey): ParsedKey {
       break;
     case "rollout_group":
       if (n === 2 && str(a)) return { kind: "rollout_group", groupId: a };
+      break;
+    case "rollout_group_time":
+      if (n === 3 && num(a) && str(b)) {
+        return { kind: "rollout_group_time", createdAt: a, groupId: b };
+      }
       break;
     case "rollout_task":
       if (n === 3 && str(a) && num(b)) return { kind: "rollout_task", groupId: a, chunk: b };
@@ -281,6 +320,9 @@ export function parseKey(key: Deno.KvKey): ParsedKey {
       break;
     case "secret":
       if (n === 2 && str(a)) return { kind: "secret", name: a };
+      break;
+    case "metrics":
+      if (n === 2 && num(a)) return { kind: "metrics", worker: a };
       break;
   }
   return { kind: "other", key };

@@ -6,7 +6,9 @@
  * @module
  */
 import type { CodedError } from "../errors/mod.ts";
+import type { GatewayMetrics } from "../metrics/mod.ts";
 import { commit } from "./atomic.ts";
+import { parseKey } from "./keys.ts";
 
 /** A lease as stored. */
 export interface Lease {
@@ -38,6 +40,8 @@ export interface LeaseOptions {
   readonly sleep?: (ms: number) => Promise<void>;
   /** Stops waiting (the caller left): the wait throws the signal's reason. */
   readonly signal?: AbortSignal;
+  /** Counts waits and commit retries. */
+  readonly metrics?: GatewayMetrics;
 }
 
 /** A lease this process holds. */
@@ -76,16 +80,33 @@ export async function acquireLease(
   const now = options.now ?? Date.now;
   const sleep = options.sleep ?? defaultSleep;
   const started = now();
-  let delay = 5;
-  for (;;) {
-    const attempt = await tryLease(kv, key, holder, options);
-    if ("lease" in attempt) return attempt.lease;
-    const waited = now() - started;
-    if (waited >= options.waitMs) throw new LeaseTimeoutError(attempt.holder, waited);
-    options.signal?.throwIfAborted();
-    await sleep(Math.min(delay * (0.5 + Math.random()), options.waitMs - waited));
-    delay = Math.min(delay * 2, 250);
+  const first = await tryLease(kv, key, holder, options);
+  if ("lease" in first) return first.lease;
+  // Held by someone else: a wait, counted once with its length however it ends.
+  const kind = leaseKind(key);
+  options.metrics?.leaseWaits.inc(kind);
+  try {
+    let current = first.holder;
+    let delay = 5;
+    for (;;) {
+      const waited = now() - started;
+      if (waited >= options.waitMs) throw new LeaseTimeoutError(current, waited);
+      options.signal?.throwIfAborted();
+      await sleep(Math.min(delay * (0.5 + Math.random()), options.waitMs - waited));
+      delay = Math.min(delay * 2, 250);
+      const attempt = await tryLease(kv, key, holder, options);
+      if ("lease" in attempt) return attempt.lease;
+      current = attempt.holder;
+    }
+  } finally {
+    options.metrics?.leaseWaitSeconds.observe((now() - started) / 1000, kind);
   }
+}
+
+/** Which lease `key` is, as the wait metrics name it. */
+function leaseKind(key: Deno.KvKey): "session" | "chain" | "other" {
+  const kind = parseKey(key).kind;
+  return kind === "lease" ? "session" : kind === "chain_lease" ? "chain" : "other";
 }
 
 /**
@@ -108,7 +129,10 @@ export async function tryLease(
     }
     const taken = now();
     const lease: Lease = { holder, acquiredAt: taken, expiresAt: taken + options.ttlMs };
-    const result = await commit(() => kv.atomic().check(current).set(key, lease));
+    const result = await commit(
+      () => kv.atomic().check(current).set(key, lease),
+      options.metrics,
+    );
     if (result.ok) {
       const entry = { key, value: lease, versionstamp: result.versionstamp };
       return { lease: holdLease(kv, key, entry, options) };
@@ -140,7 +164,7 @@ export async function handOverLease(
     });
     for (const check of checks) op.check(check);
     return op.set(key, lease);
-  });
+  }, options.metrics);
   if (!result.ok) return null;
   from.released();
   return holdLease(kv, key, { key, value: lease, versionstamp: result.versionstamp }, options);
@@ -170,7 +194,7 @@ function holdLease(
   let renewing: Promise<void> = Promise.resolve();
   const renew = async () => {
     const next: Lease = { ...entry.value, expiresAt: now() + options.ttlMs };
-    const result = await commit(() => kv.atomic().check(entry).set(key, next));
+    const result = await commit(() => kv.atomic().check(entry).set(key, next), options.metrics);
     if (result.ok) entry = { key, value: next, versionstamp: result.versionstamp };
     else held = false;
   };
@@ -191,7 +215,7 @@ function holdLease(
     pause,
     release: async () => {
       await pause();
-      if (held) await commit(() => kv.atomic().check(entry).delete(key));
+      if (held) await commit(() => kv.atomic().check(entry).delete(key), options.metrics);
       held = false;
     },
     released: () => {

@@ -15,3 +15,4 @@ export * from "./lease.ts";
 export * from "./blob.ts";
 export * from "./rollout_store.ts";
 export * from "./reward_store.ts";
+export * from "./metrics_store.ts";

@@ -45,7 +45,8 @@ export async function createRolloutGroup(
   const result = await commit(() => {
     const op = kv.atomic()
       .check({ key: keys.rolloutGroup(group.id), versionstamp: null })
-      .set(keys.rolloutGroup(group.id), record);
+      .set(keys.rolloutGroup(group.id), record)
+      .set(keys.rolloutGroupTime(group.createdAt, group.id), true);
     // One check, on the group: job ids are random (96 bits), and KV allows few checks per
     // commit (100 in a file, 10 on a denokv server) where a group holds up to 256 jobs.
     for (const job of jobs) {
@@ -72,6 +73,52 @@ export async function getRolloutGroup(
   groupId: string,
 ): Promise<RolloutGroupRecord | null> {
   return (await kv.get<RolloutGroupRecord>(keys.rolloutGroup(groupId))).value;
+}
+
+/** A page of groups, the newest first, and the cursor of the next page (`null` at the end). */
+export interface RolloutGroupPage {
+  readonly groups: RolloutGroupRecord[];
+  readonly cursor: string | null;
+}
+
+/** The groups, the newest first, `limit` at a time from `cursor` (a previous page's). */
+export async function listRolloutGroups(
+  kv: Deno.Kv,
+  options: { readonly limit: number; readonly cursor?: string },
+): Promise<RolloutGroupPage> {
+  const ids: string[] = [];
+  const listing = kv.list<true>({ prefix: keys.rolloutGroupTimes() }, {
+    reverse: true,
+    limit: options.limit,
+    cursor: options.cursor,
+  });
+  for await (const entry of listing) {
+    const key = parseKey(entry.key);
+    if (key.kind === "rollout_group_time") ids.push(key.groupId);
+  }
+  const groups: RolloutGroupRecord[] = [];
+  for (let i = 0; i < ids.length; i += KV_MAX_GET_MANY) {
+    const batch = ids.slice(i, i + KV_MAX_GET_MANY).map((id) => keys.rolloutGroup(id));
+    for (const entry of await kv.getMany<RolloutGroupRecord[]>(batch)) {
+      if (entry.value) groups.push(entry.value);
+    }
+  }
+  return { groups, cursor: ids.length < options.limit ? null : listing.cursor || null };
+}
+
+/** The job records of a group, in its order (a job past its expiry is left out). */
+export async function listGroupJobs(
+  kv: Deno.Kv,
+  group: RolloutGroupRecord,
+): Promise<RolloutJobRecord[]> {
+  const jobs: RolloutJobRecord[] = [];
+  for (let i = 0; i < group.jobs.length; i += KV_MAX_GET_MANY) {
+    const batch = group.jobs.slice(i, i + KV_MAX_GET_MANY).map((id) => keys.rolloutJob(id));
+    for (const entry of await kv.getMany<RolloutJobRecord[]>(batch)) {
+      if (entry.value) jobs.push(entry.value);
+    }
+  }
+  return jobs;
 }
 
 /** A group's task spec. */
@@ -182,7 +229,10 @@ export async function sweepExpiredRollouts(kv: Deno.Kv, at = Date.now()): Promis
     }
     if (!left) {
       await deleteBlob(kv, keys.rolloutTask(groupId));
-      await kv.delete(keys.rolloutGroup(groupId));
+      await kv.atomic()
+        .delete(keys.rolloutGroup(groupId))
+        .delete(keys.rolloutGroupTime(group.createdAt, groupId))
+        .commit();
     }
   }
   return deleted;

@@ -9,10 +9,11 @@
 import type { ChainHeader, TurnMessages, TurnRecord } from "../chain/records.ts";
 import type { CodedError } from "../errors/mod.ts";
 import type { SessionRecord } from "../session/records.ts";
+import type { GatewayMetrics } from "../metrics/mod.ts";
 import { commit } from "./atomic.ts";
 import { readBlob, writeBlob } from "./blob.ts";
 import { type DecodedTurnTokens, decodeTurnTokens } from "./chunked.ts";
-import { keys, KV_MAX_COMMIT_BYTES, KV_MAX_GET_MANY } from "./keys.ts";
+import { keys, KV_MAX_COMMIT_BYTES, KV_MAX_GET_MANY, parseKey } from "./keys.ts";
 import type { Lease } from "./lease.ts";
 import type { ReplayEntry } from "./records.ts";
 
@@ -135,6 +136,7 @@ export async function deleteSession(kv: Deno.Kv, sessionId: string): Promise<boo
     keys.sessionChunks(sessionId),
     keys.sessionMessages(sessionId),
     keys.replays(sessionId),
+    keys.sessionReplays(sessionId),
   ];
   for (const prefix of prefixes) {
     let batch: Deno.KvKey[] = [];
@@ -154,6 +156,37 @@ export async function deleteSession(kv: Deno.Kv, sessionId: string): Promise<boo
     if (batch.length > 0) await flush();
   }
   return true;
+}
+
+/**
+ * Counts one more answer of a recorded turn to a retry of its request. A sum, so concurrent
+ * replays never conflict; written only when the session still exists.
+ */
+export async function countReplay(
+  kv: Deno.Kv,
+  sessionId: string,
+  chainId: string,
+  rid: string,
+): Promise<void> {
+  const session = await getSession(kv, sessionId);
+  if (!session.value) return; // deleted meanwhile: its counts went with it
+  await kv.atomic().check(session).sum(keys.turnReplays(sessionId, chainId, rid), 1n).commit();
+}
+
+/** How many times each recorded turn of a session answered a retry, by `chainId` then `rid`. */
+export async function readReplayCounts(
+  kv: Deno.Kv,
+  sessionId: string,
+): Promise<Map<string, Map<string, number>>> {
+  const counts = new Map<string, Map<string, number>>();
+  for await (const entry of kv.list<Deno.KvU64>({ prefix: keys.sessionReplays(sessionId) })) {
+    const key = parseKey(entry.key);
+    if (key.kind !== "turn_replays") continue;
+    const chain = counts.get(key.chainId) ?? new Map<string, number>();
+    chain.set(key.rid, Number(entry.value.value));
+    counts.set(key.chainId, chain);
+  }
+  return counts;
 }
 
 /** A chain's header and versionstamp. */
@@ -228,6 +261,8 @@ export interface ChainRegistration {
   readonly agentId?: string | null;
   /** The chain this one replaces, marked wiped in the same commit. */
   readonly retire?: HeaderUpdate | null;
+  /** Counts the commit's retries. */
+  readonly metrics?: GatewayMetrics;
 }
 
 /**
@@ -250,7 +285,7 @@ export async function registerChain(
     if (registration.agentId) op.set(keys.agent(sessionId, registration.agentId), id);
     if (registration.retire) updateHeader(op, registration.retire);
     return op;
-  });
+  }, registration.metrics);
   return result.ok ? result.versionstamp : null;
 }
 
@@ -265,6 +300,8 @@ export interface ChainReopening {
   readonly agentId: string | null;
   /** The chain that had replaced it, now wiped. */
   readonly retire: HeaderUpdate | null;
+  /** Counts the commit's retries. */
+  readonly metrics?: GatewayMetrics;
 }
 
 /**
@@ -283,7 +320,7 @@ export async function reopenChain(kv: Deno.Kv, reopening: ChainReopening): Promi
     updateHeader(op, reopening.chain);
     if (reopening.retire) updateHeader(op, reopening.retire);
     return op;
-  });
+  }, reopening.metrics);
   return result.ok ? result.versionstamp : null;
 }
 
@@ -302,6 +339,8 @@ export interface TurnCommit {
   readonly chunks: readonly Uint8Array[];
   /** The chain's lease as last renewed: the commit fails if it was lost, and releases it. */
   readonly lease?: Deno.KvEntry<Lease>;
+  /** Counts the commits' retries. */
+  readonly metrics?: GatewayMetrics;
 }
 
 /**
@@ -329,7 +368,7 @@ export async function commitTurn(kv: Deno.Kv, turn: TurnCommit): Promise<string 
         op.set(keys.turnChunk(sessionId, chainId, index, rid, from + j), chunk)
       );
       return op;
-    });
+    }, turn.metrics);
     first = end;
   }
   const replay: ReplayEntry = { chainId, index, rid };
@@ -342,7 +381,7 @@ export async function commitTurn(kv: Deno.Kv, turn: TurnCommit): Promise<string 
     return op.set(keys.turn(sessionId, chainId, index, rid), turn.turn)
       .set(keys.replay(sessionId, turn.turn.bodyDigest), replay)
       .set(keys.chain(sessionId, chainId), turn.header);
-  });
+  }, turn.metrics);
   return result.ok ? result.versionstamp : null;
 }
 

@@ -19,3 +19,5 @@ export * from "./env_client.ts";
 export * from "./env_loop.ts";
 export * from "./gateway_chat.ts";
 export * from "./run_episode.ts";
+export * from "./group_view.ts";
+export * from "./group_metrics.ts";

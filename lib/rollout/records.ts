@@ -74,6 +74,10 @@ export interface RolloutJobRecord {
   readonly blobs: Readonly<Record<string, number>>;
   /** When a finished job is deleted (its session keeps its own retention); `null` before. */
   readonly expiresAt?: number | null;
+  /** The reward's score of a `done` job; absent otherwise (and on jobs recorded before). */
+  readonly score?: number;
+  /** Turns of its session whose reply carried tool calls, once `done`; absent otherwise. */
+  readonly toolTurns?: number;
 }
 
 /** A group of samples of one task. */

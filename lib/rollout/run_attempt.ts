@@ -17,6 +17,7 @@ import {
   type Task,
 } from "../evaluate/mod.ts";
 import { modifyRolloutJob } from "../kv/mod.ts";
+import type { GatewayMetrics } from "../metrics/mod.ts";
 import {
   type ExecResult,
   forwardTarget,
@@ -65,6 +66,8 @@ export interface AttemptDeps {
   readonly holder: string;
   /** Bytes of output kept per command. */
   readonly outputBytes: number;
+  /** Counts phase transitions and running jobs; nothing is counted without it. */
+  readonly metrics?: GatewayMetrics;
 }
 
 /** How an attempt ended. */
@@ -103,14 +106,24 @@ const GATEWAY_PORT_INSIDE = 8080;
 /** The settings of a group whose agent is a CLI. */
 export type CliRolloutSettings = RolloutSettings & { readonly agent: CliSettings };
 
-/** Moves the job to `phase`, unless another attempt took over or it is there already. */
-export function setAttemptPhase(kv: Deno.Kv, job: RolloutJobRecord, phase: RolloutPhase) {
-  return modifyRolloutJob(
+/**
+ * Moves the job to `phase`, unless another attempt took over or it is there already; the move is
+ * counted in `metrics`, when given.
+ */
+export async function setAttemptPhase(
+  kv: Deno.Kv,
+  job: RolloutJobRecord,
+  phase: RolloutPhase,
+  metrics?: GatewayMetrics,
+): Promise<Deno.KvEntry<RolloutJobRecord> | null> {
+  const written = await modifyRolloutJob(
     kv,
     job.id,
     (current) =>
       current.attempt === job.attempt && current.phase !== phase ? { ...current, phase } : null,
   );
+  if (written) metrics?.rolloutJobs.inc(phase);
+  return written;
 }
 
 /**
@@ -147,7 +160,7 @@ export async function runAttempt(
   settings: CliRolloutSettings,
   signal: AbortSignal,
 ): Promise<AttemptOutcome> {
-  const setPhase = (phase: RolloutPhase) => setAttemptPhase(deps.kv, job, phase);
+  const setPhase = (phase: RolloutPhase) => setAttemptPhase(deps.kv, job, phase, deps.metrics);
   const backendName = settings.sandbox.backend ?? deps.defaultBackend;
   const backend = deps.backends.get(backendName);
   if (!backend) {

@@ -59,7 +59,7 @@ export async function runEpisodeAttempt(
   let userSession: string | null = null;
   let episode: Episode | null = null;
   try {
-    await setAttemptPhase(deps.kv, job, "agent");
+    await setAttemptPhase(deps.kv, job, "agent", deps.metrics);
     const baseUrl = deps.gatewayUrl().replace(/\/+$/, "");
     const model = agentSettings.model ?? deps.modelId;
     let userModel: UserModel | null = null;

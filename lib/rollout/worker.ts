@@ -19,6 +19,7 @@ import {
   updateRolloutJob,
   writeRolloutBlob,
 } from "../kv/mod.ts";
+import { sessionToolTurns } from "./group_view.ts";
 import { closeSession, SessionNotFoundError } from "../session/mod.ts";
 import { FINAL_PHASES, type RolloutJobRecord } from "./records.ts";
 import { isEnvTask } from "./env_task.ts";
@@ -121,6 +122,7 @@ export class RolloutWorker {
     const attempt = await tryLease(kv, keys.rolloutLease(jobId), `${this.deps.holder}/${jobId}`, {
       ttlMs: this.deps.leaseTtlMs,
       waitMs: 0,
+      metrics: this.deps.metrics,
     });
     if (!("lease" in attempt)) return; // another process is on it
     const lease = attempt.lease;
@@ -177,6 +179,7 @@ export class RolloutWorker {
         blobs: {},
       });
       if (!started) return; // changed meanwhile (a cancel): the next scan sees it
+      this.deps.metrics?.rolloutJobs.inc("booting");
       handedOff = true;
       this.#start(started.value, task, settings, lease, limitMs);
     } finally {
@@ -242,10 +245,12 @@ export class RolloutWorker {
       } finally {
         await lease.release();
         this.#running.delete(job.id);
+        this.deps.metrics?.rolloutRunning.set(this.#running.size);
         this.kick();
       }
     })();
     this.#running.set(job.id, { controller, done });
+    this.deps.metrics?.rolloutRunning.set(this.#running.size);
   }
 
   /** Writes an attempt's blobs, then its record; a shutdown hands the job back instead. */
@@ -261,6 +266,9 @@ export class RolloutWorker {
     await put("patch", outcome.patch ?? undefined);
     await put("agent_log", outcome.agentLog);
     if (outcome.phase === "done") await put("reward", outcome.reward);
+    const summary = outcome.phase === "done" && job.sessionId !== null
+      ? { score: outcome.reward.score, toolTurns: await sessionToolTurns(kv, job.sessionId) }
+      : {};
     const handBack = outcome.phase === "aborted" && outcome.reason === "shutdown" &&
       job.attempt < job.maxAttempts;
     const written = await modifyRolloutJob(kv, job.id, (current) => {
@@ -282,10 +290,12 @@ export class RolloutWorker {
         expiresAt: this.#expiry(),
         agent: outcome.agent ?? null,
         blobs,
+        ...summary,
       };
     });
     // Someone else finished or took the job meanwhile: these blobs belong to no record.
     if (!written) await deleteBlob(kv, keys.rolloutAttemptBlobs(job.id, job.attempt));
+    else this.deps.metrics?.rolloutJobs.inc(written.value.phase);
   }
 
   /** Ends `job` in `phase` unless it moved on meanwhile (another attempt, already finished). */
@@ -295,7 +305,7 @@ export class RolloutWorker {
     reason: string,
     detail: string,
   ): Promise<void> {
-    await modifyRolloutJob(
+    const written = await modifyRolloutJob(
       this.deps.kv,
       job.id,
       (current) =>
@@ -308,6 +318,7 @@ export class RolloutWorker {
           expiresAt: this.#expiry(),
         },
     );
+    if (written) this.deps.metrics?.rolloutJobs.inc(phase);
   }
 
   /** When a job finishing now is deleted: with the session retention. */

@@ -9,3 +9,4 @@ export * from "./paths.ts";
 export * from "./e2b.ts";
 export * from "./git_bundle.ts";
 export * from "./sleep.ts";
+export * from "./counted_backend.ts";

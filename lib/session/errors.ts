@@ -38,6 +38,19 @@ export class SessionNotFoundError extends Error implements CodedError {
   }
 }
 
+/** A session has no chain of this id (HTTP 404). */
+export class ChainNotFoundError extends Error implements CodedError {
+  readonly code = "chain_not_found" as const;
+  constructor(readonly sessionId: string, chainId: string) {
+    super(
+      `Session "${sessionId}" has no chain "${
+        chainId.length > 128 ? `${chainId.slice(0, 64)}…` : chainId
+      }"`,
+    );
+    this.name = "ChainNotFoundError";
+  }
+}
+
 /** A session id is taken already (HTTP 409). */
 export class SessionExistsError extends Error implements CodedError {
   readonly code = "session_exists" as const;

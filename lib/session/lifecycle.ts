@@ -36,7 +36,8 @@ import { SESSION_ID } from "./session.ts";
 /** What the lifecycle operations need. */
 export interface LifecycleDeps {
   readonly kv: Deno.Kv;
-  readonly lease: Pick<LeaseOptions, "ttlMs" | "waitMs">;
+  /** Lease lifetime and wait; with `metrics`, its waits and commit retries are counted. */
+  readonly lease: Pick<LeaseOptions, "ttlMs" | "waitMs" | "metrics">;
   readonly holder: string;
   /** How long a closed session is kept. */
   readonly retentionMs: number;
@@ -156,6 +157,10 @@ export interface SessionFilter {
   readonly status?: "open" | "closed";
   /** Metadata values each listed session must have, by key (compared as `metadataText`). */
   readonly metadata?: ReadonlyMap<string, string>;
+  /** Least reward score (inclusive); a session with no reward does not match. */
+  readonly minScore?: number;
+  /** Greatest reward score (inclusive); a session with no reward does not match. */
+  readonly maxScore?: number;
 }
 
 /**
@@ -177,11 +182,16 @@ export async function listSessionViews(
       Object.hasOwn(session.metadata, key) && metadataText(session.metadata[key]) === value
     )
   );
+  const scored = filter.minScore !== undefined || filter.maxScore !== undefined;
   const views: SessionView[] = [];
   for (const session of matching) {
-    views.push(
-      view(session, await readReward(kv, session.id), await listChains(kv, session.id)),
-    );
+    const reward = await readReward(kv, session.id);
+    if (scored) {
+      if (reward === null) continue;
+      if (filter.minScore !== undefined && !(reward.score >= filter.minScore)) continue;
+      if (filter.maxScore !== undefined && !(reward.score <= filter.maxScore)) continue;
+    }
+    views.push(view(session, reward, await listChains(kv, session.id)));
   }
   return { sessions: views, next_cursor: cursor };
 }

@@ -9,3 +9,4 @@ export * from "./route.ts";
 export * from "./run_turn.ts";
 export * from "./output_feed.ts";
 export * from "./lifecycle.ts";
+export * from "./chain_page.ts";

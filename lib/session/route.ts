@@ -11,6 +11,7 @@ import { type ChainHeader, deltaAfter, type TurnMessages, type TurnRecord } from
 import { PromptIds } from "../engine/mod.ts";
 import { keys, readLiveTurns, readTurnTokens, registerChain, reopenChain } from "../kv/mod.ts";
 import { LimitError, MAX_CHAINS_PER_SESSION, MAX_TOOLS } from "../limits/mod.ts";
+import type { GatewayMetrics } from "../metrics/mod.ts";
 import { opensReasoning, renderDelta, renderPrompt } from "../template/mod.ts";
 import { ContextOverflowError } from "./errors.ts";
 import {
@@ -39,6 +40,8 @@ const ROUTE_TRIES = 8;
 /** What routing reads. */
 export interface RouteDeps extends SnapshotDeps {
   readonly routePolicy: RoutePolicy;
+  /** Counts turns, tokens, flags and commit retries; nothing is counted without it. */
+  readonly metrics?: GatewayMetrics;
 }
 
 /** The chain state a new turn builds on (the kept part of the chain after a rewind). */
@@ -227,6 +230,7 @@ async function extendChain<Reply>(
         versionstamp: retire.versionstamp,
       }
       : null,
+    metrics: deps.metrics,
   });
   if (versionstamp === null) return null;
   entry = { key: entry.key, value: reopened, versionstamp };
@@ -283,6 +287,7 @@ async function startChain<Reply>(
         versionstamp: replaced.versionstamp,
       }
       : null,
+    metrics: deps.metrics,
   });
   if (versionstamp === null) return null;
   return { ...planned, chain: { key, value: header, versionstamp } };

@@ -25,6 +25,7 @@ import type { RoundtripPolicy } from "../config/mod.ts";
 import {
   acquireLease,
   commitTurn,
+  countReplay,
   encodeTurnTokens,
   getChain,
   handOverLease,
@@ -36,6 +37,7 @@ import {
   tryLease,
   writeTurnMessages,
 } from "../kv/mod.ts";
+import type { GatewayMetrics, TurnFlag } from "../metrics/mod.ts";
 import { parseOutput, renderPrompt } from "../template/mod.ts";
 import { ChainConflictError } from "./errors.ts";
 import { LiveOutput } from "./live_output.ts";
@@ -92,7 +94,8 @@ async function prepareTurn<Reply>(
   const started = performance.now();
   const deadline = Date.now() + deps.lease.waitMs;
   const holder = `${deps.holder}/${crypto.randomUUID()}`;
-  const wait = () => ({ ...deps.lease, waitMs: Math.max(0, deadline - Date.now()), signal });
+  const lease: LeaseOptions = { ...deps.lease, metrics: deps.metrics };
+  const wait = () => ({ ...lease, waitMs: Math.max(0, deadline - Date.now()), signal });
   let waited: { chainId: string; lease: HeldLease } | null = null;
   for (;;) {
     const sessionLease = await acquireLease(deps.kv, keys.lease(input.sessionId), holder, wait());
@@ -112,10 +115,10 @@ async function prepareTurn<Reply>(
             sessionLease,
             keys.chainLease(input.sessionId, route.chainId),
             holder,
-            deps.lease,
+            lease,
             [route.chain],
           ) ??
-          await takeChain(deps, route, holder);
+          await takeChain(deps, route, holder, lease);
         waited = null;
       }
     } catch (error) {
@@ -155,14 +158,10 @@ async function takeChain(
   deps: TurnDeps,
   route: RoutedTurn,
   holder: string,
+  lease: LeaseOptions,
 ): Promise<HeldLease | null> {
   const sessionId = route.sessionId;
-  const attempt = await tryLease(
-    deps.kv,
-    keys.chainLease(sessionId, route.chainId),
-    holder,
-    deps.lease,
-  );
+  const attempt = await tryLease(deps.kv, keys.chainLease(sessionId, route.chainId), holder, lease);
   if (!("lease" in attempt)) return null;
   const now = await getChain(deps.kv, sessionId, route.chainId);
   if (now.versionstamp === route.chain.versionstamp) return attempt.lease;
@@ -261,6 +260,9 @@ async function completeTurn<Reply>(
     const replay = prepared.route.replay;
     if (replay) return await recordedReply(deps, prepared.input, replay);
     return await generateAndRecord(deps, prepared, feed, signal);
+  } catch (error) {
+    if (signal?.aborted) deps.metrics?.turnCancels.inc();
+    throw error;
   } finally {
     await prepared.lease?.release();
   }
@@ -299,7 +301,7 @@ async function generateAndRecord<Reply>(
   const output = generation.outputIds;
   const end = turnEnd(generation.finish);
   const closing = closingTokens(output, tokenizer.ending);
-  const flags: string[] = [];
+  const flags: TurnFlag[] = [];
   let masked = false;
   if (!survivesRoundTrip(output, tokenizer)) {
     flags.push("roundtrip_mismatch");
@@ -360,6 +362,7 @@ async function generateAndRecord<Reply>(
     finishReason: end.reason,
     stopSequence: end.stopSequence,
     flags,
+    route: route.kind,
     toolCalls: parsed.blocks.filter((block) => block.type === "tool_call").length,
     masked,
     weightVersions: generation.weightVersions,
@@ -403,6 +406,7 @@ async function generateAndRecord<Reply>(
     turn,
     chunks,
     lease: lease.entry,
+    metrics: deps.metrics,
   });
   if (versionstamp === null) throw new ChainConflictError(input.sessionId, route.chainId);
   lease.released(); // the commit deleted it
@@ -410,7 +414,24 @@ async function generateAndRecord<Reply>(
     prompt: route.prompt.concat([...output, ...closing]),
     conversation: { start: input.startIdentity, messages: [...input.messageIdentities, identity] },
   });
+  if (deps.metrics) countRecorded(deps.metrics, prepared, turn, flags, generation.engineMs);
   return reply;
+}
+
+/** Counts a turn just recorded: its route, tokens, flags, and where its time went. */
+function countRecorded<Reply>(
+  metrics: GatewayMetrics,
+  prepared: PreparedTurn<Reply>,
+  turn: TurnRecord,
+  flags: readonly TurnFlag[],
+  engineMs: number,
+): void {
+  metrics.turns.inc(prepared.route.kind);
+  metrics.promptTokens.add(turn.inputLen);
+  metrics.sampledTokens.add(turn.outputLen);
+  for (const flag of flags) metrics.turnFlags.inc(flag);
+  metrics.engineSeconds.observe(engineMs / 1000);
+  metrics.gatewaySeconds.observe((performance.now() - prepared.started - engineMs) / 1000);
 }
 
 /** The reply a recorded turn gave, rebuilt from its sampled tokens: same ids, same content. */
@@ -420,6 +441,7 @@ async function recordedReply<Reply>(
   replay: NonNullable<RoutedTurn["replay"]>,
 ): Promise<Reply> {
   const { record } = replay;
+  await countReplay(deps.kv, input.sessionId, replay.chainId, record.rid);
   const tokens = await readTurnTokens(deps.kv, input.sessionId, replay.chainId, record);
   const end: TurnEnd = { reason: record.finishReason, stopSequence: record.stopSequence };
   const output = Array.from(tokens.output);
@@ -431,7 +453,7 @@ async function recordedReply<Reply>(
     record.startsInReasoning,
     input.toolSchemas,
   );
-  return input.reply({
+  const { reply } = input.reply({
     rid: record.rid,
     blocks: parsed.blocks,
     end,
@@ -442,7 +464,9 @@ async function recordedReply<Reply>(
     ...(input.tokenData?.promptIds
       ? { promptIds: await readTurnPrompt(deps.kv, input.sessionId, replay.chainId, record) }
       : {}),
-  }).reply;
+  });
+  deps.metrics?.turns.inc("replay");
+  return reply;
 }
 
 /**

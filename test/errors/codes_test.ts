@@ -23,6 +23,7 @@ import { RepoError, SandboxUnavailableError } from "../../lib/sandbox/mod.ts";
 import {
   AuthenticationError,
   ChainConflictError,
+  ChainNotFoundError,
   ContextOverflowError,
   InvalidSessionIdError,
   openSession,
@@ -57,6 +58,7 @@ const CASES: [Error, number, string][] = [
   [new PermissionError("admin only"), 403, "permission_error"],
   [new SessionNotFoundError("s1"), 404, "not_found_error"],
   [new JobNotFoundError("job_1"), 404, "not_found_error"],
+  [new ChainNotFoundError("s1", "c9"), 404, "not_found_error"],
   [new RouteNotFoundError("GET", "/nope"), 404, "not_found_error"],
   [new DirNotFoundError("/srv/nope"), 404, "not_found_error"],
   [new SessionExistsError("s1"), 409, "conflict_error"],
@@ -118,6 +120,7 @@ Deno.test("errorResponse() answers in Anthropic's envelope with the row's status
 
 Deno.test("describeError() gives a stream's error event its type from the table", () => {
   assert.deepEqual(describeError(new EngineUnavailableError("engine down")), {
+    code: "engine_unavailable",
     status: 529,
     type: "overloaded_error",
     message: "engine down",

@@ -11,8 +11,10 @@ import {
   TaskSchema,
   UnknownJudgerError,
 } from "../../lib/evaluate/mod.ts";
-import { LocalBackend, RepoError } from "../../lib/sandbox/mod.ts";
+import { countedBackend, LocalBackend, RepoError } from "../../lib/sandbox/mod.ts";
+import { createMetrics } from "../../lib/metrics/mod.ts";
 import { listDir, processesWith, waitFor } from "../_host.ts";
+import { nonZero } from "../_prometheus.ts";
 import { evaluateDeps, FIXTURES, fixtureTask, scratchRepo } from "./_tasks.ts";
 
 /** A local backend in a fresh folder, removed with everything in it afterwards. */
@@ -421,5 +423,38 @@ Deno.test("evaluate() applies the task's test_patch over the patch, replacing th
       [fixed.score, fixed.tampered, fixed.tests],
       [1, [], { passed: ["answer is 42"], failed: [] }],
     );
+  });
+});
+
+Deno.test("evaluate() counts each evaluation by its evidence's reason, one that throws as error, and each boot", async () => {
+  await withBackend(async (backend, root) => {
+    const metrics = createMetrics();
+    const deps = await evaluateDeps(countedBackend(backend, metrics), root, { metrics });
+    const repo = await scratchRepo(root, { "a.txt": "a\n" });
+    const task = (eval_cmd: string, extra: Record<string, unknown> = {}) =>
+      TaskSchema.parse({ repo: repo.path, base_commit: repo.commit, eval_cmd, ...extra });
+    assert.equal((await evaluate(deps, { task: task("true"), patch: "" })).reason, "passed");
+    assert.equal((await evaluate(deps, { task: task("false"), patch: "" })).reason, "tests_failed");
+    const escape = "--- /dev/null\n+++ b/../outside\n@@ -0,0 +1 @@\n+x\n";
+    const rejected = await evaluate(deps, { task: task("true"), patch: escape });
+    assert.equal(rejected.reason, "patch_rejected");
+    const missing = TaskSchema.parse({
+      repo: `${root}/nope`,
+      base_commit: "abc1234",
+      eval_cmd: "true",
+    });
+    await assert.rejects(evaluate(deps, { task: missing, patch: "" }), RepoError);
+    // A judger that is not configured is a bad request: no evaluation ran.
+    const judged = task("true", { judger: "llm" });
+    await assert.rejects(evaluate(deps, { task: judged, patch: "" }), UnknownJudgerError);
+    assert.deepEqual(nonZero(metrics), {
+      'rollout_gateway_evaluations_total{outcome="passed"}': 1,
+      'rollout_gateway_evaluations_total{outcome="tests_failed"}': 1,
+      'rollout_gateway_evaluations_total{outcome="patch_rejected"}': 1,
+      'rollout_gateway_evaluations_total{outcome="error"}': 1,
+      'rollout_gateway_sandbox_boots_total{backend="local",outcome="ok"}': 2,
+      'rollout_gateway_sandbox_boots_total{backend="local",outcome="bad_repo"}': 1,
+      'rollout_gateway_sandbox_boot_seconds_count{backend="local"}': 3,
+    });
   });
 });

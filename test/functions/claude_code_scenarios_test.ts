@@ -6,64 +6,11 @@
  * call that dispatched it.
  */
 import assert from "node:assert/strict";
-import { messageIdentity } from "../../lib/anthropic/mod.ts";
-import type { RecordedScenario } from "../../fixtures/claude_code/record.ts";
 import { SCENARIOS } from "../../fixtures/claude_code/scenarios.ts";
 import { assertChainExact, callsOfSample } from "../_chain_exact.ts";
-import { ADMIN_TOKEN, type SampleJson, startGateway, type TestGateway } from "../_gateway.ts";
+import { readScenario, replayScenario } from "../_claude_scenario.ts";
 import { sseMessage } from "../_sse.ts";
-
-const REPO = "/tmp/replayed-repo";
-const PAGE_URL = "https://127.0.0.1:4433/notes";
-
-type Content = { type: string; id?: string; tool_use_id?: string; [key: string]: unknown }[];
-
-/** A reply's content without what a regeneration changes (ids, signatures), to recognise it. */
-function shape(content: Content): string {
-  return messageIdentity({
-    role: "assistant",
-    content: content.map(({ id: _id, signature: _signature, ...rest }) => rest) as never,
-  });
-}
-
-/**
- * Sends the recorded requests in order, each answered by the reply the engine gave it when it
- * was recorded. Assistant messages are swapped for this gateway's own replies (their ids and
- * signatures are this run's), and tool results point at the new tool-use ids.
- */
-async function replay(gw: TestGateway, token: string, recorded: RecordedScenario) {
-  const byShape = new Map<string, Content>();
-  const ids = new Map<string, string>();
-  let reply: string | null = null;
-  gw.engine.setScript(() => reply ?? "(no recorded reply)");
-  for (const request of recorded.requests) {
-    const body = structuredClone(request.body);
-    for (const message of body.messages) {
-      if (!Array.isArray(message.content)) continue;
-      const content = message.content as Content;
-      if (message.role === "assistant") message.content = byShape.get(shape(content)) ?? content;
-      for (const block of content) {
-        if (block.tool_use_id && ids.has(block.tool_use_id)) {
-          block.tool_use_id = ids.get(block.tool_use_id);
-        }
-      }
-    }
-    reply = request.reply;
-    const response = await fetch(`${gw.url}${request.path}`, {
-      method: request.method,
-      headers: { ...request.headers, authorization: `Bearer ${token}` },
-      body: JSON.stringify(body),
-    });
-    assert.equal(response.status, 200, await response.clone().text());
-    const text = await response.text();
-    const message = text.startsWith("event:") ? sseMessage(text) : JSON.parse(text);
-    if (request.response) {
-      const old = request.response.content as Content;
-      byShape.set(shape(old), message.content);
-      old.forEach((block, i) => block.id && ids.set(block.id, message.content[i].id));
-    }
-  }
-}
+import { ADMIN_TOKEN, type SampleJson, startGateway, type TestGateway } from "../_gateway.ts";
 
 async function segments(gw: TestGateway, id: string, query = ""): Promise<SampleJson[]> {
   const response = await fetch(`${gw.url}/sessions/${id}/samples${query}`, {
@@ -75,17 +22,11 @@ async function segments(gw: TestGateway, id: string, query = ""): Promise<Sample
 
 for (const scenario of SCENARIOS) {
   Deno.test(`the recorded "${scenario.name}" episode replays as exactly its real agent chains`, async () => {
-    const file = new URL(`../../fixtures/claude_code/${scenario.name}.json`, import.meta.url);
-    const recorded: RecordedScenario = JSON.parse(
-      (await Deno.readTextFile(file)).replaceAll("{{REPO}}", REPO).replaceAll(
-        "{{PAGE_URL}}",
-        PAGE_URL,
-      ),
-    );
+    const recorded = await readScenario(scenario.name);
     const gw = await startGateway();
     try {
       const { id, token } = await gw.openSession();
-      await replay(gw, token, recorded);
+      await replayScenario(gw, token, recorded);
       const trained = await segments(gw, id);
       assert.deepEqual(trained.map((s) => s.kind), scenario.segments);
       const all = await segments(gw, id, "?include_side=true");

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import FakeTimers from "@sinonjs/fake-timers";
 import { commit } from "../../lib/kv/atomic.ts";
+import { createMetrics } from "../../lib/metrics/mod.ts";
+import { nonZero } from "../_prometheus.ts";
 
 /** An operation whose commit throws `errors` in turn, then commits `op` for real. */
 function flaky(op: () => Deno.AtomicOperation, errors: Error[]) {
@@ -90,6 +92,25 @@ Deno.test("commit() rethrows a locked database after its last try", async () => 
     }
     assert.ok(state.builds > 1 && state.builds < 60, `${state.builds} builds`);
     assert.equal((await kv.get(["k"])).value, null);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("commit() counts each retry of a locked database, and nothing for a failed check", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const metrics = createMetrics();
+    const locked = () => new TypeError("database is locked");
+    const { build } = flaky(() => kv.atomic().set(["k"], "v"), [locked(), locked()]);
+    assert.equal((await commit(build, metrics)).ok, true);
+    await kv.set(["taken"], 1);
+    const failed = await commit(
+      () => kv.atomic().check({ key: ["taken"], versionstamp: null }).set(["taken"], 2),
+      metrics,
+    );
+    assert.equal(failed.ok, false);
+    assert.deepEqual(nonZero(metrics), { "rollout_gateway_kv_commit_retries_total{}": 2 });
   } finally {
     kv.close();
   }

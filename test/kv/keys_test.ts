@@ -73,6 +73,11 @@ const CASES: {
     key: keys.rolloutGroup("grp_1"),
     parsed: { kind: "rollout_group", groupId: "grp_1" },
   },
+  rolloutGroupTime: {
+    key: keys.rolloutGroupTime(1_700_000_000_000, "grp_1"),
+    parsed: { kind: "rollout_group_time", createdAt: 1_700_000_000_000, groupId: "grp_1" },
+  },
+  rolloutGroupTimes: { key: keys.rolloutGroupTimes(), parsed: "prefix" },
   rolloutTask: {
     key: [...keys.rolloutTask("grp_1"), 2],
     parsed: { kind: "rollout_task", groupId: "grp_1", chunk: 2 },
@@ -103,6 +108,13 @@ const CASES: {
     parsed: { kind: "rollout_boot_slot", slot: 4 },
   },
   secret: { key: keys.secret("hmac"), parsed: { kind: "secret", name: "hmac" } },
+  metrics: { key: keys.metrics(1), parsed: { kind: "metrics", worker: 1 } },
+  metricsAll: { key: keys.metricsAll(), parsed: "prefix" },
+  turnReplays: {
+    key: keys.turnReplays("s1", "c0", "rid4"),
+    parsed: { kind: "turn_replays", sessionId: "s1", chainId: "c0", rid: "rid4" },
+  },
+  sessionReplays: { key: keys.sessionReplays("s1"), parsed: "prefix" },
 };
 
 Deno.test("parseKey() gives back the parts of a key of every family", () => {

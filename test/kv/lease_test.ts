@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import FakeTimers from "@sinonjs/fake-timers";
 import { acquireLease, type Lease, LeaseTimeoutError } from "../../lib/kv/mod.ts";
+import { CATALOGUE, createMetrics, workerFamilies } from "../../lib/metrics/mod.ts";
+import { nonZero } from "../_prometheus.ts";
 
 const KEY = ["lease", "s1"];
 
@@ -138,6 +140,44 @@ Deno.test("acquireLease() stops waiting when the caller's signal aborts", async 
     await assert.rejects(waiting, /client left/);
     assert.equal(sleeps, 3);
     assert.equal((await kv.get<Lease>(KEY)).value?.holder, "p1/r1");
+  } finally {
+    await first.release();
+    kv.close();
+  }
+});
+
+Deno.test("acquireLease() counts a wait once, by lease, with how long it lasted; a free lease is no wait", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const clock = fakeClock();
+  const metrics = createMetrics();
+  const options = { ttlMs: 60_000, waitMs: 1000, ...clock, metrics };
+  const first = await acquireLease(kv, KEY, "p1/r1", options);
+  try {
+    assert.deepEqual(nonZero(metrics), {});
+    const started = clock.now();
+    await assert.rejects(acquireLease(kv, KEY, "p2/r2", options), LeaseTimeoutError);
+    const waited = clock.now() - started;
+    // A chain's lease whose holder died: taken once it runs out, 500 ms later.
+    const chainKey = ["chain_lease", "s1", "c1"];
+    await kv.set(chainKey, { holder: "dead/r0", acquiredAt: 0, expiresAt: clock.now() + 500 });
+    const chainStart = clock.now();
+    const chain = await acquireLease(kv, chainKey, "p2/r2", options);
+    const chainWaited = clock.now() - chainStart;
+    await chain.release();
+    assert.deepEqual(nonZero(metrics), {
+      'rollout_gateway_lease_waits_total{lease="session"}': 1,
+      'rollout_gateway_lease_waits_total{lease="chain"}': 1,
+      'rollout_gateway_lease_wait_seconds_count{lease="session"}': 1,
+      'rollout_gateway_lease_wait_seconds_count{lease="chain"}': 1,
+    });
+    const family = workerFamilies(metrics.registry, [{
+      worker: 0,
+      values: metrics.registry.values,
+    }])
+      .find((family) => family.name === CATALOGUE.leaseWaitSeconds.name)!;
+    const sums = family.series.map((series) => "sum" in series ? series.sum : NaN);
+    assert.deepEqual(sums, [waited / 1000, chainWaited / 1000, 0]);
+    assert.ok(waited >= 1000 && chainWaited >= 500);
   } finally {
     await first.release();
     kv.close();

@@ -4,6 +4,8 @@ import {
   getRolloutGroup,
   getRolloutJob,
   listActiveRolloutJobs,
+  listGroupJobs,
+  listRolloutGroups,
   modifyRolloutJob,
   readRolloutBlob,
   readRolloutTask,
@@ -105,6 +107,29 @@ Deno.test("sweepExpiredRollouts() deletes expired jobs with their blobs, then th
     const left: string[] = [];
     for await (const entry of kv.list({ prefix: [] })) left.push(JSON.stringify(entry.key));
     assert.deepEqual(left, [], "nothing of the group is left");
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("listRolloutGroups() pages the groups newest first; listGroupJobs() reads a group's jobs in order", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    for (const [id, createdAt] of [["grp_b", 20], ["grp_a", 10], ["grp_c", 30]] as const) {
+      await createRolloutGroup(kv, { id, createdAt, jobs: [`job_${id}`], settings: {} }, {}, [
+        { ...job(`job_${id}`, createdAt), groupId: id },
+      ]);
+    }
+    const first = await listRolloutGroups(kv, { limit: 2 });
+    assert.deepEqual(first.groups.map((group) => group.id), ["grp_c", "grp_b"]);
+    assert.ok(first.cursor);
+    const second = await listRolloutGroups(kv, { limit: 2, cursor: first.cursor });
+    assert.deepEqual(second.groups.map((group) => group.id), ["grp_a"]);
+    assert.equal(second.cursor, null);
+    const group = (await getRolloutGroup(kv, "grp_b"))!;
+    assert.deepEqual((await listGroupJobs(kv, group)).map((j) => j.id), ["job_grp_b"]);
+    await kv.delete(["rollout_job", "job_grp_b"]);
+    assert.deepEqual(await listGroupJobs(kv, group), [], "a job past its expiry is left out");
   } finally {
     kv.close();
   }

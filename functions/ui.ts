@@ -1,0 +1,253 @@
+/**
+ * The trajectory viewer (`/ui`): sessions with their chains, timelines and tokens coloured by
+ * loss mask and logprob; rollout groups with their phases and evaluation results. Every page
+ * needs the admin token: typed once into the login form, kept as a signed cookie (see
+ * `ui/_auth.ts`), or sent as `Authorization: Bearer` like the trainer API. Pages are rendered
+ * here, read-only, from the same records the trainer API reads.
+ *
+ * Served alone with `deno serve -A functions/ui.ts`, or with the others by `serve.ts`.
+ *
+ * @module
+ */
+import { Hono } from "hono";
+import { html } from "hono/html";
+import type { Context } from "hono";
+import { z } from "zod";
+import { getRolloutGroup, listGroupJobs, listRolloutGroups } from "../lib/kv/mod.ts";
+import { describeJob, JobNotFoundError, summarizeGroup } from "../lib/rollout/mod.ts";
+import {
+  AuthenticationError,
+  describeSession,
+  listSessionViews,
+  MAX_PAGE_TOKENS,
+  readChainPage,
+  readTimeline,
+} from "../lib/session/mod.ts";
+import { LimitError, readCapped } from "../lib/limits/mod.ts";
+import { checkAdmin, sameSecret } from "./_admin.ts";
+import { type Deps, lazyApp } from "./_deps.ts";
+import { credential, describeError, RouteNotFoundError, validate } from "./_http.ts";
+import {
+  loginCookie,
+  MAX_TOKEN_CHARS,
+  nextPath,
+  readCookie,
+  UI_COOKIE,
+  UI_LOGIN_MS,
+  validCookie,
+} from "./ui/_auth.ts";
+import { type Html, page, pageHeaders } from "./ui/_layout.ts";
+import { groupBody, groupsBody, harnessOf } from "./ui/_rollouts.ts";
+import { sessionBody, sessionsBody } from "./ui/_sessions.ts";
+import { tokensBody } from "./ui/_tokens.ts";
+
+/** Largest login form body, in bytes. */
+const MAX_LOGIN_BYTES = 4096;
+/** Tokens per page of the token view unless asked. */
+const DEFAULT_PAGE_TOKENS = 2048;
+/** Most `key=value` metadata filters one list takes. */
+const MAX_META_FILTERS = 8;
+
+const Cursor = z.string().min(1).max(2730).regex(
+  /^[A-Za-z0-9_-]+={0,2}$/,
+  "not a cursor a listing handed out",
+);
+
+const SessionsQuery = z.object({
+  status: z.enum(["open", "closed", ""]).optional(),
+  reward_min: z.union([z.literal(""), z.coerce.number().finite()]).optional(),
+  reward_max: z.union([z.literal(""), z.coerce.number().finite()]).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  cursor: Cursor.optional(),
+});
+
+const TokensQuery = z.object({
+  from: z.coerce.number().int().min(0).optional(),
+  turn: z.coerce.number().int().min(0).optional(),
+  size: z.coerce.number().int().min(16).max(MAX_PAGE_TOKENS).default(DEFAULT_PAGE_TOKENS),
+});
+
+const GroupsQuery = z.object({ cursor: Cursor.optional() });
+
+const GROUP_ID = /^grp_[0-9a-f]{24}$/;
+
+/** The metadata filters of a list: `meta=key=value` from the form, `metadata.KEY=VALUE` too. */
+function metaFilters(url: URL): { pairs: string[]; map: Map<string, string> } {
+  const pairs = url.searchParams.getAll("meta").filter((pair) => pair.trim() !== "");
+  for (const [name, value] of url.searchParams) {
+    if (name.startsWith("metadata.")) pairs.push(`${name.slice("metadata.".length)}=${value}`);
+  }
+  if (pairs.length > MAX_META_FILTERS) {
+    throw new LimitError("meta", `at most ${MAX_META_FILTERS} filters`);
+  }
+  // Keys come from the client: a Map, so `__proto__` is a key like any other.
+  const map = new Map<string, string>();
+  for (const pair of pairs) {
+    const at = pair.indexOf("=");
+    if (at <= 0 || pair.length > 1024) {
+      throw new LimitError("meta", "write key=value, up to 1024 characters");
+    }
+    map.set(pair.slice(0, at).trim(), pair.slice(at + 1).trim());
+  }
+  return { pairs, map };
+}
+
+/** The viewer app over `deps`. */
+export function createUiApp(deps: Deps): Hono {
+  const app = new Hono();
+
+  const respond = (c: Context, title: string, body: Html, status = 200, script = false) => {
+    const nonce = newNonce();
+    return c.html(page(title, body, { nonce, script }), status as 200, pageHeaders(nonce));
+  };
+
+  const loginPage = (c: Context, status: number, message: string | null) => {
+    const url = new URL(c.req.url);
+    const next = nextPath(
+      url.pathname === "/ui/login" ? url.searchParams.get("next") : url.pathname + url.search,
+    );
+    const body = html`<div class="login"><h1>Rollout Gateway viewer</h1>
+<p>Enter the admin token (<code>ADMIN_TOKEN</code>). It is checked once and kept as a signed
+cookie for 12 hours; it never goes into a URL.</p>
+${message ? html`<p class="error" id="login-error">${message}</p>` : ""}
+<form method="post" action="/ui/login?next=${encodeURIComponent(next)}">
+<input type="password" name="token" autocomplete="current-password" autofocus required>
+<button type="submit">Log in</button></form></div>`;
+    const nonce = newNonce();
+    return c.html(page("Log in", body, { nonce, nav: false }), status as 200, pageHeaders(nonce));
+  };
+
+  app.get("/ui/login", (c) => loginPage(c, 200, null));
+
+  app.post("/ui/login", async (c) => {
+    const bytes = await readCapped(c.req.raw.body, MAX_LOGIN_BYTES);
+    if (bytes === null) return loginPage(c, 413, "The form is too large.");
+    const token = new URLSearchParams(new TextDecoder().decode(bytes)).get("token") ?? "";
+    if (token.length > MAX_TOKEN_CHARS) {
+      return loginPage(c, 400, `token: longer than ${MAX_TOKEN_CHARS} characters.`);
+    }
+    if (!sameSecret(token, deps.adminToken)) {
+      return loginPage(c, 401, "That is not the admin token.");
+    }
+    const expiresAt = Date.now() + UI_LOGIN_MS;
+    const secure = new URL(c.req.url).protocol === "https:" ? "; Secure" : "";
+    return c.body(null, 303, {
+      location: nextPath(c.req.query("next") ?? null),
+      "set-cookie": `${UI_COOKIE}=${loginCookie(deps.adminToken, expiresAt)}; Path=/ui; Max-Age=${
+        UI_LOGIN_MS / 1000
+      }; HttpOnly; SameSite=Strict${secure}`,
+      "cache-control": "no-store",
+    });
+  });
+
+  app.post("/ui/logout", (c) =>
+    c.body(null, 303, {
+      location: "/ui/login",
+      "set-cookie": `${UI_COOKIE}=; Path=/ui; Max-Age=0; HttpOnly; SameSite=Strict`,
+    }));
+
+  // Everything else needs the admin token: a valid cookie, or the bearer token itself.
+  const guard = async (c: Context, next: () => Promise<void>) => {
+    const cookie = readCookie(c.req.header("cookie") ?? null, UI_COOKIE);
+    if (cookie !== null && validCookie(cookie, deps.adminToken, Date.now())) return await next();
+    const token = credential(c.req.raw);
+    if (token === null || token.length > MAX_TOKEN_CHARS) {
+      throw new AuthenticationError("The viewer needs the admin token: log in at /ui/login");
+    }
+    await checkAdmin(deps, token);
+    await next();
+  };
+  app.use("/ui", guard);
+  app.use("/ui/*", guard);
+
+  app.get("/ui", async (c) => {
+    const url = new URL(c.req.url);
+    const query = validate(SessionsQuery, c.req.query());
+    const meta = metaFilters(url);
+    const status = query.status === "" ? undefined : query.status;
+    const rewardMin = query.reward_min === "" ? undefined : query.reward_min;
+    const rewardMax = query.reward_max === "" ? undefined : query.reward_max;
+    const listed = await listSessionViews(
+      deps.kv,
+      { status, metadata: meta.map, minScore: rewardMin, maxScore: rewardMax },
+      { limit: query.limit, cursor: query.cursor },
+    );
+    const filters = { status, meta: meta.pairs, rewardMin, rewardMax, limit: query.limit };
+    return respond(c, "Sessions", sessionsBody(listed.sessions, filters, listed.next_cursor));
+  });
+
+  app.get("/ui/sessions/:id", async (c) => {
+    const id = c.req.param("id");
+    const session = await describeSession(deps.kv, id);
+    return respond(c, `Session ${id}`, sessionBody(session, await readTimeline(deps.kv, id)));
+  });
+
+  app.get("/ui/sessions/:id/chains/:chain", async (c) => {
+    const query = validate(TokensQuery, c.req.query());
+    const id = c.req.param("id");
+    const chainPage = await readChainPage(deps.kv, id, c.req.param("chain"), {
+      from: query.from,
+      turn: query.turn,
+      size: query.size,
+    });
+    const decode = (tokenId: number) => deps.tokenizer.decode([tokenId]);
+    return respond(
+      c,
+      `Chain ${chainPage.header.id}`,
+      tokensBody(id, chainPage, query.size, decode),
+      200,
+      true,
+    );
+  });
+
+  app.get("/ui/rollouts", async (c) => {
+    const query = validate(GroupsQuery, c.req.query());
+    const listed = await listRolloutGroups(deps.kv, { limit: 50, cursor: query.cursor });
+    const groups = [];
+    for (const group of listed.groups) {
+      const summary = summarizeGroup(group, await listGroupJobs(deps.kv, group));
+      groups.push({ summary, harness: harnessOf(group.settings) });
+    }
+    return respond(c, "Rollouts", groupsBody(groups, listed.cursor));
+  });
+
+  app.get("/ui/rollouts/:group", async (c) => {
+    const id = c.req.param("group");
+    const group = GROUP_ID.test(id) ? await getRolloutGroup(deps.kv, id) : null;
+    if (!group) throw new JobNotFoundError(id, "group");
+    const records = await listGroupJobs(deps.kv, group);
+    const jobs = await Promise.all(records.map((job) => describeJob(deps.kv, job.id)));
+    const toolTurns = new Map(
+      records.flatMap((job) => job.toolTurns === undefined ? [] : [[job.id, job.toolTurns]]),
+    );
+    return respond(
+      c,
+      `Group ${id}`,
+      groupBody(summarizeGroup(group, records), harnessOf(group.settings), jobs, toolTurns),
+    );
+  });
+
+  app.all("/ui/*", (c) => {
+    throw new RouteNotFoundError(c.req.method, c.req.path);
+  });
+
+  app.onError((error, c) => {
+    const { code, status, message } = describeError(error);
+    deps.metrics.errors.inc(code);
+    if (status === 401) return loginPage(c, 401, null);
+    const nonce = newNonce();
+    const body = html`
+      <h1>${status}</h1>
+      <p class="error">${message}</p>
+    `;
+    return c.html(page("Error", body, { nonce }), status as 400, pageHeaders(nonce));
+  });
+  return app;
+}
+
+/** A fresh nonce for a page's script (its CSP admits no other). */
+function newNonce(): string {
+  return crypto.randomUUID().replaceAll("-", "");
+}
+
+export default lazyApp(createUiApp);

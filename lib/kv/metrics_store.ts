@@ -1,0 +1,57 @@
+/**
+ * Each worker's latest metrics snapshot, one entry per worker index, so the worker serving a
+ * scrape shows the others too. An entry expires on its own (`expireIn`, which KV applies
+ * lazily): readers go by the snapshot's own time, not by the entry's presence.
+ *
+ * @module
+ */
+import type { MetricsSnapshot } from "../metrics/mod.ts";
+import { commit } from "./atomic.ts";
+import { keys, KV_MAX_VALUE_BYTES, parseKey } from "./keys.ts";
+
+/** Room left in a KV value for a snapshot's other fields and the value's encoding. */
+const SNAPSHOT_HEADROOM_BYTES = 1_024;
+
+/**
+ * Writes worker `worker`'s snapshot, to expire after `expireInMs`.
+ *
+ * @example
+ * ```ts
+ * await writeMetricsSnapshot(kv, 1, takeSnapshot(metrics.registry), METRICS_FRESH_MS);
+ * ```
+ *
+ * @throws {RangeError} for a snapshot whose values do not fit a KV value
+ * ({@linkcode KV_MAX_VALUE_BYTES}).
+ */
+export async function writeMetricsSnapshot(
+  kv: Deno.Kv,
+  worker: number,
+  snapshot: MetricsSnapshot,
+  expireInMs: number,
+): Promise<void> {
+  if (snapshot.values.byteLength + SNAPSHOT_HEADROOM_BYTES > KV_MAX_VALUE_BYTES) {
+    throw new RangeError(
+      `Cannot store a metrics snapshot of ${snapshot.values.byteLength} bytes: KV values hold ${KV_MAX_VALUE_BYTES}`,
+    );
+  }
+  const key = keys.metrics(worker);
+  await commit(() => kv.atomic().set(key, snapshot, { expireIn: expireInMs }));
+}
+
+/**
+ * Every worker's snapshot still in KV, by worker index (expired ones may linger: read `at`).
+ *
+ * @example
+ * ```ts
+ * const snapshots = await readMetricsSnapshots(kv);
+ * snapshots.get(1)?.at; // when worker 1 last published
+ * ```
+ */
+export async function readMetricsSnapshots(kv: Deno.Kv): Promise<Map<number, MetricsSnapshot>> {
+  const snapshots = new Map<number, MetricsSnapshot>();
+  for await (const entry of kv.list<MetricsSnapshot>({ prefix: keys.metricsAll() })) {
+    const key = parseKey(entry.key);
+    if (key.kind === "metrics") snapshots.set(key.worker, entry.value);
+  }
+  return snapshots;
+}

@@ -1,0 +1,150 @@
+/**
+ * Metrics across worker processes. Each worker counts in its own registry and publishes a
+ * snapshot of it (kept in KV per worker); the worker that serves a scrape shows its live
+ * registry and the others' latest snapshots, every series labelled `worker="<i>"`. Counters
+ * stay per process, as Prometheus expects: sum them across workers in PromQL.
+ *
+ * @module
+ */
+import type { HistogramSeries, LabelPairs, MetricFamily, ScalarSeries } from "./exposition.ts";
+import type { MetricsRegistry } from "./registry.ts";
+
+/** A worker's registry as another process reads it. */
+export interface MetricsSnapshot {
+  /** The registry's fingerprint: a snapshot of another layout (another build) is not read. */
+  readonly layout: string;
+  /** When it was taken, in milliseconds since the epoch. */
+  readonly at: number;
+  /** The registry's values as float64s in this machine's byte order (one KV file, one machine). */
+  readonly values: Uint8Array;
+}
+
+/** One worker's values, as the families are built from them. */
+export interface WorkerValues {
+  readonly worker: number;
+  readonly values: Float64Array;
+}
+
+/** How often a worker publishes its snapshot. */
+export const METRICS_PUBLISH_MS = 5_000;
+
+/**
+ * How old a snapshot may be and still be shown: a worker that stopped publishing (dead, or gone
+ * since `WORKERS` was lowered) drops out of scrapes after this.
+ */
+export const METRICS_FRESH_MS = 3 * METRICS_PUBLISH_MS;
+
+/**
+ * A copy of `registry`'s values, taken `at`.
+ *
+ * @example
+ * ```ts
+ * const snapshot = takeSnapshot(metrics.registry);
+ * snapshot.values.byteLength; // 8 per slot
+ * ```
+ */
+export function takeSnapshot(registry: MetricsRegistry, at = Date.now()): MetricsSnapshot {
+  return {
+    layout: registry.fingerprint,
+    at,
+    values: new Uint8Array(registry.values.slice().buffer),
+  };
+}
+
+/**
+ * The values of a snapshot of `registry`'s layout; `null` for another layout.
+ *
+ * @example
+ * ```ts
+ * snapshotValues(metrics.registry, takeSnapshot(metrics.registry)); // a copy of the values
+ * ```
+ */
+export function snapshotValues(
+  registry: MetricsRegistry,
+  snapshot: MetricsSnapshot,
+): Float64Array | null {
+  if (snapshot.layout !== registry.fingerprint) return null;
+  if (!(snapshot.values instanceof Uint8Array)) return null;
+  if (snapshot.values.byteLength !== registry.values.byteLength) return null;
+  return new Float64Array(snapshot.values.slice().buffer);
+}
+
+/**
+ * The workers a scrape shows: `self` with its live values, then every other worker whose
+ * snapshot is of the same layout and at most {@linkcode METRICS_FRESH_MS} old, by index.
+ *
+ * @example
+ * ```ts
+ * const workers = workersToShow(metrics.registry, 0, await readMetricsSnapshots(kv));
+ * workers.map((w) => w.worker); // [0, 1, 2]
+ * ```
+ */
+export function workersToShow(
+  registry: MetricsRegistry,
+  self: number,
+  snapshots: ReadonlyMap<number, MetricsSnapshot>,
+  now = Date.now(),
+): WorkerValues[] {
+  const shown: WorkerValues[] = [{ worker: self, values: registry.values }];
+  for (const [worker, snapshot] of snapshots) {
+    if (worker === self || now - snapshot.at > METRICS_FRESH_MS) continue;
+    const values = snapshotValues(registry, snapshot);
+    if (values) shown.push({ worker, values });
+  }
+  return shown.sort((a, b) => a.worker - b.worker);
+}
+
+/**
+ * The registry's metrics over the values of `workers`, each series labelled with its worker
+ * first: every combination of label values, zeros included.
+ *
+ * @example
+ * ```ts
+ * renderExposition(workerFamilies(metrics.registry, [{ worker: 0, values: metrics.registry.values }]));
+ * // … rollout_gateway_turns_total{worker="0",route="append"} 3 …
+ * ```
+ */
+export function workerFamilies(
+  registry: MetricsRegistry,
+  workers: readonly WorkerValues[],
+): MetricFamily[] {
+  return registry.layout.map(({ spec, offset, series, width }) => {
+    const combos = labelCombos(spec.labels);
+    const head = { name: spec.name, help: spec.help };
+    if (spec.type !== "histogram") {
+      const out: ScalarSeries[] = [];
+      for (const { worker, values } of workers) {
+        for (let s = 0; s < series; s++) {
+          out.push({ labels: withWorker(worker, combos[s]), value: values[offset + s] });
+        }
+      }
+      return { ...head, type: spec.type, series: out };
+    }
+    const bounds = spec.buckets ?? [];
+    const out: HistogramSeries[] = [];
+    for (const { worker, values } of workers) {
+      for (let s = 0; s < series; s++) {
+        const first = offset + s * width;
+        let count = 0;
+        const buckets = bounds.map((le, b) => [le, count += values[first + b]] as const);
+        count += values[first + bounds.length];
+        const sum = values[first + bounds.length + 1];
+        out.push({ labels: withWorker(worker, combos[s]), buckets, sum, count });
+      }
+    }
+    return { ...head, type: "histogram", series: out };
+  });
+}
+
+/** Every combination of label values, the last label varying fastest (the slots' order). */
+function labelCombos(labels: readonly (readonly [string, readonly string[]])[]): LabelPairs[] {
+  let combos: LabelPairs[] = [[]];
+  for (const [name, values] of labels) {
+    combos = combos.flatMap((combo) => values.map((value) => [...combo, [name, value] as const]));
+  }
+  return combos;
+}
+
+function withWorker(worker: number, labels: LabelPairs): LabelPairs {
+  return [["worker", String(worker)], ...labels];
+}

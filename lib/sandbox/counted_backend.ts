@@ -1,0 +1,45 @@
+/**
+ * A sandbox backend whose boots are counted: each `create` by outcome, and its time, whatever
+ * the outcome, labelled by backend.
+ *
+ * @module
+ */
+import type { GatewayMetrics } from "../metrics/mod.ts";
+import { RepoError, type SandboxBackend, SandboxUnavailableError } from "./sandbox.ts";
+
+/**
+ * `backend` with its boots counted in `metrics`.
+ *
+ * @example
+ * ```ts
+ * const backend = countedBackend(new LocalBackend({ root }), metrics);
+ * await backend.create(spec); // rollout_gateway_sandbox_boots_total{backend="local",outcome="ok"} + 1
+ * ```
+ */
+export function countedBackend(backend: SandboxBackend, metrics: GatewayMetrics): SandboxBackend {
+  const label = backend.name === "local" || backend.name === "e2b" ? backend.name : "other";
+  return {
+    name: backend.name,
+    create: async (spec) => {
+      const started = performance.now();
+      try {
+        const sandbox = await backend.create(spec);
+        metrics.sandboxBoots.inc(label, "ok");
+        return sandbox;
+      } catch (error) {
+        metrics.sandboxBoots.inc(label, bootOutcome(error, spec.signal));
+        throw error;
+      } finally {
+        metrics.sandboxBootSeconds.observe((performance.now() - started) / 1000, label);
+      }
+    },
+    close: () => backend.close(),
+  };
+}
+
+function bootOutcome(error: unknown, signal: AbortSignal | undefined) {
+  if (signal?.aborted) return "cancelled";
+  if (error instanceof SandboxUnavailableError) return "unavailable";
+  if (error instanceof RepoError) return "bad_repo";
+  return "error";
+}

@@ -9,7 +9,7 @@
  */
 import Anthropic from "@anthropic-ai/sdk";
 import type { Random } from "./_random.ts";
-import { sleep } from "./_soak_gateways.ts";
+import { sleep } from "../lib/timing/mod.ts";
 
 /** The parts of a recorded Claude Code request every episode starts from. */
 export interface ClaudeCodeShape {

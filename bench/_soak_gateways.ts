@@ -6,6 +6,8 @@
  * @module
  */
 import { type GatewayProcess, spawnGateway } from "../test/process/_gateway_process.ts";
+import { residentMiB } from "../lib/sandbox/mod.ts";
+import { sleep } from "../lib/timing/mod.ts";
 import type { Random } from "./_random.ts";
 
 /** Gateway output lines that tell of something gone wrong. */
@@ -73,15 +75,16 @@ export async function startGatewayPair(options: GatewayPairOptions): Promise<Gat
   const sample = () =>
     rss.push({
       atMs: Date.now() - began,
-      stable: rssMiB(stable.pid),
-      killed: victim && rssMiB(victim.pid),
+      stable: residentMiB(stable.pid),
+      killed: victim && residentMiB(victim.pid),
     });
   sample();
   const sampler = setInterval(sample, options.rssEveryMs);
 
   const killing = (async () => {
     while (!stop.signal.aborted) {
-      await sleep(options.random.between(...options.killEveryMs), stop.signal);
+      // Cut short by the stop, which ends the loop below.
+      await sleep(options.random.between(...options.killEveryMs), stop.signal).catch(() => {});
       if (stop.signal.aborted || !victim) break;
       const dying = victim;
       victim = null; // out of `up()` before it dies
@@ -137,29 +140,4 @@ function problemLines(gateway: GatewayProcess): string[] {
     out.push([line, ...more].join("\n"));
   });
   return out;
-}
-
-/** Resident memory of a process in MiB, from `/proc/<pid>/status`; `null` when unreadable. */
-export function rssMiB(pid: number): number | null {
-  try {
-    const status = Deno.readTextFileSync(`/proc/${pid}/status`);
-    const kib = status.match(/^VmRSS:\s+(\d+) kB$/m)?.[1];
-    return kib === undefined ? null : Math.round(Number(kib) / 1024);
-  } catch {
-    return null;
-  }
-}
-
-/** Waits `ms`, or less when `signal` aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    if (signal?.aborted) done();
-    else signal?.addEventListener("abort", done, { once: true });
-  });
 }

@@ -18,7 +18,7 @@ import { keys } from "../lib/kv/mod.ts";
 import { defaultTokenizerPath } from "../lib/config/mod.ts";
 import { loadTokenizer } from "../lib/template/mod.ts";
 import { ADMIN, filler, percentile, startEngineProcess } from "./_harness.ts";
-import { rssMiB } from "./_soak_gateways.ts";
+import { residentMiB } from "../lib/sandbox/mod.ts";
 import { servingPids, spawnGateway } from "../test/process/_gateway_process.ts";
 
 const SESSIONS = (Deno.env.get("BENCH_LOAD_SESSIONS") ?? "1,16,64,256").split(",").map(Number);
@@ -153,7 +153,7 @@ for (const workers of WORKERS) {
   await sweep(gateway.url, 8, 1_000); // warm-up: JIT, caches, connection pools
   for (const count of SESSIONS) {
     const { ids, times, elapsed } = await sweep(gateway.url, count, count * 7);
-    const rss = gateway.pids.map((pid) => rssMiB(pid) ?? "?").join("+");
+    const rss = gateway.pids.map((pid) => residentMiB(pid) ?? "?").join("+");
     const kv = await Deno.openKv(gateway.kvPath);
     const gatewayMs: number[] = [];
     for (const id of ids) {

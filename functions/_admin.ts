@@ -5,8 +5,8 @@
  * @module
  */
 import type { MiddlewareHandler } from "hono";
-import { timingSafeEqual } from "node:crypto";
 import { AuthenticationError, resolveToken } from "../lib/session/mod.ts";
+import { sameSecret } from "../lib/timing/mod.ts";
 import type { Deps } from "./_deps.ts";
 import { credential, newRequestId, PermissionError } from "./_http.ts";
 
@@ -36,11 +36,4 @@ export async function checkAdmin(
   const session = await resolveToken(deps.kv, token, { devOpenSessions: false }).catch(() => null);
   if (session) throw new PermissionError("A session token cannot use the trainer API");
   throw new AuthenticationError("Invalid admin token");
-}
-
-/** Compares two secrets in time that does not depend on where they differ. */
-export function sameSecret(a: string, b: string): boolean {
-  const x = new TextEncoder().encode(a);
-  const y = new TextEncoder().encode(b);
-  return x.length === y.length && timingSafeEqual(x, y);
 }

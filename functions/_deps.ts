@@ -99,6 +99,9 @@ export interface DepsOverrides {
  *
  * @example
  * ```ts
+ * import { resolveConfig } from "../lib/config/mod.ts";
+ * import { buildDeps } from "./_deps.ts";
+ * // No SGLANG_URL: the built-in scripted engine answers.
  * const deps = await buildDeps(resolveConfig({ KV_PATH: ":memory:" }));
  * await deps.close();
  * ```

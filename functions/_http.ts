@@ -146,7 +146,16 @@ export interface ErrorOptions {
  *
  * @example
  * ```ts
- * app.onError((error) => errorResponse(error, newRequestId(), errorOptions(deps)));
+ * import assert from "node:assert/strict";
+ * import { Hono } from "hono";
+ * import { InvalidRequestError } from "../lib/anthropic/mod.ts";
+ * import { errorOptions, errorResponse, newRequestId } from "./_http.ts";
+ * const app = new Hono().get("/", () => {
+ *   throw new InvalidRequestError("messages: at least one message is required");
+ * });
+ * const options = errorOptions({ config: { retryAfterMs: 1_000 } });
+ * app.onError((error) => errorResponse(error, newRequestId(), options));
+ * assert.equal((await app.request("/")).status, 400);
  * ```
  */
 export function errorOptions(

@@ -12,6 +12,7 @@
  * @module
  */
 import type { Config } from "../lib/config/mod.ts";
+import { sleep } from "../lib/timing/mod.ts";
 import { startScriptedEngine } from "../fixtures/scripted_engine.ts";
 import { loadServedTokenizer, SCRIPTED_WARNING } from "./_deps.ts";
 
@@ -39,7 +40,10 @@ interface Worker {
  * Runs `config.workers` workers until SIGINT or SIGTERM; resolves with the exit code.
  *
  * @example
- * ```ts
+ * ```ts ignore
+ * import { resolveConfig } from "../lib/config/mod.ts";
+ * import { supervise } from "./_workers.ts";
+ * // Serves until the process is signalled, then exits with the workers' status.
  * Deno.exit(await supervise(resolveConfig(Deno.env.toObject())));
  * ```
  */
@@ -101,7 +105,7 @@ export async function supervise(config: Config): Promise<number> {
         return;
       }
       console.error(`Worker ${worker.index} exited (${how}); restarting it`);
-      await new Promise((resolve) => setTimeout(resolve, RESTART_DELAY_MS));
+      await sleep(RESTART_DELAY_MS);
       if (stopping) return;
       worker.child = spawn(worker.index);
       watch(worker);

@@ -8,7 +8,7 @@
  */
 import { Hono } from "hono";
 import { resolveToken } from "../lib/session/mod.ts";
-import { sameSecret } from "./_admin.ts";
+import { sameSecret } from "../lib/timing/mod.ts";
 import { type Deps, lazyApp } from "./_deps.ts";
 import {
   credential,

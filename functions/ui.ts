@@ -24,7 +24,8 @@ import {
   readTimeline,
 } from "../lib/session/mod.ts";
 import { LimitError, readCapped } from "../lib/limits/mod.ts";
-import { checkAdmin, sameSecret } from "./_admin.ts";
+import { sameSecret } from "../lib/timing/mod.ts";
+import { checkAdmin } from "./_admin.ts";
 import { type Deps, lazyApp } from "./_deps.ts";
 import { credential, describeError, RouteNotFoundError, validate } from "./_http.ts";
 import {

@@ -8,9 +8,12 @@
  * Screenshots land in `test_artifacts/screenshots/` (git-ignored, kept by CI as artifacts).
  *
  * @example
- * ```ts
+ * ```ts ignore
+ * // Needs Debian's Chromium and a gateway serving its pages at `base`.
  * await withBrowser(async (browser) => {
- *   const page = await openPage(browser, `${base}/ui`, { headers: { authorization: "Bearer t" } });
+ *   const page = await openPage(browser, `${base}/ui`, {
+ *     headers: { authorization: "Bearer t" },
+ *   });
  *   assert.equal(page.status, 200);
  *   await page.hover("#reward");
  *   assert.equal(await page.attribute("#reward", "title"), "Reward of the sample");
@@ -25,6 +28,7 @@ import {
   chromium,
   type Page as PlaywrightPage,
 } from "playwright-core";
+import { hostProcesses } from "../lib/sandbox/mod.ts";
 
 /** Debian's Chromium launcher (package `chromium`). */
 export const CHROMIUM_PATH = "/usr/bin/chromium";
@@ -94,7 +98,7 @@ export interface Browser {
   /** Chromium's version, as "156.0.8078.79". */
   readonly version: string;
   /** The browser process and its temporary profile folder, while it runs. */
-  process(): Promise<{ pid: number; userDataDir: string }>;
+  process(): { pid: number; userDataDir: string };
   /** The underlying playwright-core browser, for what this module does not wrap. */
   readonly playwright: PlaywrightBrowser;
 }
@@ -161,15 +165,15 @@ export async function withBrowser<T>(body: (browser: Browser) => Promise<T>): Pr
     args: [...CHROMIUM_FLAGS, marker],
     timeout: LAUNCH_DEADLINE_MS,
   });
-  const process = async () => {
-    const found = await browserProcess(marker);
+  const process = () => {
+    const found = browserProcess(marker);
     if (!found) throw new Error(`Cannot find the browser process: no command line has ${marker}`);
     return found;
   };
   try {
     return await body({ version: availability.version, process, playwright });
   } finally {
-    const running = await browserProcess(marker);
+    const running = browserProcess(marker);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const closed = await Promise.race([
       playwright.close().then(() => true, () => false),
@@ -259,21 +263,12 @@ function wrapPage(playwright: PlaywrightPage): Page {
 }
 
 /** The browser process whose command line carries `marker`, and its `--user-data-dir`. */
-async function browserProcess(
-  marker: string,
-): Promise<{ pid: number; userDataDir: string } | undefined> {
-  for await (const entry of Deno.readDir("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    let args: string[];
-    try {
-      args = (await Deno.readTextFile(`/proc/${entry.name}/cmdline`)).split("\0");
-    } catch {
-      continue; // exited meanwhile
-    }
+function browserProcess(marker: string): { pid: number; userDataDir: string } | undefined {
+  for (const { pid, argv } of hostProcesses()) {
     // Chromium's helpers (renderer, zygote) carry --type=…; the browser process does not.
-    if (!args.includes(marker) || args.some((arg) => arg.startsWith("--type="))) continue;
-    const userDataDir = args.find((arg) => arg.startsWith("--user-data-dir="))?.slice(16);
-    if (userDataDir) return { pid: Number(entry.name), userDataDir };
+    if (!argv.includes(marker) || argv.some((arg) => arg.startsWith("--type="))) continue;
+    const userDataDir = argv.find((arg) => arg.startsWith("--user-data-dir="))?.slice(16);
+    if (userDataDir) return { pid, userDataDir };
   }
   return undefined;
 }

@@ -49,9 +49,10 @@ export interface ClaudeRun {
  * Runs `claude -p <prompt>` in `cwd` with a scratch HOME, pointed at `baseUrl` with `token`.
  *
  * @example
- * ```ts
+ * ```ts ignore
+ * // Needs the pinned Claude Code CLI (tools/claude-code) and a test gateway `gw`.
  * const run = await runClaude({ baseUrl: gw.url, token, cwd: repo, prompt: "Fix the bug." });
- * run.code; // 0
+ * assert.equal(run.code, 0);
  * ```
  */
 export async function runClaude(options: {

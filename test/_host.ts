@@ -4,20 +4,14 @@
  *
  * @module
  */
+import { hostProcesses } from "../lib/sandbox/mod.ts";
+import { pollUntil } from "../lib/timing/mod.ts";
 
 /** The host processes whose command line carries `marker` (zombies have none). */
-export async function processesWith(marker: string): Promise<{ pid: number; cmdline: string }[]> {
-  const found = [];
-  for await (const entry of Deno.readDir("/proc")) {
-    if (!/^\d+$/.test(entry.name) || Number(entry.name) === Deno.pid) continue;
-    try {
-      const cmdline = await Deno.readTextFile(`/proc/${entry.name}/cmdline`);
-      if (cmdline.includes(marker)) {
-        found.push({ pid: Number(entry.name), cmdline: cmdline.replaceAll("\0", " ") });
-      }
-    } catch { /* exited meanwhile */ }
-  }
-  return found;
+export function processesWith(marker: string): { pid: number; cmdline: string }[] {
+  return hostProcesses().filter(({ pid }) => pid !== Deno.pid)
+    .map(({ pid, argv }) => ({ pid, cmdline: argv.join(" ") }))
+    .filter(({ cmdline }) => cmdline.includes(marker));
 }
 
 /** The names in a folder, sorted (empty when it does not exist). */
@@ -40,11 +34,7 @@ export async function waitFor(
   what: string | (() => string),
   limitMs = 30_000,
 ): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) {
-      throw new Error(`Gave up waiting for ${typeof what === "string" ? what : what()}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 10));
+  if (!(await pollUntil(condition, { timeoutMs: limitMs, intervalMs: 10 }))) {
+    throw new Error(`Gave up waiting for ${typeof what === "string" ? what : what()}`);
   }
 }

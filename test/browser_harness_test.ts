@@ -136,7 +136,7 @@ Deno.test("withBrowser() leaves no browser process or profile, also when its bod
   for (const fails of [false, true]) {
     let seen: { pid: number; userDataDir: string } | undefined;
     const run = withBrowser(async (browser) => {
-      seen = await browser.process();
+      seen = browser.process();
       assert.equal(await exists(`/proc/${seen.pid}`), true);
       assert.equal(await exists(seen.userDataDir), true);
       if (fails) throw new Error("the body failed");

@@ -7,7 +7,7 @@
  * @module
  */
 import { createHmac } from "node:crypto";
-import { sameSecret } from "../_admin.ts";
+import { sameSecret } from "../../lib/timing/mod.ts";
 
 /** The cookie's name. */
 export const UI_COOKIE = "rg_ui";
@@ -29,10 +29,11 @@ function signature(adminToken: string, expiresAt: number): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { loginCookie, validCookie } from "./_auth.ts";
  * const value = loginCookie("admin-token-0123456789", 2_000_000_000_000);
- * validCookie(value, "admin-token-0123456789", 1_900_000_000_000); // true
- * validCookie(value, "another-token-0123456789", 1_900_000_000_000); // false
+ * assert.equal(validCookie(value, "admin-token-0123456789", 1_900_000_000_000), true);
+ * assert.equal(validCookie(value, "another-token-0123456789", 1_900_000_000_000), false);
  * ```
  */
 export function loginCookie(adminToken: string, expiresAt: number): string {
@@ -63,9 +64,10 @@ export function readCookie(header: string | null, name: string): string | null {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { nextPath } from "./_auth.ts";
- * nextPath("/ui/sessions/s1"); // "/ui/sessions/s1"
- * nextPath("https://elsewhere.example/"); // "/ui"
+ * assert.equal(nextPath("/ui/sessions/s1"), "/ui/sessions/s1");
+ * assert.equal(nextPath("https://elsewhere.example/"), "/ui");
  * ```
  */
 export function nextPath(value: string | null): string {

@@ -32,7 +32,23 @@ export interface ResponseParts {
  *
  * @example
  * ```ts
- * buildMessage({ rid, model: "m", blocks: [{ type: "text", text: "hi" }], finish: { kind: "end_of_turn" }, usage, sign });
+ * import assert from "node:assert/strict";
+ * import { buildMessage } from "./build_response.ts";
+ * const message = buildMessage({
+ *   rid: "0123456789abcdef",
+ *   model: "m",
+ *   blocks: [{ type: "text", text: "hi" }],
+ *   finish: { kind: "end_of_turn" },
+ *   usage: {
+ *     input_tokens: 5,
+ *     output_tokens: 2,
+ *     cache_creation_input_tokens: 0,
+ *     cache_read_input_tokens: 0,
+ *   },
+ *   sign: () => "signature",
+ * });
+ * assert.equal(message.id, "msg_0123456789abcdef");
+ * assert.equal(message.stop_reason, "end_turn");
  * ```
  */
 export function buildMessage(parts: ResponseParts): Message {

@@ -38,8 +38,13 @@ export interface ErrorBody {
  *
  * @example
  * ```ts
- * errorBody("not_found_error", "Session \"s1\" not found", "req_1");
- * // { type: "error", error: { type: "not_found_error", message: "Session \"s1\" not found" }, request_id: "req_1" }
+ * import assert from "node:assert/strict";
+ * import { errorBody } from "./error_body.ts";
+ * assert.deepEqual(errorBody("not_found_error", 'Session "s1" not found', "req_1"), {
+ *   type: "error",
+ *   error: { type: "not_found_error", message: 'Session "s1" not found' },
+ *   request_id: "req_1",
+ * });
  * ```
  */
 export function errorBody(type: ErrorType, message: string, requestId: string): ErrorBody {

@@ -24,12 +24,17 @@ type AnyMessage = { role: string; content: MessageParam["content"] | ContentBloc
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { messageIdentities } from "./identity.ts";
  * const [, reply] = messageIdentities([
  *   { role: "user", content: "hi" },
  *   { role: "assistant", content: [{ type: "text", text: " hello " }] },
  * ]);
- * reply === messageIdentities([{ role: "user", content: "hi" }, { role: "assistant", content: "hello" }])[1];
- * // true
+ * const plain = messageIdentities([
+ *   { role: "user", content: "hi" },
+ *   { role: "assistant", content: "hello" },
+ * ]);
+ * assert.equal(reply, plain[1]);
  * ```
  */
 export function messageIdentities(messages: readonly AnyMessage[]): string[] {
@@ -56,9 +61,15 @@ export function messageIdentities(messages: readonly AnyMessage[]): string[] {
  *
  * @example
  * ```ts
- * messageIdentity({ role: "user", content: "hi" }) ===
- *   messageIdentity({ role: "user", content: [{ type: "text", text: "hi", cache_control: { type: "ephemeral" } }] });
- * // true
+ * import assert from "node:assert/strict";
+ * import { messageIdentity } from "./identity.ts";
+ * assert.equal(
+ *   messageIdentity({ role: "user", content: "hi" }),
+ *   messageIdentity({
+ *     role: "user",
+ *     content: [{ type: "text", text: "hi", cache_control: { type: "ephemeral" } }],
+ *   }),
+ * );
  * ```
  */
 export function messageIdentity(
@@ -78,8 +89,12 @@ export function messageIdentity(
  *
  * @example
  * ```ts
- * outputIdentity([{ type: "text", text: "hello" }]) ===
- *   messageIdentity({ role: "assistant", content: "hello" }); // true
+ * import assert from "node:assert/strict";
+ * import { messageIdentity, outputIdentity } from "./identity.ts";
+ * assert.equal(
+ *   outputIdentity([{ type: "text", text: "hello" }]),
+ *   messageIdentity({ role: "assistant", content: "hello" }),
+ * );
  * ```
  */
 export function outputIdentity(blocks: readonly OutputBlock[]): string {
@@ -184,7 +199,9 @@ function sortKeys(value: unknown): unknown {
  *
  * @example
  * ```ts
- * stableJson({ b: 1, a: [2, { d: 3, c: 4 }] }); // '{"a":[2,{"c":4,"d":3}],"b":1}'
+ * import assert from "node:assert/strict";
+ * import { stableJson } from "./identity.ts";
+ * assert.equal(stableJson({ b: 1, a: [2, { d: 3, c: 4 }] }), '{"a":[2,{"c":4,"d":3}],"b":1}');
  * ```
  */
 export function stableJson(value: unknown): string {

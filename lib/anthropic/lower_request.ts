@@ -87,7 +87,12 @@ export function lowerThinking(thinking: MessageCreateParams["thinking"]): boolea
  *
  * @example
  * ```ts
- * lowerMessages([{ role: "user", content: "hi" }]); // [{ role: "user", content: "hi" }]
+ * import assert from "node:assert/strict";
+ * import { lowerMessages } from "./lower_request.ts";
+ * assert.deepEqual(lowerMessages([{ role: "user", content: "hi" }]), [{
+ *   role: "user",
+ *   content: "hi",
+ * }]);
  * ```
  */
 export function lowerMessages(

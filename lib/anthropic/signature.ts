@@ -5,15 +5,19 @@
  *
  * @module
  */
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { createHmac } from "node:crypto";
+import { sameSecret } from "../timing/mod.ts";
 
 /**
  * The signature of `thinking` returned in `sessionId`.
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { signThinking, verifyThinking } from "./signature.ts";
  * const signature = signThinking("secret-secret-secret", "sess_1", "plan");
- * verifyThinking("secret-secret-secret", "sess_1", "plan", signature); // true
+ * assert.equal(verifyThinking("secret-secret-secret", "sess_1", "plan", signature), true);
+ * assert.equal(verifyThinking("secret-secret-secret", "sess_2", "plan", signature), false);
  * ```
  */
 export function signThinking(secret: string, sessionId: string, thinking: string): string {
@@ -29,7 +33,5 @@ export function verifyThinking(
   thinking: string,
   signature: string,
 ): boolean {
-  const expected = Buffer.from(signThinking(secret, sessionId, thinking));
-  const given = Buffer.from(signature);
-  return expected.length === given.length && timingSafeEqual(expected, given);
+  return sameSecret(signThinking(secret, sessionId, thinking), signature);
 }

@@ -155,8 +155,21 @@ function messageEndEvents(message: Message): SseEvent[] {
  *
  * @example
  * ```ts
- * messageEvents(message).map((e) => e.event);
- * // ["message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"]
+ * import assert from "node:assert/strict";
+ * import { messageEvents } from "./stream_response.ts";
+ * import { messageHead } from "./turn_input.ts";
+ * const message = {
+ *   ...messageHead("0123456789abcdef", "m", 5),
+ *   content: [{ type: "text" as const, text: "hi" }],
+ * };
+ * assert.deepEqual(messageEvents(message).map((e) => e.event), [
+ *   "message_start",
+ *   "content_block_start",
+ *   "content_block_delta",
+ *   "content_block_stop",
+ *   "message_delta",
+ *   "message_stop",
+ * ]);
  * ```
  */
 export function messageEvents(message: Message): SseEvent[] {

@@ -33,8 +33,15 @@ export interface AnthropicTurnContext {
  *
  * @example
  * ```ts
- * const input = anthropicTurnInput(request, { sessionId, signingSecret });
- * const turn = await startTurn(deps, input);
+ * import assert from "node:assert/strict";
+ * import { anthropicTurnInput } from "./turn_input.ts";
+ * const input = anthropicTurnInput(
+ *   { model: "m", max_tokens: 64, messages: [{ role: "user", content: "hi" }] },
+ *   { sessionId: "sess_1", signingSecret: "secret-secret-secret" },
+ * );
+ * // What the session renders for a chain's first turn (`startTurn(deps, input)` runs it).
+ * assert.deepEqual(input.prompt().messages, [{ role: "user", content: "hi" }]);
+ * assert.equal(input.messageIdentities.length, 1);
  * ```
  * @throws {InvalidRequestError} for an assistant prefill, which the gateway does not serve.
  */
@@ -112,7 +119,11 @@ export function anthropicTurnInput(
  *
  * @example
  * ```ts
- * messageHead(prepared.rid, "qwen3", prepared.promptTokens).content; // []
+ * import assert from "node:assert/strict";
+ * import { messageHead } from "./turn_input.ts";
+ * const head = messageHead("0123456789abcdef", "qwen3", 12);
+ * assert.deepEqual(head.content, []);
+ * assert.equal(head.usage.input_tokens, 12);
  * ```
  */
 export function messageHead(rid: string, model: string, inputTokens: number): Message {

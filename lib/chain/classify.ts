@@ -24,7 +24,13 @@ export interface ChainTip {
  *
  * @example
  * ```ts
- * classify({ messageCount: 2, digest: "d2" }, ["d0", "d1", "d2", "d3"]); // { kind: "append", from: 2 }
+ * import assert from "node:assert/strict";
+ * import { classify } from "./classify.ts";
+ * assert.deepEqual(classify({ messageCount: 2, digest: "d2" }, ["d0", "d1", "d2", "d3"]), {
+ *   kind: "append",
+ *   from: 2,
+ * });
+ * assert.deepEqual(classify(null, ["d0", "d1"]), { kind: "start" });
  * ```
  */
 export function classify(tip: ChainTip | null, digests: readonly string[]): Classification {
@@ -65,7 +71,17 @@ export interface Rewind {
  *
  * @example
  * ```ts
- * findRewind(turns, digests); // { keep: 2, from: 4, edited: false }: keep turns 0 and 1, render messages 4..
+ * import assert from "node:assert/strict";
+ * import { findRewind } from "./classify.ts";
+ * const turns = [
+ *   { messageCount: 2, digest: "d2", requestDigest: "d1" },
+ *   { messageCount: 4, digest: "d4", requestDigest: "d3" },
+ *   { messageCount: 6, digest: "d6", requestDigest: "d5" },
+ * ];
+ * // The request repeats messages 0..3, then goes on from turn 1's reply with another message.
+ * const digests = ["d0", "d1", "d2", "d3", "d4", "x5"];
+ * // Keep turns 0 and 1, render messages 4.. after them.
+ * assert.deepEqual(findRewind(turns, digests), { keep: 2, from: 4, edited: false });
  * ```
  */
 export function findRewind(

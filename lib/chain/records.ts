@@ -72,9 +72,11 @@ export interface ChainHeader {
  *
  * @example
  * ```ts
- * segmentKind({ role: "main", wipedAt: null }); // "final"
- * segmentKind({ role: "main", wipedAt: 1_700_000_000_000 }); // "wipe"
- * segmentKind({ role: "side", wipedAt: null }); // "side"
+ * import assert from "node:assert/strict";
+ * import { segmentKind } from "./records.ts";
+ * assert.equal(segmentKind({ role: "main", wipedAt: null }), "final");
+ * assert.equal(segmentKind({ role: "main", wipedAt: 1_700_000_000_000 }), "wipe");
+ * assert.equal(segmentKind({ role: "side", wipedAt: null }), "side");
  * ```
  */
 export function segmentKind(header: Pick<ChainHeader, "role" | "wipedAt">): SegmentKind {
@@ -168,7 +170,11 @@ export interface TurnRecord {
  *
  * @example
  * ```ts
- * outputVersionSpans({ outputLen: 3, weightVersions: ["4"] }); // [{ version: "4", start: 0, end: 3 }]
+ * import assert from "node:assert/strict";
+ * import { outputVersionSpans } from "./records.ts";
+ * assert.deepEqual(outputVersionSpans({ outputLen: 3, weightVersions: ["4"] }), [
+ *   { version: "4", start: 0, end: 3 },
+ * ]);
  * ```
  */
 export function outputVersionSpans(

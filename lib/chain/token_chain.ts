@@ -31,7 +31,23 @@ export interface ChainArrays {
  *
  * @example
  * ```ts
- * flattenChain([{ record, tokens }]).response_ids; // record's output and closing tokens
+ * import assert from "node:assert/strict";
+ * import { flattenChain } from "./token_chain.ts";
+ * import type { TurnRecord } from "./records.ts";
+ * // A recorded turn, with only the fields flattening reads.
+ * const record = { outputLen: 2, masked: false, weightVersions: ["7"] } as Partial<
+ *   TurnRecord
+ * > as TurnRecord;
+ * const tokens = {
+ *   delta: new Uint32Array([1, 2, 3]),
+ *   output: new Uint32Array([10, 11]),
+ *   logprobs: new Float64Array([-0.5, -0.25]),
+ *   closing: new Uint32Array([99]),
+ * };
+ * const arrays = flattenChain([{ record, tokens }]);
+ * assert.deepEqual(arrays.prompt_ids, [1, 2, 3]);
+ * assert.deepEqual(arrays.response_ids, [10, 11, 99]);
+ * assert.deepEqual(arrays.loss_mask, [1, 1, 0]);
  * ```
  */
 export function flattenChain(

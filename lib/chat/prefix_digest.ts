@@ -17,8 +17,11 @@ const DIGEST_HEX = 32;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { extendDigest, prefixDigests } from "./prefix_digest.ts";
  * const digests = prefixDigests("system+tools", ['{"role":"user"}']);
- * digests.length; // 2
+ * assert.equal(digests.length, 2);
+ * assert.equal(extendDigest(digests[0], '{"role":"user"}'), digests[1]);
  * ```
  */
 export function prefixDigests(start: string, messages: readonly string[]): string[] {

@@ -1,2 +1,4 @@
 /** Configuration: environment variables parsed once at start-up. @module */
+export * from "./config_schema.ts";
+export * from "./config_table.ts";
 export * from "./resolve_config.ts";

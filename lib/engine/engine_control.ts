@@ -55,10 +55,19 @@ const ANSWER_BYTES = 4096;
  *
  * @example
  * ```ts
- * const control = new EngineControl("http://router:30000", { workers: null, timeoutMs: 60_000 });
+ * import { startScriptedEngine } from "../../fixtures/scripted_engine.ts";
+ * import { defaultTokenizerPath } from "../config/mod.ts";
+ * import { loadTokenizer } from "../template/mod.ts";
+ * import { EngineControl } from "./engine_control.ts";
+ * // The built-in scripted engine stands in for an SGLang router.
+ * const engine = await startScriptedEngine({
+ *   tokenizer: await loadTokenizer(defaultTokenizerPath()),
+ * });
+ * const control = new EngineControl(engine.url, { workers: null, timeoutMs: 60_000 });
  * await control.pause("retract");
- * await control.setWeightVersion("7");
+ * await control.setWeightVersion("7", false);
  * await control.continue();
+ * await engine.close();
  * ```
  */
 export class EngineControl {

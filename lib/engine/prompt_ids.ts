@@ -24,10 +24,12 @@ const ZERO = 48;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { PromptIds } from "./prompt_ids.ts";
  * const history = PromptIds.from([1, 22]);
  * const prompt = history.concat([333]);
- * new TextDecoder().decode(prompt.ascii()); // "1,22,333"
- * history.length; // 2
+ * assert.equal(new TextDecoder().decode(prompt.ascii()), "1,22,333");
+ * assert.equal(history.length, 2);
  * ```
  */
 export class PromptIds {

@@ -39,8 +39,13 @@ export interface SamplingRequest {
  *
  * @example
  * ```ts
- * samplingParams({ maxTokens: 4096 }, { promptLength: 30_000, contextLength: 32_768, stopIds: [151645] })
- *   .max_new_tokens; // 2768
+ * import assert from "node:assert/strict";
+ * import { samplingParams } from "./sampling.ts";
+ * const params = samplingParams(
+ *   { maxTokens: 4096 },
+ *   { promptLength: 30_000, contextLength: 32_768, stopIds: [151645] },
+ * );
+ * assert.equal(params.max_new_tokens, 2768); // what the context has left
  * ```
  */
 export function samplingParams(

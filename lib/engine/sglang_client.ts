@@ -130,8 +130,26 @@ export function newRid(): string {
  *
  * @example
  * ```ts
- * const engine = new SglangClient("http://127.0.0.1:30000", { connections: 64, timeoutMs: 600_000 });
+ * import assert from "node:assert/strict";
+ * import { startScriptedEngine } from "../../fixtures/scripted_engine.ts";
+ * import { defaultTokenizerPath } from "../config/mod.ts";
+ * import { loadTokenizer } from "../template/mod.ts";
+ * import { samplingParams } from "./sampling.ts";
+ * import { SglangClient } from "./sglang_client.ts";
+ * const tokenizer = await loadTokenizer(defaultTokenizerPath());
+ * // The built-in scripted engine stands in for SGLang.
+ * const scripted = await startScriptedEngine({ tokenizer });
+ * const engine = new SglangClient(scripted.url, { connections: 64, timeoutMs: 600_000 });
+ * const inputIds = tokenizer.encode("Hello");
+ * const sampling = samplingParams({ maxTokens: 16 }, {
+ *   promptLength: inputIds.length,
+ *   contextLength: 4096,
+ *   stopIds: [],
+ * });
  * const generation = await engine.generate({ inputIds, sampling });
+ * assert.ok(generation.outputIds.length <= 16);
+ * await engine.close();
+ * await scripted.close();
  * ```
  */
 export class SglangClient implements Engine {

@@ -92,8 +92,11 @@ export interface CodedError extends Error {
  *
  * @example
  * ```ts
- * codeOf(new SessionClosedError("s1")); // "session_closed"
- * codeOf(new TypeError("x")); // "internal"
+ * import assert from "node:assert/strict";
+ * import { SessionClosedError } from "../session/mod.ts";
+ * import { codeOf } from "./codes.ts";
+ * assert.equal(codeOf(new SessionClosedError("s1")), "session_closed");
+ * assert.equal(codeOf(new TypeError("x")), "internal");
  * ```
  */
 export function codeOf(error: unknown): ErrorCode {

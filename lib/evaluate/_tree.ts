@@ -46,7 +46,11 @@ export class TreeError extends Error {
  *
  * @example
  * ```ts
- * const files = await readTree("/srv/tasks/hello", "tests", { files: 10, bytes: 1e6, fileBytes: 1e6 });
+ * import assert from "node:assert/strict";
+ * import { readTree } from "./_tree.ts";
+ * const dir = new URL("../../fixtures/harbor/fizzbuzz", import.meta.url).pathname;
+ * const files = await readTree(dir, "tests", { files: 10, bytes: 1e6, fileBytes: 1e6 });
+ * assert.deepEqual(files.map((file) => file.path).sort(), ["test.sh", "test_outputs.py"]);
  * ```
  * @throws {TreeError} naming the file or folder at fault.
  */

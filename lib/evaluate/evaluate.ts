@@ -79,8 +79,20 @@ const EVAL_DIR = "rollout_eval";
  *
  * @example
  * ```ts
- * const result = await evaluate(deps, { task: TaskSchema.parse(body.task), patch: body.patch });
- * result.score; // 1 when the tests pass
+ * import assert from "node:assert/strict";
+ * import { buildDeps } from "../../functions/_deps.ts";
+ * import { resolveConfig } from "../config/mod.ts";
+ * import { evaluate } from "./evaluate.ts";
+ * import { TaskSchema } from "./task.ts";
+ * const deps = await buildDeps(resolveConfig({ KV_PATH: ":memory:" }));
+ * const task = TaskSchema.parse({
+ *   repo: "fixture:python_unittest",
+ *   base_commit: "1bdf00de",
+ *   eval_cmd: "true",
+ * });
+ * const result = await evaluate(deps.evaluation, { task, patch: "" });
+ * assert.equal(result.score, 1); // the command passed
+ * await deps.close();
  * ```
  * @throws {UnknownJudgerError} for a judger that is not configured; sandbox and repository
  * errors ({@linkcode SandboxUnavailableError}, {@linkcode RepoError}) as the backend raises them.

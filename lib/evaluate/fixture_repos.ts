@@ -31,7 +31,12 @@ const built = new Map<string, Promise<string>>();
  *
  * @example
  * ```ts
- * const path = await fixtureRepo("python_unittest", "/tmp/rg-cache");
+ * import assert from "node:assert/strict";
+ * import { fixtureRepo } from "./fixture_repos.ts";
+ * const cache = await Deno.makeTempDir();
+ * const path = await fixtureRepo("python_unittest", cache);
+ * assert.ok((await Deno.stat(`${path}/.git`)).isDirectory);
+ * await Deno.remove(cache, { recursive: true });
  * ```
  * @throws {RepoError} when no such fixture exists.
  */
@@ -68,7 +73,12 @@ async function build(name: string, cacheDir: string): Promise<string> {
  *
  * @example
  * ```ts
- * const path = await committedRepo("/tmp/rg-cache/x", (dir) => Deno.writeTextFile(`${dir}/a`, "1"));
+ * import assert from "node:assert/strict";
+ * import { committedRepo } from "./fixture_repos.ts";
+ * const cache = await Deno.makeTempDir();
+ * const path = await committedRepo(`${cache}/x`, (dir) => Deno.writeTextFile(`${dir}/a`, "1"));
+ * assert.equal(await Deno.readTextFile(`${path}/a`), "1");
+ * await Deno.remove(cache, { recursive: true });
  * ```
  */
 export async function committedRepo(

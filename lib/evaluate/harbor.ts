@@ -64,10 +64,13 @@ export interface ResolvedHarborTask {
  *
  * @example
  * ```ts
- * const { task, agentTimeoutMs } = await resolveHarborTask(
- *   { harbor: "/srv/tasks/hello" },
- *   { cacheDir: "/var/lib/rg/cache", backend: "local" },
- * );
+ * import assert from "node:assert/strict";
+ * import { resolveHarborTask } from "./harbor.ts";
+ * const cacheDir = await Deno.makeTempDir();
+ * const harbor = new URL("../../fixtures/harbor/fizzbuzz", import.meta.url).pathname;
+ * const { agentTimeoutMs } = await resolveHarborTask({ harbor }, { cacheDir, backend: "local" });
+ * assert.equal(agentTimeoutMs, 120_000);
+ * await Deno.remove(cacheDir, { recursive: true });
  * ```
  * @throws {HarborTaskError} with a message starting `task.harbor: `.
  */

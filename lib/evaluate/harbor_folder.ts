@@ -97,8 +97,12 @@ export interface HarborTask extends HarborTaskFacts {
  *
  * @example
  * ```ts
- * const facts = await inspectHarborTask("/srv/tasks/hello");
- * facts.agent_timeout_sec; // 600
+ * import assert from "node:assert/strict";
+ * import { inspectHarborTask } from "./harbor_folder.ts";
+ * const facts = await inspectHarborTask(
+ *   new URL("../../fixtures/harbor/fizzbuzz", import.meta.url).pathname,
+ * );
+ * assert.equal(facts.agent_timeout_sec, 120);
  * ```
  * @throws {HarborTaskError} saying what is wrong with the folder.
  */
@@ -112,8 +116,12 @@ export async function inspectHarborTask(dir: string): Promise<HarborTaskFacts> {
  *
  * @example
  * ```ts
- * const task = await loadHarborTask("/srv/tasks/hello");
- * task.tests.map((file) => file.path); // ["test.sh", "test_outputs.py"]
+ * import assert from "node:assert/strict";
+ * import { loadHarborTask } from "./harbor_folder.ts";
+ * const task = await loadHarborTask(
+ *   new URL("../../fixtures/harbor/fizzbuzz", import.meta.url).pathname,
+ * );
+ * assert.deepEqual(task.tests.map((file) => file.path).sort(), ["test.sh", "test_outputs.py"]);
  * ```
  * @throws {HarborTaskError} saying what is wrong with the folder.
  */

@@ -45,8 +45,13 @@ export interface HarborTaskList {
  *
  * @example
  * ```ts
- * const { tasks } = await listHarborTasks("/srv/tasks");
- * tasks.map((task) => "error" in task ? task.error : task.name);
+ * import assert from "node:assert/strict";
+ * import { listHarborTasks } from "./harbor_list.ts";
+ * const { tasks } = await listHarborTasks(
+ *   new URL("../../fixtures/harbor", import.meta.url).pathname,
+ * );
+ * const names = tasks.map((task) => "error" in task ? task.error : task.name);
+ * assert.ok(names.includes("rollout-gateway/fizzbuzz"));
  * ```
  * @throws {DirNotFoundError} when `dir` does not exist; {@linkcode HarborTaskError} when it is
  * not a folder.

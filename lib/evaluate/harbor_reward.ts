@@ -39,12 +39,25 @@ export interface VerifierReward {
  *
  * @example
  * ```ts
- * parseHarborReward("reward.txt", "1\n"); // { file: "reward.txt", reward: 1, metrics: {} }
- * parseHarborReward("reward.json", '{"reward": 0.5, "passed": 3}');
- * // { file: "reward.json", reward: 0.5, metrics: { passed: 3 } }
- * parseHarborReward("reward.json", '{"a": 1, "b": 0}');
- * // { file: "reward.json", reward: 0.5, metrics: { a: 1, b: 0 } }
- * parseHarborReward("reward.txt", "yes"); // { error: "…" }
+ * import assert from "node:assert/strict";
+ * import { parseHarborReward } from "./harbor_reward.ts";
+ * assert.deepEqual(parseHarborReward("reward.txt", "1\n"), {
+ *   file: "reward.txt",
+ *   reward: 1,
+ *   metrics: {},
+ * });
+ * assert.deepEqual(parseHarborReward("reward.json", '{"reward": 0.5, "passed": 3}'), {
+ *   file: "reward.json",
+ *   reward: 0.5,
+ *   metrics: { passed: 3 },
+ * });
+ * // No "reward" key: the mean of the numbers.
+ * assert.deepEqual(parseHarborReward("reward.json", '{"a": 1, "b": 0}'), {
+ *   file: "reward.json",
+ *   reward: 0.5,
+ *   metrics: { a: 1, b: 0 },
+ * });
+ * assert.ok("error" in parseHarborReward("reward.txt", "yes"));
  * ```
  */
 export function parseHarborReward(

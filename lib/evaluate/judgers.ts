@@ -93,8 +93,13 @@ const BUILT_IN: Record<string, { fn: JudgeFn; options: z.ZodType }> = {
  *
  * @example
  * ```ts
- * const judgers = await loadJudgers({ strict: { use: "./judgers/strict.ts" } }, "tests", Deno.cwd());
- * judgers.get("strict");
+ * import assert from "node:assert/strict";
+ * import { loadJudgers } from "./judgers.ts";
+ * const base = new URL("../../fixtures/judgers", import.meta.url).pathname;
+ * const specs = { concise: { use: "./length_penalty.ts", options: { per_line: 0.01 } } };
+ * const judgers = await loadJudgers(specs, "tests", base);
+ * // The built-in `tests` judger is always there.
+ * assert.deepEqual([...judgers.keys()], ["tests", "concise"]);
  * ```
  * @throws {JudgerConfigError} naming the judger that cannot be loaded or the unknown default.
  */

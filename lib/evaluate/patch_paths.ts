@@ -20,8 +20,10 @@ export class PatchPathError extends Error {
  *
  * @example
  * ```ts
- * patchPaths("diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n");
- * // ["x.py"]
+ * import assert from "node:assert/strict";
+ * import { patchPaths } from "./patch_paths.ts";
+ * const patch = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n";
+ * assert.deepEqual(patchPaths(patch), ["x.py"]);
  * ```
  */
 export function patchPaths(patch: string): string[] {
@@ -89,7 +91,9 @@ function closingQuote(text: string): number {
  *
  * @example
  * ```ts
- * unquoteGitPath('"caf\\303\\251.py"'); // "café.py"
+ * import assert from "node:assert/strict";
+ * import { unquoteGitPath } from "./patch_paths.ts";
+ * assert.equal(unquoteGitPath('"caf\\303\\251.py"'), "café.py");
  * ```
  */
 export function unquoteGitPath(path: string): string {

@@ -35,8 +35,25 @@ const HASH_BATCH = 500;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { LocalBackend } from "../sandbox/mod.ts";
+ * import { fixtureRepo } from "./fixture_repos.ts";
+ * import { restoreProtected } from "./protect.ts";
+ * const root = await Deno.makeTempDir();
+ * const backend = new LocalBackend({ root });
+ * const repo = { kind: "path" as const, path: await fixtureRepo("python_unittest", root) };
+ * const sandbox = await backend.create({
+ *   repo,
+ *   commit: "1bdf00de",
+ *   network: false,
+ *   lifetimeMs: 60_000,
+ * });
+ * const run = (script: string) => sandbox.exec(script, { timeoutMs: 10_000 });
+ * await run("echo 'assert True' > tests/test_calc.py"); // the agent rewrote a test
  * const restored = await restoreProtected(run, ["tests"]);
- * if ("tampered" in restored) restored.tampered; // ["tests/test_calc/__init__.py"]
+ * assert.deepEqual("tampered" in restored && restored.tampered, ["tests/test_calc.py"]);
+ * await backend.close();
+ * await Deno.remove(root, { recursive: true });
  * ```
  */
 export async function restoreProtected(
@@ -73,7 +90,9 @@ export async function restoreProtected(
  *
  * @example
  * ```ts
- * restoreScript(["tests"]); // "git --literal-pathspecs status --porcelain --untracked-files=all …"
+ * import assert from "node:assert/strict";
+ * import { restoreScript } from "./protect.ts";
+ * assert.ok(restoreScript(["tests"]).startsWith("git --literal-pathspecs status --porcelain"));
  * ```
  */
 export function restoreScript(paths: readonly string[]): string {
@@ -134,8 +153,13 @@ export function rewriteScript(files: readonly TreeFile[]): string {
  *
  * @example
  * ```ts
- * tamperedPaths(" M tests/test_calc.py\n?? tests/new.py\n!! tests/x/y.py\n");
- * // ["tests/test_calc.py", "tests/new.py", "tests/x/y.py"]
+ * import assert from "node:assert/strict";
+ * import { tamperedPaths } from "./protect.ts";
+ * assert.deepEqual(tamperedPaths(" M tests/test_calc.py\n?? tests/new.py\n!! tests/x/y.py\n"), [
+ *   "tests/test_calc.py",
+ *   "tests/new.py",
+ *   "tests/x/y.py",
+ * ]);
  * ```
  */
 export function tamperedPaths(output: string): string[] {

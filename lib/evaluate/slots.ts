@@ -9,8 +9,14 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { Slots } from "./slots.ts";
  * const slots = new Slots(2);
- * const result = await slots.run(() => evaluateOne());
+ * // The third waits until one of the first two is done.
+ * const results = await Promise.all(
+ *   [1, 2, 3].map((n) => slots.run(() => Promise.resolve(n * 10))),
+ * );
+ * assert.deepEqual(results, [10, 20, 30]);
  * ```
  */
 export class Slots {

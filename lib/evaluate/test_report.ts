@@ -17,8 +17,13 @@ export interface TestReport {
  *
  * @example
  * ```ts
- * parseTestOutput("test_add (tests.test_calc.TestCalc.test_add) ... ok\nFAILED t.py::test_b - x");
- * // { passed: ["tests.test_calc.TestCalc.test_add"], failed: ["t.py::test_b"] }
+ * import assert from "node:assert/strict";
+ * import { parseTestOutput } from "./test_report.ts";
+ * const output = "test_add (tests.test_calc.TestCalc.test_add) ... ok\nFAILED t.py::test_b - x";
+ * assert.deepEqual(parseTestOutput(output), {
+ *   passed: ["tests.test_calc.TestCalc.test_add"],
+ *   failed: ["t.py::test_b"],
+ * });
  * ```
  */
 export function parseTestOutput(output: string): TestReport {

@@ -7,6 +7,7 @@
  */
 
 import type { GatewayMetrics } from "../metrics/mod.ts";
+import { sleep } from "../timing/mod.ts";
 
 /** Tries before a locked database is reported. */
 const LOCKED_TRIES = 50;
@@ -18,7 +19,15 @@ const LOCKED_TRIES = 50;
  *
  * @example
  * ```ts
- * const result = await commit(() => kv.atomic().check(entry).set(key, value));
+ * import assert from "node:assert/strict";
+ * import { commit } from "./atomic.ts";
+ * const kv = await Deno.openKv(":memory:");
+ * // Retried while KV reports itself locked; a failed check is an answer, not an error.
+ * const result = await commit(() =>
+ *   kv.atomic().check({ key: ["k"], versionstamp: null }).set(["k"], 1)
+ * );
+ * assert.equal(result.ok, true);
+ * kv.close();
  * ```
  */
 export async function commit(
@@ -31,7 +40,7 @@ export async function commit(
     } catch (error) {
       if (!isLocked(error) || attempt >= LOCKED_TRIES) throw error;
       metrics?.kvCommitRetries.inc();
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * attempt));
+      await sleep(Math.random() * 2 * attempt);
     }
   }
 }

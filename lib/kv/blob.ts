@@ -14,8 +14,18 @@ import { KV_MAX_COMMIT_BYTES, KV_MAX_GET_MANY } from "./keys.ts";
  *
  * @example
  * ```ts
- * const chunks = await writeBlob(kv, ["rollout_task", "grp_1"], task);
- * const task = await readBlob(kv, ["rollout_task", "grp_1"], chunks);
+ * import assert from "node:assert/strict";
+ * import { readBlob, writeBlob } from "./blob.ts";
+ * const kv = await Deno.openKv(":memory:");
+ * const chunks = await writeBlob(kv, ["rollout_task", "grp_1"], {
+ *   repo: "/r",
+ *   eval_cmd: "true",
+ * });
+ * assert.deepEqual(await readBlob(kv, ["rollout_task", "grp_1"], chunks), {
+ *   repo: "/r",
+ *   eval_cmd: "true",
+ * });
+ * kv.close();
  * ```
  */
 export async function writeBlob(kv: Deno.Kv, prefix: Deno.KvKey, value: unknown): Promise<number> {

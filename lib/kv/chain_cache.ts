@@ -17,10 +17,12 @@ interface Entry<T> {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { ChainCache } from "./chain_cache.ts";
  * const cache = new ChainCache<number[]>(1_000_000, (ids) => ids.length);
  * cache.put("s1/c0", "00000000000000010000", [1, 2]);
- * cache.get("s1/c0", "00000000000000010000"); // [1, 2]
- * cache.get("s1/c0", "00000000000000020000"); // null
+ * assert.deepEqual(cache.get("s1/c0", "00000000000000010000"), [1, 2]);
+ * assert.equal(cache.get("s1/c0", "00000000000000020000"), null); // the chain moved on
  * ```
  */
 export class ChainCache<T> {

@@ -29,8 +29,10 @@ export interface TurnTokens {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { decodeTurnTokens, encodeTurnTokens } from "./chunked.ts";
  * const chunks = encodeTurnTokens({ delta: [1, 2], output: [3], logprobs: [-0.5], closing: [] });
- * decodeTurnTokens(chunks).output; // Uint32Array [3]
+ * assert.deepEqual(decodeTurnTokens(chunks).output, new Uint32Array([3]));
  * ```
  */
 export function encodeTurnTokens(tokens: TurnTokens): Uint8Array[] {

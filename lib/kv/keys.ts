@@ -233,9 +233,16 @@ const num = (part: Deno.KvKeyPart | undefined): part is number => typeof part ==
  *
  * @example
  * ```ts
- * parseKey(keys.turn("s1", "c0", 3, "rid"));
- * // { kind: "turn", sessionId: "s1", chainId: "c0", index: 3, rid: "rid" }
- * parseKey(["elsewhere", 1]); // { kind: "other", key: ["elsewhere", 1] }
+ * import assert from "node:assert/strict";
+ * import { keys, parseKey } from "./keys.ts";
+ * assert.deepEqual(parseKey(keys.turn("s1", "c0", 3, "rid")), {
+ *   kind: "turn",
+ *   sessionId: "s1",
+ *   chainId: "c0",
+ *   index: 3,
+ *   rid: "rid",
+ * });
+ * assert.deepEqual(parseKey(["elsewhere", 1]), { kind: "other", key: ["elsewhere", 1] });
  * ```
  */
 export function parseKey(key: Deno.KvKey): ParsedKey {

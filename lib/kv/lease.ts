@@ -7,6 +7,7 @@
  */
 import type { CodedError } from "../errors/mod.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
+import { sleep } from "../timing/mod.ts";
 import { commit } from "./atomic.ts";
 import { parseKey } from "./keys.ts";
 
@@ -58,16 +59,25 @@ export interface HeldLease {
   released(): void;
 }
 
-const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
 /**
  * Takes the lease at `key`, waiting with bounded exponential back-off while someone else holds
  * an unexpired one, and keeps renewing it until released.
  *
  * @example
  * ```ts
- * const lease = await acquireLease(kv, keys.lease(sessionId), "pid-1/req-1", { ttlMs: 15_000, waitMs: 30_000 });
- * try { ... } finally { await lease.release(); }
+ * import { keys } from "./keys.ts";
+ * import { acquireLease } from "./lease.ts";
+ * const kv = await Deno.openKv(":memory:");
+ * const lease = await acquireLease(kv, keys.lease("sess_1"), "pid-1/req-1", {
+ *   ttlMs: 15_000,
+ *   waitMs: 30_000,
+ * });
+ * try {
+ *   // … the work the lease guards …
+ * } finally {
+ *   await lease.release();
+ * }
+ * kv.close();
  * ```
  * @throws {LeaseTimeoutError} when the wait runs out.
  */
@@ -78,7 +88,7 @@ export async function acquireLease(
   options: LeaseOptions,
 ): Promise<HeldLease> {
   const now = options.now ?? Date.now;
-  const sleep = options.sleep ?? defaultSleep;
+  const pause = options.sleep ?? sleep;
   const started = now();
   const first = await tryLease(kv, key, holder, options);
   if ("lease" in first) return first.lease;
@@ -92,7 +102,7 @@ export async function acquireLease(
       const waited = now() - started;
       if (waited >= options.waitMs) throw new LeaseTimeoutError(current, waited);
       options.signal?.throwIfAborted();
-      await sleep(Math.min(delay * (0.5 + Math.random()), options.waitMs - waited));
+      await pause(Math.min(delay * (0.5 + Math.random()), options.waitMs - waited));
       delay = Math.min(delay * 2, 250);
       const attempt = await tryLease(kv, key, holder, options);
       if ("lease" in attempt) return attempt.lease;

@@ -17,7 +17,12 @@ const SNAPSHOT_HEADROOM_BYTES = 1_024;
  *
  * @example
  * ```ts
+ * import { createMetrics, METRICS_FRESH_MS, takeSnapshot } from "../metrics/mod.ts";
+ * import { writeMetricsSnapshot } from "./metrics_store.ts";
+ * const kv = await Deno.openKv(":memory:");
+ * const metrics = createMetrics();
  * await writeMetricsSnapshot(kv, 1, takeSnapshot(metrics.registry), METRICS_FRESH_MS);
+ * kv.close();
  * ```
  *
  * @throws {RangeError} for a snapshot whose values do not fit a KV value
@@ -43,8 +48,15 @@ export async function writeMetricsSnapshot(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { createMetrics, METRICS_FRESH_MS, takeSnapshot } from "../metrics/mod.ts";
+ * import { readMetricsSnapshots, writeMetricsSnapshot } from "./metrics_store.ts";
+ * const kv = await Deno.openKv(":memory:");
+ * const snapshot = takeSnapshot(createMetrics().registry, 1_700_000_000_000);
+ * await writeMetricsSnapshot(kv, 1, snapshot, METRICS_FRESH_MS);
  * const snapshots = await readMetricsSnapshots(kv);
- * snapshots.get(1)?.at; // when worker 1 last published
+ * assert.equal(snapshots.get(1)?.at, 1_700_000_000_000); // when worker 1 last published
+ * kv.close();
  * ```
  */
 export async function readMetricsSnapshots(kv: Deno.Kv): Promise<Map<number, MetricsSnapshot>> {

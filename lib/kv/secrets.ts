@@ -12,7 +12,12 @@ import { keys } from "./keys.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { sharedSecret } from "./secrets.ts";
+ * const kv = await Deno.openKv(":memory:");
  * const secret = await sharedSecret(kv, "signing");
+ * assert.equal(await sharedSecret(kv, "signing"), secret); // every process reads the same one
+ * kv.close();
  * ```
  */
 export async function sharedSecret(kv: Deno.Kv, name: string): Promise<string> {

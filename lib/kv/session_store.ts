@@ -170,7 +170,8 @@ export async function countReplay(
 ): Promise<void> {
   const session = await getSession(kv, sessionId);
   if (!session.value) return; // deleted meanwhile: its counts went with it
-  await kv.atomic().check(session).sum(keys.turnReplays(sessionId, chainId, rid), 1n).commit();
+  // Through `commit`: processes sharing the KV file make a commit with a check meet a lock.
+  await commit(() => kv.atomic().check(session).sum(keys.turnReplays(sessionId, chainId, rid), 1n));
 }
 
 /** How many times each recorded turn of a session answered a retry, by `chainId` then `rid`. */

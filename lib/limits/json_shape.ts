@@ -20,8 +20,13 @@ export interface JsonShapeProblem {
  *
  * @example
  * ```ts
- * jsonShapeProblem(JSON.parse('{"a": {"__proto__": 1}}'));
- * // { path: "a.__proto__", message: 'key "__proto__" is not allowed' }
+ * import assert from "node:assert/strict";
+ * import { jsonShapeProblem } from "./json_shape.ts";
+ * assert.deepEqual(jsonShapeProblem(JSON.parse('{"a": {"__proto__": 1}}')), {
+ *   path: "a.__proto__",
+ *   message: 'key "__proto__" is not allowed',
+ * });
+ * assert.equal(jsonShapeProblem({ a: [1] }), null);
  * ```
  */
 export function jsonShapeProblem(

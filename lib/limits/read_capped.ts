@@ -10,8 +10,11 @@
  *
  * @example
  * ```ts
- * const bytes = await readCapped(new Response("hello").body, 4);
- * bytes; // null: five bytes is past the limit
+ * import assert from "node:assert/strict";
+ * import { readCapped } from "./read_capped.ts";
+ * // Five bytes is past a limit of four.
+ * assert.equal(await readCapped(new Response("hello").body, 4), null);
+ * assert.equal((await readCapped(new Response("hello").body, 5))?.length, 5);
  * ```
  */
 export async function readCapped(

@@ -49,15 +49,20 @@ export type MetricFamily =
  *
  * @example
  * ```ts
- * renderExposition([{
+ * import assert from "node:assert/strict";
+ * import { renderExposition } from "./exposition.ts";
+ * const text = renderExposition([{
  *   name: "rollout_gateway_turns_total",
  *   help: "Turns answered.",
  *   type: "counter",
  *   series: [{ labels: [["route", "append"]], value: 3 }],
  * }]);
- * // # HELP rollout_gateway_turns_total Turns answered.
- * // # TYPE rollout_gateway_turns_total counter
- * // rollout_gateway_turns_total{route="append"} 3
+ * assert.equal(
+ *   text,
+ *   "# HELP rollout_gateway_turns_total Turns answered.\n" +
+ *     "# TYPE rollout_gateway_turns_total counter\n" +
+ *     'rollout_gateway_turns_total{route="append"} 3\n',
+ * );
  * ```
  */
 export function renderExposition(families: readonly MetricFamily[]): string {
@@ -90,7 +95,9 @@ export function renderExposition(families: readonly MetricFamily[]): string {
  *
  * @example
  * ```ts
- * escapeHelp("a\\b\nc"); // "a\\\\b\\nc"
+ * import assert from "node:assert/strict";
+ * import { escapeHelp } from "./exposition.ts";
+ * assert.equal(escapeHelp("a\\b\nc"), "a\\\\b\\nc");
  * ```
  */
 export function escapeHelp(help: string): string {
@@ -102,7 +109,9 @@ export function escapeHelp(help: string): string {
  *
  * @example
  * ```ts
- * escapeLabelValue('say "hi"\n'); // 'say \\"hi\\"\\n'
+ * import assert from "node:assert/strict";
+ * import { escapeLabelValue } from "./exposition.ts";
+ * assert.equal(escapeLabelValue('say "hi"\n'), 'say \\"hi\\"\\n');
  * ```
  */
 export function escapeLabelValue(value: string): string {
@@ -114,8 +123,10 @@ export function escapeLabelValue(value: string): string {
  *
  * @example
  * ```ts
- * formatNumber(0.25); // "0.25"
- * formatNumber(Infinity); // "+Inf"
+ * import assert from "node:assert/strict";
+ * import { formatNumber } from "./exposition.ts";
+ * assert.equal(formatNumber(0.25), "0.25");
+ * assert.equal(formatNumber(Infinity), "+Inf");
  * ```
  */
 export function formatNumber(value: number): string {

@@ -18,10 +18,17 @@ export interface Publishing {
  *
  * @example
  * ```ts
+ * import { writeMetricsSnapshot } from "../kv/mod.ts";
+ * import { startPublishing } from "./publisher.ts";
+ * import { createMetrics } from "./registry.ts";
+ * import { METRICS_FRESH_MS, takeSnapshot } from "./snapshot.ts";
+ * const kv = await Deno.openKv(":memory:");
+ * const metrics = createMetrics();
  * const publishing = startPublishing(() =>
- *   writeMetricsSnapshot(kv, worker, takeSnapshot(metrics.registry), METRICS_FRESH_MS)
+ *   writeMetricsSnapshot(kv, 1, takeSnapshot(metrics.registry), METRICS_FRESH_MS)
  * );
  * await publishing.stop();
+ * kv.close();
  * ```
  */
 export function startPublishing(

@@ -96,6 +96,7 @@ export type GatewayMetrics = Metrics<typeof CATALOGUE>;
  *
  * @example
  * ```ts
+ * import { createMetrics } from "./registry.ts";
  * const metrics = createMetrics();
  * metrics.turns.inc("append");
  * metrics.engineSeconds.observe(0.42);

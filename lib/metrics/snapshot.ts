@@ -39,8 +39,12 @@ export const METRICS_FRESH_MS = 3 * METRICS_PUBLISH_MS;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { createMetrics } from "./registry.ts";
+ * import { takeSnapshot } from "./snapshot.ts";
+ * const metrics = createMetrics();
  * const snapshot = takeSnapshot(metrics.registry);
- * snapshot.values.byteLength; // 8 per slot
+ * assert.equal(snapshot.values.byteLength, 8 * metrics.registry.values.length); // 8 per slot
  * ```
  */
 export function takeSnapshot(registry: MetricsRegistry, at = Date.now()): MetricsSnapshot {
@@ -56,7 +60,16 @@ export function takeSnapshot(registry: MetricsRegistry, at = Date.now()): Metric
  *
  * @example
  * ```ts
- * snapshotValues(metrics.registry, takeSnapshot(metrics.registry)); // a copy of the values
+ * import assert from "node:assert/strict";
+ * import { createMetrics } from "./registry.ts";
+ * import { snapshotValues, takeSnapshot } from "./snapshot.ts";
+ * const metrics = createMetrics();
+ * metrics.turns.inc("append");
+ * // A copy of the values, or null for a snapshot of another layout.
+ * assert.deepEqual(
+ *   snapshotValues(metrics.registry, takeSnapshot(metrics.registry)),
+ *   metrics.registry.values,
+ * );
  * ```
  */
 export function snapshotValues(
@@ -75,8 +88,18 @@ export function snapshotValues(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { readMetricsSnapshots, writeMetricsSnapshot } from "../kv/mod.ts";
+ * import { createMetrics } from "./registry.ts";
+ * import { METRICS_FRESH_MS, takeSnapshot, workersToShow } from "./snapshot.ts";
+ * const kv = await Deno.openKv(":memory:");
+ * const metrics = createMetrics();
+ * for (const worker of [1, 2]) {
+ *   await writeMetricsSnapshot(kv, worker, takeSnapshot(metrics.registry), METRICS_FRESH_MS);
+ * }
  * const workers = workersToShow(metrics.registry, 0, await readMetricsSnapshots(kv));
- * workers.map((w) => w.worker); // [0, 1, 2]
+ * assert.deepEqual(workers.map((w) => w.worker), [0, 1, 2]);
+ * kv.close();
  * ```
  */
 export function workersToShow(
@@ -100,8 +123,16 @@ export function workersToShow(
  *
  * @example
  * ```ts
- * renderExposition(workerFamilies(metrics.registry, [{ worker: 0, values: metrics.registry.values }]));
- * // … rollout_gateway_turns_total{worker="0",route="append"} 3 …
+ * import assert from "node:assert/strict";
+ * import { renderExposition } from "./exposition.ts";
+ * import { createMetrics } from "./registry.ts";
+ * import { workerFamilies } from "./snapshot.ts";
+ * const metrics = createMetrics();
+ * metrics.turns.inc("append");
+ * const text = renderExposition(
+ *   workerFamilies(metrics.registry, [{ worker: 0, values: metrics.registry.values }]),
+ * );
+ * assert.match(text, /rollout_gateway_turns_total\{worker="0",route="append"\} 1/);
  * ```
  */
 export function workerFamilies(

@@ -36,8 +36,26 @@ export interface ResponseOptions {
  *
  * @example
  * ```ts
- * const completion = buildChatCompletion(output, { model: "m", logprobs: false, topLogprobs: 0, tokenIds: false, decodeToken, created: 0 });
- * completion.choices[0].message.content;
+ * import assert from "node:assert/strict";
+ * import { buildChatCompletion } from "./build_response.ts";
+ * const output = {
+ *   rid: "0123456789abcdef",
+ *   blocks: [{ type: "text" as const, text: "Hello." }],
+ *   end: { reason: "end_of_turn" as const, stopSequence: null },
+ *   inputTokens: 5,
+ *   outputTokens: 3,
+ *   outputIds: [9707, 13, 151645],
+ *   logprobs: [-0.1, -0.2, 0],
+ * };
+ * const completion = buildChatCompletion(output, {
+ *   model: "m",
+ *   logprobs: false,
+ *   topLogprobs: 0,
+ *   tokenIds: false,
+ *   decodeToken: (id) => `<${id}>`,
+ *   created: 0,
+ * });
+ * assert.equal(completion.choices[0].message.content, "Hello.");
  * ```
  */
 export function buildChatCompletion(output: TurnOutput, options: ResponseOptions): ChatCompletion {

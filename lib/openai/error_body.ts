@@ -27,8 +27,19 @@ const TYPES: Partial<Record<ErrorType, string>> = {
  *
  * @example
  * ```ts
- * openaiErrorBody("invalid_request_error", "n: only n = 1 is served", "invalid_request");
- * // { error: { message: "n: only n = 1 is served", type: "invalid_request_error", param: "n", code: "invalid_request" } }
+ * import assert from "node:assert/strict";
+ * import { openaiErrorBody } from "./error_body.ts";
+ * assert.deepEqual(
+ *   openaiErrorBody("invalid_request_error", "n: only n = 1 is served", "invalid_request"),
+ *   {
+ *     error: {
+ *       message: "n: only n = 1 is served",
+ *       type: "invalid_request_error",
+ *       param: "n",
+ *       code: "invalid_request",
+ *     },
+ *   },
+ * );
  * ```
  */
 export function openaiErrorBody(type: ErrorType, message: string, code: string): OpenAIErrorBody {
@@ -43,8 +54,14 @@ export function openaiErrorBody(type: ErrorType, message: string, code: string):
  *
  * @example
  * ```ts
- * contextOverflowMessage(40_000, 32_768);
- * // "This model's maximum context length is 32768 tokens. However, your messages resulted in 40000 tokens. …"
+ * import assert from "node:assert/strict";
+ * import { contextOverflowMessage } from "./error_body.ts";
+ * assert.ok(
+ *   contextOverflowMessage(40_000, 32_768).startsWith(
+ *     "This model's maximum context length is 32768 tokens. " +
+ *       "However, your messages resulted in 40000 tokens",
+ *   ),
+ * );
  * ```
  */
 export function contextOverflowMessage(promptTokens: number, contextLength: number): string {

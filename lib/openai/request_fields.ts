@@ -81,7 +81,12 @@ export const CHAT_REQUEST_HEADERS: ReadonlyMap<string, FieldUse> = new Map([
  *
  * @example
  * ```ts
- * unaccountedChat(["model", "surprise"], ["x-new"]); // ["surprise", "header x-new"]
+ * import assert from "node:assert/strict";
+ * import { unaccountedChat } from "./request_fields.ts";
+ * assert.deepEqual(unaccountedChat(["model", "surprise"], ["x-new"]), [
+ *   "surprise",
+ *   "header x-new",
+ * ]);
  * ```
  */
 export function unaccountedChat(paths: Iterable<string>, headers: Iterable<string>): string[] {

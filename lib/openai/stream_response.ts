@@ -24,8 +24,10 @@ export interface StreamOptions {
  *
  * @example
  * ```ts
- * roleChunk({ id: "chatcmpl-1", model: "m", created: 0 }, { includeUsage: false }).choices[0].delta;
- * // { role: "assistant" }
+ * import assert from "node:assert/strict";
+ * import { roleChunk } from "./stream_response.ts";
+ * const chunk = roleChunk({ id: "chatcmpl-1", model: "m", created: 0 }, { includeUsage: false });
+ * assert.deepEqual(chunk.choices[0].delta, { role: "assistant" });
  * ```
  */
 export function roleChunk(

@@ -32,8 +32,14 @@ const NO_PARAMETERS = { type: "object", properties: {} };
  *
  * @example
  * ```ts
- * toMessagesRequest({ model: "m", messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "hi" }] });
- * // { model: "m", max_tokens: 0, system: "Be brief.", messages: [{ role: "user", content: "hi" }] }
+ * import assert from "node:assert/strict";
+ * import { toMessagesRequest } from "./translate.ts";
+ * const request = toMessagesRequest({
+ *   model: "m",
+ *   messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "hi" }],
+ * });
+ * assert.equal(request.system, "Be brief.");
+ * assert.deepEqual(request.messages, [{ role: "user", content: "hi" }]);
  * ```
  * @throws {InvalidRequestError} for what the gateway cannot serve: a legacy `function` message,
  * audio, an image or file under the reject policy, a last assistant message (prefill), tool

@@ -41,8 +41,14 @@ const UNTIL_CONTEXT_ENDS = Number.MAX_SAFE_INTEGER;
  *
  * @example
  * ```ts
- * const input = openaiTurnInput(request, { sessionId, decodeToken: (id) => tokenizer.decode([id]) });
- * const turn = await startTurn(deps, input);
+ * import assert from "node:assert/strict";
+ * import { openaiTurnInput } from "./turn_input.ts";
+ * const input = openaiTurnInput(
+ *   { model: "m", messages: [{ role: "user", content: "hi" }] },
+ *   { sessionId: "sess_1", decodeToken: (id) => `<${id}>` },
+ * );
+ * // What the session renders for a chain's first turn (`startTurn(deps, input)` runs it).
+ * assert.deepEqual(input.prompt().messages, [{ role: "user", content: "hi" }]);
  * ```
  * @throws {InvalidRequestError} for what the gateway does not serve: `n` > 1, `top_logprobs`
  * without `logprobs`, a `tool_choice` naming a tool the request does not offer, and whatever

@@ -16,8 +16,19 @@ import type { OutputItem, ResponseCreateParams, ResponseObject, ResponseUsage } 
  *
  * @example
  * ```ts
- * const response = buildResponse(output, request, 1_700_000_000);
- * response.output; // [{ type: "message", … }]
+ * import assert from "node:assert/strict";
+ * import { buildResponse } from "./build_response.ts";
+ * const output = {
+ *   rid: "0123456789abcdef",
+ *   blocks: [{ type: "text" as const, text: "Hello." }],
+ *   end: { reason: "end_of_turn" as const, stopSequence: null },
+ *   inputTokens: 5,
+ *   outputTokens: 3,
+ *   outputIds: [9707, 13, 151645],
+ *   logprobs: [-0.1, -0.2, 0],
+ * };
+ * const response = buildResponse(output, { model: "m", input: "hi" }, 1_700_000_000);
+ * assert.deepEqual(response.output.map((item) => item.type), ["message"]);
  * ```
  */
 export function buildResponse(

@@ -101,7 +101,12 @@ export const RESPONSES_REQUEST_HEADERS: ReadonlyMap<string, FieldUse> = new Map(
  *
  * @example
  * ```ts
- * unaccountedResponses(["model", "surprise"], ["x-new"]); // ["surprise", "header x-new"]
+ * import assert from "node:assert/strict";
+ * import { unaccountedResponses } from "./request_fields.ts";
+ * assert.deepEqual(unaccountedResponses(["model", "surprise"], ["x-new"]), [
+ *   "surprise",
+ *   "header x-new",
+ * ]);
  * ```
  */
 export function unaccountedResponses(

@@ -37,9 +37,25 @@ export function headEvents(head: ResponseObject, sequence: EventSequence): Respo
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { buildResponse, responseHead } from "./build_response.ts";
+ * import { bodyEvents, EventSequence, headEvents } from "./stream_events.ts";
+ * const output = {
+ *   rid: "0123456789abcdef",
+ *   blocks: [{ type: "text" as const, text: "Hello." }],
+ *   end: { reason: "end_of_turn" as const, stopSequence: null },
+ *   inputTokens: 5,
+ *   outputTokens: 3,
+ *   outputIds: [9707, 13, 151645],
+ *   logprobs: [-0.1, -0.2, 0],
+ * };
+ * const request = { model: "m", input: "hi" };
  * const sequence = new EventSequence();
- * const events = [...headEvents(head, sequence), ...bodyEvents(response, sequence)];
- * events.at(-1)!.type; // "response.completed"
+ * const events = [
+ *   ...headEvents(responseHead("resp_1", request, 0), sequence),
+ *   ...bodyEvents(buildResponse(output, request, 0), sequence),
+ * ];
+ * assert.equal(events.at(-1)!.type, "response.completed");
  * ```
  */
 export function bodyEvents(

@@ -43,8 +43,11 @@ type Reasoning = Extract<ServedItem, { type: "reasoning" }>;
  *
  * @example
  * ```ts
- * toMessagesRequest({ model: "m", instructions: "Be brief.", input: "hi" });
- * // { model: "m", max_tokens: 0, system: "Be brief.", messages: [{ role: "user", content: "hi" }] }
+ * import assert from "node:assert/strict";
+ * import { toMessagesRequest } from "./translate.ts";
+ * const request = toMessagesRequest({ model: "m", instructions: "Be brief.", input: "hi" });
+ * assert.equal(request.system, "Be brief.");
+ * assert.deepEqual(request.messages, [{ role: "user", content: "hi" }]);
  * ```
  * @throws {InvalidRequestError} for what the gateway cannot serve: an item type other than
  * message, reasoning, function_call and function_call_output; audio, or an image or file under

@@ -38,8 +38,11 @@ const UNTIL_CONTEXT_ENDS = Number.MAX_SAFE_INTEGER;
  *
  * @example
  * ```ts
- * const input = responsesTurnInput(request, { sessionId });
- * const turn = await startTurn(deps, input);
+ * import assert from "node:assert/strict";
+ * import { responsesTurnInput } from "./turn_input.ts";
+ * const input = responsesTurnInput({ model: "m", input: "hi" }, { sessionId: "sess_1" });
+ * // What the session renders for a chain's first turn (`startTurn(deps, input)` runs it).
+ * assert.deepEqual(input.prompt().messages, [{ role: "user", content: "hi" }]);
  * ```
  * @throws {InvalidRequestError} for what the gateway does not serve: `previous_response_id`
  * and `conversation` (it keeps no responses by id: send the whole input), `background`, a

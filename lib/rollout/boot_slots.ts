@@ -11,8 +11,8 @@ import {
   type SandboxBackend,
   type SandboxSpec,
   SandboxUnavailableError,
-  sleep,
 } from "../sandbox/mod.ts";
+import { sleep } from "../timing/mod.ts";
 
 /** How boot slots behave. */
 export interface BootSlotOptions {
@@ -29,8 +29,15 @@ export interface BootSlotOptions {
  *
  * @example
  * ```ts
+ * import { acquireBootSlot } from "./boot_slots.ts";
+ * const kv = await Deno.openKv(":memory:");
  * const slot = await acquireBootSlot(kv, "host:123/job_1", { slots: 4, ttlMs: 15_000 });
- * try { sandbox = await backend.create(spec); } finally { await slot.release(); }
+ * try {
+ *   // … boot the sandbox …
+ * } finally {
+ *   await slot.release();
+ * }
+ * kv.close();
  * ```
  */
 export async function acquireBootSlot(
@@ -64,7 +71,22 @@ const BOOT_TRIES = 3;
  *
  * @example
  * ```ts
- * const sandbox = await boundedBackend(kv, backend, { holder, slots: 4, ttlMs: 15_000 }).create(spec);
+ * import { fixtureRepo } from "../evaluate/mod.ts";
+ * import { LocalBackend } from "../sandbox/mod.ts";
+ * import { boundedBackend } from "./boot_slots.ts";
+ * const kv = await Deno.openKv(":memory:");
+ * const root = await Deno.makeTempDir();
+ * const local = new LocalBackend({ root });
+ * const backend = boundedBackend(kv, local, {
+ *   holder: "host:123/job_1",
+ *   slots: 4,
+ *   ttlMs: 15_000,
+ * });
+ * const repo = { kind: "path" as const, path: await fixtureRepo("python_unittest", root) };
+ * await backend.create({ repo, commit: "1bdf00de", network: false, lifetimeMs: 60_000 });
+ * await local.close();
+ * await Deno.remove(root, { recursive: true });
+ * kv.close();
  * ```
  */
 export function boundedBackend(

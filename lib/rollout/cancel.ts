@@ -6,6 +6,7 @@
  * @module
  */
 import { getRolloutJob, modifyRolloutJob } from "../kv/mod.ts";
+import { pollUntil } from "../timing/mod.ts";
 import { JobNotFoundError } from "./job_view.ts";
 import { FINAL_PHASES, type RolloutJobRecord } from "./records.ts";
 
@@ -33,10 +34,10 @@ export async function waitFinished(
   jobId: string,
   waitMs: number,
 ): Promise<RolloutJobRecord | null> {
-  const deadline = Date.now() + waitMs;
-  for (;;) {
-    const job = (await getRolloutJob(kv, jobId)).value;
-    if (job === null || FINAL_PHASES.has(job.phase) || Date.now() >= deadline) return job;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  let job: RolloutJobRecord | null = null;
+  await pollUntil(async () => {
+    job = (await getRolloutJob(kv, jobId)).value;
+    return job === null || FINAL_PHASES.has(job.phase);
+  }, { timeoutMs: waitMs, intervalMs: 25 });
+  return job;
 }

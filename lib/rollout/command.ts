@@ -21,7 +21,17 @@ export function promptFilePath(tmpdir: string): string {
  *
  * @example
  * ```ts
- * agentCommandLine(settings, "Fix it", "/tmp/rollout-prompt.txt"); // "python3 agent.py --task 'Fix it'"
+ * import assert from "node:assert/strict";
+ * import { agentCommandLine } from "./command.ts";
+ * import { type CommandSettings, RolloutRequestSchema } from "./request.ts";
+ * const settings = RolloutRequestSchema.parse({
+ *   task: { repo: "/r", base_commit: "abc1234", problem_statement: "Fix it", eval_cmd: "true" },
+ *   agent: { harness: "command", command: "python3 agent.py --task {prompt}" },
+ * }).agent as CommandSettings;
+ * assert.equal(
+ *   agentCommandLine(settings, "Fix it", "/tmp/rollout-prompt.txt"),
+ *   "python3 agent.py --task 'Fix it'",
+ * );
  * ```
  */
 export function agentCommandLine(

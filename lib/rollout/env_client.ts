@@ -80,10 +80,17 @@ export interface EnvClientOptions {
  *
  * @example
  * ```ts
- * const env = new EnvClient("http://127.0.0.1:8090", { episodeId: "s1", timeoutMs: 60_000 });
+ * import assert from "node:assert/strict";
+ * import { startRetailEnv } from "../../fixtures/retail_env.ts";
+ * import { EnvClient } from "./env_client.ts";
+ * // A small tau-bench-like retail environment stands in for a real one.
+ * const retail = await startRetailEnv();
+ * const env = new EnvClient(retail.url, { episodeId: "s1", timeoutMs: 60_000 });
  * const { observation } = await env.reset(0, null);
+ * assert.ok(observation.length > 0);
  * const step = await env.step({ name: "respond", kwargs: { content: "Hello" } });
- * step.done; // true once the user is satisfied
+ * assert.equal(typeof step.done, "boolean"); // true once the user is satisfied
+ * await retail.close();
  * ```
  */
 export class EnvClient {

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { sleep } from "../sandbox/mod.ts";
+import { sleep } from "../timing/mod.ts";
 
 /** A Chat Completions message as the loop sends it. */
 export type ChatMessage = Readonly<Record<string, unknown>> & { readonly role: string };
@@ -69,8 +69,22 @@ const MAX_RETRY_WAIT_MS = 10_000;
  *
  * @example
  * ```ts
- * const model = gatewayChat({ baseUrl: "http://127.0.0.1:8080", token, model: "qwen3", sampling: {} });
+ * import assert from "node:assert/strict";
+ * import { buildDeps } from "../../functions/_deps.ts";
+ * import { createGatewayApp } from "../../functions/serve.ts";
+ * import { resolveConfig } from "../config/mod.ts";
+ * import { openSession } from "../session/mod.ts";
+ * import { gatewayChat } from "./gateway_chat.ts";
+ * // A gateway in this process, answered by the built-in scripted engine.
+ * const deps = await buildDeps(resolveConfig({ KV_PATH: ":memory:" }));
+ * const server = Deno.serve({ port: 0, onListen() {} }, createGatewayApp(deps).fetch);
+ * const { token } = await openSession(deps.kv);
+ * const baseUrl = `http://127.0.0.1:${server.addr.port}`;
+ * const model = gatewayChat({ baseUrl, token, model: "qwen3", sampling: {} });
  * const reply = await model.complete([{ role: "user", content: "Hi" }], []);
+ * assert.ok(reply);
+ * await server.shutdown();
+ * await deps.close();
  * ```
  */
 export function gatewayChat(options: GatewayChatOptions): ChatModel {

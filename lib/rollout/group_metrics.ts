@@ -23,8 +23,15 @@ const GROUP_ID = /^grp_[0-9a-f]{24}$/;
  *
  * @example
  * ```ts
- * renderExposition([await groupToolTurnsFamily(kv)]);
+ * import assert from "node:assert/strict";
+ * import { renderExposition } from "../metrics/mod.ts";
+ * import { groupToolTurnsFamily } from "./group_metrics.ts";
+ * const kv = await Deno.openKv(":memory:");
+ * // One series per group and statistic once jobs ran, e.g.
  * // rollout_gateway_group_tool_turns{group="grp_…",stat="mean"} 3
+ * const text = renderExposition([await groupToolTurnsFamily(kv)]);
+ * assert.match(text, /^# HELP rollout_gateway_group_tool_turns /);
+ * kv.close();
  * ```
  */
 export async function groupToolTurnsFamily(

@@ -37,9 +37,10 @@ export const PHASE_ORDER: readonly RolloutPhase[] = ROLLOUT_PHASES;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { spread } from "./group_view.ts";
- * spread([2, 4, 9]); // { mean: 5, min: 2, max: 9 }
- * spread([]); // null
+ * assert.deepEqual(spread([2, 4, 9]), { mean: 5, min: 2, max: 9 });
+ * assert.equal(spread([]), null);
  * ```
  */
 export function spread(values: readonly number[]): Spread | null {

@@ -16,8 +16,10 @@ export type RolloutPhase = "queued" | "booting" | "agent" | "evaluating" | Final
  *
  * @example
  * ```ts
- * FINAL_PHASES.has("aborted"); // true
- * FINAL_PHASES.has("evaluating"); // false
+ * import assert from "node:assert/strict";
+ * import { FINAL_PHASES } from "./records.ts";
+ * assert.equal(FINAL_PHASES.has("aborted"), true);
+ * assert.equal(FINAL_PHASES.has("evaluating"), false);
  * ```
  */
 export const FINAL_PHASES: ReadonlySet<RolloutPhase> = new Set<FinalPhase>([

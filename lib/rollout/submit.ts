@@ -19,8 +19,19 @@ export interface SubmittedGroup {
  *
  * @example
  * ```ts
- * const { groupId, jobIds } = await submitGroup(kv, RolloutRequestSchema.parse(body));
- * worker.kick();
+ * import assert from "node:assert/strict";
+ * import { RolloutRequestSchema } from "./request.ts";
+ * import { submitGroup } from "./submit.ts";
+ * const kv = await Deno.openKv(":memory:");
+ * const body = {
+ *   task: { repo: "/r", base_commit: "abc1234", problem_statement: "Fix it", eval_cmd: "true" },
+ *   agent: { harness: "command", command: "python3 agent.py --task {prompt}" },
+ *   n: 2,
+ * };
+ * const { jobIds } = await submitGroup(kv, RolloutRequestSchema.parse(body));
+ * // Queued for the workers; `worker.kick()` wakes this process's.
+ * assert.equal(jobIds.length, 2);
+ * kv.close();
  * ```
  */
 export async function submitGroup(

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { childPids, hostProcesses, processAlive } from "./host_processes.ts";
 import type { HostRoot } from "./bwrap_args.ts";
 
 /** What a sandbox folder records of its owner, so a crashed owner's folders can be removed. */
@@ -38,11 +39,7 @@ export function killTree(child: Deno.ChildProcess): void {
 
 /** {@linkcode killTree} by bwrap's pid. */
 function killBwrap(pid: number): void {
-  let inits: number[] = [];
-  try {
-    const children = Deno.readTextFileSync(`/proc/${pid}/task/${pid}/children`);
-    inits = children.split(/\s+/).filter(Boolean).map(Number);
-  } catch { /* bwrap already exited */ }
+  const inits = childPids(pid); // none once bwrap has exited
   for (const target of inits.length > 0 ? inits : [-pid]) {
     try {
       Deno.kill(target, "SIGKILL");
@@ -83,8 +80,8 @@ export async function removeOrphans(root: string): Promise<void> {
     } catch {
       continue; // being created right now, or not ours
     }
-    if (owner.host !== Deno.hostname() || await processAlive(owner.pid)) continue;
-    await killLeftovers(dir);
+    if (owner.host !== Deno.hostname() || processAlive(owner.pid)) continue;
+    killLeftovers(dir);
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 }
@@ -94,24 +91,13 @@ export async function removeOrphans(root: string): Promise<void> {
  * their owner (`--die-with-parent`), but one that was starting when its owner was killed may
  * not yet have asked to: it is found by the folder in its command line.
  */
-async function killLeftovers(dir: string): Promise<void> {
-  for await (const entry of Deno.readDir("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    try {
-      const argv = (await Deno.readTextFile(`/proc/${entry.name}/cmdline`)).split("\0");
-      if (argv[0]?.endsWith("bwrap") && argv.some((arg) => arg.startsWith(`${dir}/`))) {
-        killBwrap(Number(entry.name));
-        Deno.kill(Number(entry.name), "SIGKILL");
-      }
-    } catch { /* exited while we looked */ }
-  }
-}
-
-async function processAlive(pid: number): Promise<boolean> {
-  try {
-    await Deno.stat(`/proc/${pid}`);
-    return true;
-  } catch {
-    return false;
+function killLeftovers(dir: string): void {
+  for (const { pid, argv } of hostProcesses()) {
+    if (argv[0]?.endsWith("bwrap") && argv.some((arg) => arg.startsWith(`${dir}/`))) {
+      killBwrap(pid);
+      try {
+        Deno.kill(pid, "SIGKILL");
+      } catch { /* exited while we looked */ }
+    }
   }
 }

@@ -68,8 +68,19 @@ export const SANDBOX_BASE_ENV: Readonly<Record<string, string>> = {
  *
  * @example
  * ```ts
- * const args = bwrapArgs({ hostRoots: [{ name: "usr", symlink: null }], dirs, hidden: [],
- *   command: "ls", cwd: "/sandbox/repo", env: {}, user: "user", network: false });
+ * import assert from "node:assert/strict";
+ * import { bwrapArgs } from "./bwrap_args.ts";
+ * const args = bwrapArgs({
+ *   hostRoots: [{ name: "usr", symlink: null }],
+ *   dirs: { repo: "/var/sbx/1/repo", home: "/var/sbx/1/home", tmp: "/var/sbx/1/tmp" },
+ *   hidden: [],
+ *   command: "ls",
+ *   cwd: "/sandbox/repo",
+ *   env: {},
+ *   user: "user",
+ *   network: false,
+ * });
+ * assert.ok(args.includes("--unshare-net"));
  * ```
  */
 export function bwrapArgs(spec: BwrapCommand): string[] {

@@ -12,8 +12,18 @@ import { RepoError, type SandboxBackend, SandboxUnavailableError } from "./sandb
  *
  * @example
  * ```ts
+ * import { fixtureRepo } from "../evaluate/mod.ts";
+ * import { createMetrics } from "../metrics/mod.ts";
+ * import { countedBackend } from "./counted_backend.ts";
+ * import { LocalBackend } from "./local.ts";
+ * const root = await Deno.makeTempDir();
+ * const metrics = createMetrics();
  * const backend = countedBackend(new LocalBackend({ root }), metrics);
- * await backend.create(spec); // rollout_gateway_sandbox_boots_total{backend="local",outcome="ok"} + 1
+ * const repo = { kind: "path" as const, path: await fixtureRepo("python_unittest", root) };
+ * // rollout_gateway_sandbox_boots_total{backend="local",outcome="ok"} + 1
+ * await backend.create({ repo, commit: "1bdf00de", network: false, lifetimeMs: 60_000 });
+ * await backend.close();
+ * await Deno.remove(root, { recursive: true });
  * ```
  */
 export function countedBackend(backend: SandboxBackend, metrics: GatewayMetrics): SandboxBackend {

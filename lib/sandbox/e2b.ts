@@ -9,7 +9,7 @@
 import { AuthenticationError, CommandExitError, Sandbox as E2bSandbox } from "e2b";
 import { bundleCommit, describe } from "./git_bundle.ts";
 import { OutputTail } from "./output_tail.ts";
-import { sleep } from "./sleep.ts";
+import { sleep } from "../timing/mod.ts";
 import {
   checkExtraPaths,
   DEFAULT_OUTPUT_BYTES,

@@ -40,7 +40,13 @@ const READY_STEPS = 1000;
  *
  * @example
  * ```ts
- * forwardTarget("http://127.0.0.1:8080"); // { hostname: "127.0.0.1", port: 8080, tls: false }
+ * import assert from "node:assert/strict";
+ * import { forwardTarget } from "./forward.ts";
+ * assert.deepEqual(forwardTarget("http://127.0.0.1:8080"), {
+ *   hostname: "127.0.0.1",
+ *   port: 8080,
+ *   tls: false,
+ * });
  * ```
  */
 export function forwardTarget(url: string): ForwardTarget {
@@ -86,8 +92,11 @@ export interface ForwardListener {
  *
  * @example
  * ```ts
- * const listener = await listenForward(`${dir}/gateway.sock`, forwardTarget(gatewayUrl));
+ * import { forwardTarget, listenForward } from "./forward.ts";
+ * const dir = await Deno.makeTempDir();
+ * const listener = listenForward(`${dir}/gateway.sock`, forwardTarget("http://127.0.0.1:8080"));
  * await listener.close();
+ * await Deno.remove(dir, { recursive: true });
  * ```
  */
 export function listenForward(path: string, to: ForwardTarget): ForwardListener {

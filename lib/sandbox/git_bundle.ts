@@ -26,7 +26,14 @@ export interface Bundle {
  *
  * @example
  * ```ts
- * const { path, commit } = await bundleCommit("/srv/repos/calc", "1bdf00de", tmp);
+ * import assert from "node:assert/strict";
+ * import { fixtureRepo } from "../evaluate/mod.ts";
+ * import { bundleCommit } from "./git_bundle.ts";
+ * const tmp = await Deno.makeTempDir();
+ * const repo = await fixtureRepo("python_unittest", tmp);
+ * const { commit } = await bundleCommit(repo, "1bdf00de", tmp);
+ * assert.equal(commit, "1bdf00de100a0db07eae541924db3a45524b6156"); // the full id
+ * await Deno.remove(tmp, { recursive: true });
  * ```
  * @throws {RepoError} when the source or the commit cannot be read.
  */

@@ -32,7 +32,10 @@ export interface HostCommandOptions {
  *
  * @example
  * ```ts
- * const head = (await hostCommand("git", ["-C", repo, "rev-parse", "HEAD"])).trim();
+ * import assert from "node:assert/strict";
+ * import { hostCommand } from "./host_command.ts";
+ * assert.equal(await hostCommand("echo", ["hello"]), "hello\n");
+ * await assert.rejects(hostCommand("false", [])); // a failed command throws
  * ```
  * @throws {HostCommandError} on a non-zero exit; `Deno.errors.NotFound` when not installed;
  * the signal's reason when `signal` aborted it.

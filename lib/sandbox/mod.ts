@@ -8,5 +8,5 @@ export * from "./output_tail.ts";
 export * from "./paths.ts";
 export * from "./e2b.ts";
 export * from "./git_bundle.ts";
-export * from "./sleep.ts";
 export * from "./counted_backend.ts";
+export * from "./host_processes.ts";

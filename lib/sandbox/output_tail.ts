@@ -10,10 +10,12 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { OutputTail } from "./output_tail.ts";
  * const tail = new OutputTail(4);
  * tail.push(new TextEncoder().encode("abcdef"));
- * tail.text(); // "cdef"
- * tail.truncated; // true
+ * assert.equal(tail.text(), "cdef");
+ * assert.equal(tail.truncated, true);
  * ```
  */
 export class OutputTail {

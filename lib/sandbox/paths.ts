@@ -17,8 +17,12 @@ export interface Mount {
  *
  * @example
  * ```ts
- * await resolveInside("/tmp/a.txt", [{ inside: "/tmp", host: "/var/sbx/1/tmp" }], { create: true });
- * // "/var/sbx/1/tmp/a.txt"
+ * import assert from "node:assert/strict";
+ * import { resolveInside } from "./paths.ts";
+ * const host = await Deno.makeTempDir();
+ * const path = await resolveInside("/tmp/a.txt", [{ inside: "/tmp", host }], { create: true });
+ * assert.equal(path, `${host}/a.txt`);
+ * await Deno.remove(host, { recursive: true });
  * ```
  * @throws {RangeError} for a relative path, a path outside every mount, or one that escapes.
  */

@@ -181,8 +181,10 @@ export const RESERVED_ROOTS: ReadonlySet<string> = new Set([
  *
  * @example
  * ```ts
- * extraPathProblem("/tests"); // null
- * extraPathProblem("/usr/tests"); // "\"/usr\" is the system's: …"
+ * import assert from "node:assert/strict";
+ * import { extraPathProblem } from "./sandbox.ts";
+ * assert.equal(extraPathProblem("/tests"), null);
+ * assert.match(extraPathProblem("/usr/tests")!, /^"\/usr" is the system's/);
  * ```
  */
 export function extraPathProblem(path: string): string | null {
@@ -226,7 +228,25 @@ export const DEFAULT_OUTPUT_BYTES = 1024 * 1024;
  *
  * @example
  * ```ts
- * await sandbox.exec(interleaved("make test"), { timeoutMs: 60_000 }); // the log is in stdout
+ * import assert from "node:assert/strict";
+ * import { fixtureRepo } from "../evaluate/mod.ts";
+ * import { LocalBackend } from "./local.ts";
+ * import { interleaved } from "./sandbox.ts";
+ * const root = await Deno.makeTempDir();
+ * const backend = new LocalBackend({ root });
+ * const repo = { kind: "path" as const, path: await fixtureRepo("python_unittest", root) };
+ * const sandbox = await backend.create({
+ *   repo,
+ *   commit: "1bdf00de",
+ *   network: false,
+ *   lifetimeMs: 60_000,
+ * });
+ * const result = await sandbox.exec(interleaved("echo out; echo err >&2"), {
+ *   timeoutMs: 10_000,
+ * });
+ * assert.equal(result.stdout, "out\nerr\n"); // both streams, in order, in stdout
+ * await backend.close();
+ * await Deno.remove(root, { recursive: true });
  * ```
  */
 export function interleaved(command: string): string {

@@ -119,8 +119,30 @@ export type XtunerTokenizer = Pick<ChatTokenizer, "decode" | "encode" | "formats
  *
  * @example
  * ```ts
- * const record = toXtuner(session, segment, tokenizer, null);
- * record.agent.messages.flatMap((m) => m.token_ids); // prompt_ids ++ response_ids
+ * import assert from "node:assert/strict";
+ * import { buildDeps } from "../../functions/_deps.ts";
+ * import { anthropicTurnInput } from "../anthropic/mod.ts";
+ * import { resolveConfig } from "../config/mod.ts";
+ * import { openSession, startTurn } from "../session/mod.ts";
+ * import { readSessionSegments, selectSegments, toXtuner } from "./mod.ts";
+ * // A session of one turn, answered by the built-in scripted engine.
+ * const deps = await buildDeps(resolveConfig({ KV_PATH: ":memory:" }));
+ * const { session: { id } } = await openSession(deps.kv);
+ * const messages = [{ role: "user" as const, content: "hi" }];
+ * const context = { sessionId: id, signingSecret: "secret" };
+ * const input = anthropicTurnInput({ model: "m", max_tokens: 64, messages }, context);
+ * await (await startTurn(deps, input)).completion;
+ * const { session, segments: all } = await readSessionSegments(deps.kv, id);
+ * const policy = { allocation: "uniform", includeSide: false, overlong: "mask" } as const;
+ * const limits = { maxSegments: 64, maxSegmentTokens: 0 };
+ * const { segments: [segment] } = selectSegments(session, all, { ...policy, ...limits });
+ * const record = toXtuner(session, segment, deps.tokenizer, null);
+ * const { prompt_ids, response_ids } = segment.arrays;
+ * assert.deepEqual(record.agent.messages.flatMap((m) => m.token_ids), [
+ *   ...prompt_ids,
+ *   ...response_ids,
+ * ]);
+ * await deps.close();
  * ```
  * @throws {RangeError} when the segment's turns do not add up to its arrays.
  */

@@ -69,8 +69,26 @@ export function segmentIdentity(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { buildDeps } from "../../functions/_deps.ts";
+ * import { anthropicTurnInput } from "../anthropic/mod.ts";
+ * import { resolveConfig } from "../config/mod.ts";
+ * import { openSession, startTurn } from "../session/mod.ts";
+ * import { readSessionSegments, selectSegments, toSample } from "./mod.ts";
+ * // A session of one turn, answered by the built-in scripted engine.
+ * const deps = await buildDeps(resolveConfig({ KV_PATH: ":memory:" }));
+ * const { session: { id } } = await openSession(deps.kv);
+ * const messages = [{ role: "user" as const, content: "hi" }];
+ * const context = { sessionId: id, signingSecret: "secret" };
+ * const input = anthropicTurnInput({ model: "m", max_tokens: 64, messages }, context);
+ * await (await startTurn(deps, input)).completion;
+ * const { session, segments: all } = await readSessionSegments(deps.kv, id);
+ * const policy = { allocation: "uniform", includeSide: false, overlong: "mask" } as const;
+ * const limits = { maxSegments: 64, maxSegmentTokens: 0 };
+ * const { segments: [segment] } = selectSegments(session, all, { ...policy, ...limits });
  * const sample = toSample(session, segment);
- * sample.loss_mask.length === sample.response_ids.length; // true
+ * assert.equal(sample.loss_mask.length, sample.response_ids.length);
+ * await deps.close();
  * ```
  */
 export function toSample(session: RewardedSession, segment: TrainingSegment): Sample {

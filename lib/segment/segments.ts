@@ -66,8 +66,22 @@ export interface SessionSegments {
  *
  * @example
  * ```ts
- * const { segments } = await readSessionSegments(kv, "sess_1");
- * segments.map((s) => s.kind); // ["wipe", "subagent", "final"]
+ * import assert from "node:assert/strict";
+ * import { buildDeps } from "../../functions/_deps.ts";
+ * import { anthropicTurnInput } from "../anthropic/mod.ts";
+ * import { resolveConfig } from "../config/mod.ts";
+ * import { openSession, startTurn } from "../session/mod.ts";
+ * import { readSessionSegments } from "./segments.ts";
+ * // A session of one turn, answered by the built-in scripted engine.
+ * const deps = await buildDeps(resolveConfig({ KV_PATH: ":memory:" }));
+ * const { session: { id } } = await openSession(deps.kv);
+ * const messages = [{ role: "user" as const, content: "hi" }];
+ * const context = { sessionId: id, signingSecret: "secret" };
+ * const input = anthropicTurnInput({ model: "m", max_tokens: 64, messages }, context);
+ * await (await startTurn(deps, input)).completion;
+ * const { segments } = await readSessionSegments(deps.kv, id);
+ * assert.deepEqual(segments.map((s) => s.kind), ["final"]);
+ * await deps.close();
  * ```
  * @throws {SessionNotFoundError}
  */

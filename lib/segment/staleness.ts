@@ -37,8 +37,10 @@ export class WeightVersionError extends Error implements CodedError {
  *
  * @example
  * ```ts
- * versionNumber("12"); // 12
- * versionNumber("default"); // 0
+ * import assert from "node:assert/strict";
+ * import { versionNumber } from "./staleness.ts";
+ * assert.equal(versionNumber("12"), 12);
+ * assert.equal(versionNumber("default"), 0);
  * ```
  * @throws {WeightVersionError} for any other version.
  */
@@ -53,8 +55,12 @@ export function versionNumber(version: string): number {
  *
  * @example
  * ```ts
- * staleSpans([{ version: "3", start: 0, end: 4 }, { version: "5", start: 4, end: 6 }], { current: 5, max: 1, stale: "mask" });
- * // [{ version: "3", start: 0, end: 4 }]
+ * import assert from "node:assert/strict";
+ * import { staleSpans } from "./staleness.ts";
+ * const spans = [{ version: "3", start: 0, end: 4 }, { version: "5", start: 4, end: 6 }];
+ * assert.deepEqual(staleSpans(spans, { current: 5, max: 1, stale: "mask" }), [
+ *   { version: "3", start: 0, end: 4 },
+ * ]);
  * ```
  */
 export function staleSpans(

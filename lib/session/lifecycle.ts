@@ -29,6 +29,7 @@ import {
   metadataText,
   REWARD_INLINE_BYTES,
 } from "../limits/mod.ts";
+import { pollUntil } from "../timing/mod.ts";
 import { SessionNotFoundError } from "./errors.ts";
 import type { RewardPayload, SessionRecord } from "./records.ts";
 import { SESSION_ID } from "./session.ts";
@@ -109,8 +110,21 @@ export async function liveSession(
  *
  * @example
  * ```ts
- * const view = await describeSession(kv, "sess_1");
- * view.chains; // [{ id: "c0", kind: "final", turns: 12, tokens: 30411 }]
+ * import assert from "node:assert/strict";
+ * import { buildDeps } from "../../functions/_deps.ts";
+ * import { anthropicTurnInput } from "../anthropic/mod.ts";
+ * import { resolveConfig } from "../config/mod.ts";
+ * import { describeSession, openSession, startTurn } from "./mod.ts";
+ * // A session of one turn, answered by the built-in scripted engine.
+ * const deps = await buildDeps(resolveConfig({ KV_PATH: ":memory:" }));
+ * const { session: { id } } = await openSession(deps.kv);
+ * const messages = [{ role: "user" as const, content: "hi" }];
+ * const context = { sessionId: id, signingSecret: "secret" };
+ * const input = anthropicTurnInput({ model: "m", max_tokens: 64, messages }, context);
+ * await (await startTurn(deps, input)).completion;
+ * const view = await describeSession(deps.kv, id);
+ * assert.deepEqual(view.chains.map((chain) => [chain.kind, chain.turns]), [["final", 1]]);
+ * await deps.close();
  * ```
  */
 export async function describeSession(kv: Deno.Kv, sessionId: string): Promise<SessionView> {
@@ -251,13 +265,11 @@ async function underLease<T>(
     deps.lease,
   );
   try {
-    const deadline = now(deps) + deps.lease.waitMs;
-    while (await anyLeaseHeld(deps.kv, keys.chainLeases(sessionId), now(deps))) {
-      if (now(deps) >= deadline) {
-        throw new LeaseTimeoutError("a turn in flight", deps.lease.waitMs);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    const idle = await pollUntil(
+      async () => !(await anyLeaseHeld(deps.kv, keys.chainLeases(sessionId), now(deps))),
+      { timeoutMs: deps.lease.waitMs, intervalMs: 20, now: () => now(deps) },
+    );
+    if (!idle) throw new LeaseTimeoutError("a turn in flight", deps.lease.waitMs);
     return await action();
   } finally {
     await lease.release();

@@ -24,7 +24,18 @@ export function untypedTools(names: readonly string[]): ToolSchemas {
  *
  * @example
  * ```ts
- * parseTurnOutput(tokenizer, output, { reason: "end_of_turn", stopSequence: null }, false, untypedTools(["Bash"]));
+ * import assert from "node:assert/strict";
+ * import { defaultTokenizerPath } from "../config/mod.ts";
+ * import { loadTokenizer } from "../template/mod.ts";
+ * import { parseTurnOutput, untypedTools } from "./output.ts";
+ * const tokenizer = await loadTokenizer(defaultTokenizerPath());
+ * const output = tokenizer.encode("<think>\nlook\n</think>\n\nDone.<|im_end|>");
+ * const end = { reason: "end_of_turn" as const, stopSequence: null };
+ * const parsed = parseTurnOutput(tokenizer, output, end, false, untypedTools(["Bash"]));
+ * assert.deepEqual(parsed.blocks, [{ type: "thinking", thinking: "look" }, {
+ *   type: "text",
+ *   text: "Done.",
+ * }]);
  * ```
  */
 export function parseTurnOutput(

@@ -208,8 +208,29 @@ export const DISPATCH_LOOKBACK_TURNS = 32;
  *
  * @example
  * ```ts
- * let step = planRoute(snapshot, request, policy);
- * while ("need" in step) step = planRoute(await fetchMore(snapshot, step), request, policy);
+ * import assert from "node:assert/strict";
+ * import { buildDeps } from "../../functions/_deps.ts";
+ * import { anthropicTurnInput } from "../anthropic/mod.ts";
+ * import { resolveConfig } from "../config/mod.ts";
+ * import { routeRequest } from "./route.ts";
+ * import { planRoute } from "./route_plan.ts";
+ * import { readNeed, readRouteSnapshot } from "./route_snapshot.ts";
+ * import { openSession } from "./session.ts";
+ * const deps = await buildDeps(resolveConfig({ KV_PATH: ":memory:" }));
+ * const { session } = await openSession(deps.kv);
+ * const input = anthropicTurnInput(
+ *   { model: "m", max_tokens: 64, messages: [{ role: "user", content: "hi" }] },
+ *   { sessionId: session.id, signingSecret: "secret" },
+ * );
+ * const request = routeRequest(input);
+ * let { snapshot } = await readRouteSnapshot(deps, input);
+ * let step = planRoute(snapshot, request, deps.routePolicy);
+ * while ("need" in step) {
+ *   snapshot = await readNeed(deps, input, snapshot, step);
+ *   step = planRoute(snapshot, request, deps.routePolicy);
+ * }
+ * assert.equal(step.kind, "start"); // the session's first chain
+ * await deps.close();
  * ```
  * @throws {SessionClosedError} when the session takes no more turns.
  */

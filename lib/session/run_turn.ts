@@ -198,8 +198,23 @@ export interface StartedTurn<Reply> {
  *
  * @example
  * ```ts
- * const turn = await startTurn(deps, input, request.signal);
+ * import assert from "node:assert/strict";
+ * import { buildDeps } from "../../functions/_deps.ts";
+ * import { anthropicTurnInput } from "../anthropic/mod.ts";
+ * import { resolveConfig } from "../config/mod.ts";
+ * import { startTurn } from "./run_turn.ts";
+ * import { openSession } from "./session.ts";
+ * // No SGLANG_URL: the built-in scripted engine answers.
+ * const deps = await buildDeps(resolveConfig({ KV_PATH: ":memory:" }));
+ * const { session } = await openSession(deps.kv);
+ * const input = anthropicTurnInput(
+ *   { model: "m", max_tokens: 64, messages: [{ role: "user", content: "hi" }] },
+ *   { sessionId: session.id, signingSecret: "secret" },
+ * );
+ * const turn = await startTurn(deps, input);
  * const reply = await turn.completion;
+ * assert.equal(reply?.type, "message");
+ * await deps.close();
  * ```
  * @throws what {@linkcode prepareTurn} throws.
  */

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { createHash, timingSafeEqual } from "node:crypto";
+import { createHash } from "node:crypto";
 import { createSession, getSession } from "../kv/mod.ts";
 import { checkMetadata } from "../limits/mod.ts";
 import {
@@ -13,6 +13,7 @@ import {
   SessionExistsError,
   SessionNotFoundError,
 } from "./errors.ts";
+import { sameSecret } from "../timing/mod.ts";
 import type { SessionRecord } from "./records.ts";
 
 /** Session ids: letters, digits, `_` and `-`, up to 128 characters. */
@@ -34,8 +35,13 @@ export interface OpenedSession {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { openSession } from "./session.ts";
+ * const kv = await Deno.openKv(":memory:");
  * const { session, token } = await openSession(kv, { metadata: { task: "t1" } });
- * // the agent sends `token` as its API key
+ * assert.equal(session.status, "open");
+ * assert.ok(token.length > 0); // the agent sends `token` as its API key
+ * kv.close();
  * ```
  * @throws {SessionExistsError} when `id` is taken; {LimitError} for metadata over its bounds.
  */
@@ -97,7 +103,7 @@ export async function resolveToken(
   const named = dot > 0 ? token.slice(0, dot) : token;
   const entry = SESSION_ID.test(named) ? await getSession(kv, named) : null;
   if (entry?.value) {
-    if (!digestsMatch(entry.value.tokenDigest, tokenDigest(token))) {
+    if (!sameSecret(entry.value.tokenDigest, tokenDigest(token))) {
       throw new AuthenticationError("Invalid session token");
     }
     return { kind: "session", session: entry.value, entry: entry as Deno.KvEntry<SessionRecord> };
@@ -112,7 +118,7 @@ export async function resolveToken(
   if (id !== named) {
     const existing = await getSession(kv, id);
     if (existing.value) {
-      if (!digestsMatch(existing.value.tokenDigest, tokenDigest(token))) {
+      if (!sameSecret(existing.value.tokenDigest, tokenDigest(token))) {
         throw new AuthenticationError("Invalid session token");
       }
       return {
@@ -153,10 +159,6 @@ function newSessionRecord(
     mainChain: "c0",
     dev,
   };
-}
-
-function digestsMatch(a: string, b: string): boolean {
-  return a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 }
 
 function randomHex(bytes: number): string {

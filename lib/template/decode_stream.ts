@@ -28,9 +28,15 @@ export class DecodeStream {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
+   * import { defaultTokenizerPath } from "../config/mod.ts";
+   * import { DecodeStream } from "./decode_stream.ts";
+   * import { loadTokenizer } from "./tokenizer.ts";
+   * const tokenizer = await loadTokenizer(defaultTokenizerPath());
    * const stream = new DecodeStream((ids) => tokenizer.decode(ids));
-   * stream.push(tokenizer.encode("Hello")) + stream.push(tokenizer.encode(" world")) + stream.end();
-   * // "Hello world"
+   * const text = stream.push(tokenizer.encode("Hello")) + stream.push(tokenizer.encode(" world")) +
+   *   stream.end();
+   * assert.equal(text, "Hello world");
    * ```
    */
   push(ids: readonly number[]): string {

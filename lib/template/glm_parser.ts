@@ -32,8 +32,14 @@ const GLM45_NAME = /^([\s\S]*?)(?:\\n|\n)([\s\S]*)$/;
  *
  * @example
  * ```ts
- * parseGlmCalls("<tool_call>run<arg_key>n</arg_key><arg_value>2</arg_value></tool_call>", new Map([["run", { type: "object", properties: { n: { type: "integer" } } }]]), "glm47");
- * // { parts: [{ type: "tool_call", name: "run", input: { n: 2 } }], illFormed: [] }
+ * import assert from "node:assert/strict";
+ * import { parseGlmCalls } from "./glm_parser.ts";
+ * const tools = new Map([["run", { type: "object", properties: { n: { type: "integer" } } }]]);
+ * const text = "<tool_call>run<arg_key>n</arg_key><arg_value>2</arg_value></tool_call>";
+ * assert.deepEqual(parseGlmCalls(text, tools, "glm47"), {
+ *   parts: [{ type: "tool_call", name: "run", input: { n: 2 } }],
+ *   illFormed: [],
+ * });
  * ```
  */
 export function parseGlmCalls(

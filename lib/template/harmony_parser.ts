@@ -43,11 +43,18 @@ interface HarmonyMessage {
  *
  * @example
  * ```ts
- * parseHarmony(
- *   '<|channel|>analysis<|message|>List.<|end|><|start|>assistant<|channel|>commentary to=functions.Bash <|constrain|>json<|message|>{"command": "ls"}',
- *   new Set(["Bash"]),
- * );
- * // { blocks: [{ type: "thinking", thinking: "List." }, { type: "tool_call", name: "Bash", input: { command: "ls" } }], illFormed: [] }
+ * import assert from "node:assert/strict";
+ * import { parseHarmony } from "./harmony_parser.ts";
+ * const text = "<|channel|>analysis<|message|>List.<|end|>" +
+ *   "<|start|>assistant<|channel|>commentary to=functions.Bash <|constrain|>json" +
+ *   '<|message|>{"command": "ls"}';
+ * assert.deepEqual(parseHarmony(text, new Set(["Bash"])), {
+ *   blocks: [
+ *     { type: "thinking", thinking: "List." },
+ *     { type: "tool_call", name: "Bash", input: { command: "ls" } },
+ *   ],
+ *   illFormed: [],
+ * });
  * ```
  */
 export function parseHarmony(text: string, toolNames: ReadonlySet<string>): ParsedOutput {

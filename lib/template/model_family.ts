@@ -170,8 +170,15 @@ export class ModelFormatError extends Error {
  *
  * @example
  * ```ts
- * detectFormats("…<tool_call>\n{{ tool_call | tojson }}\n</tool_call>…<think>…");
- * // { toolCallParser: "qwen25", reasoningParser: "qwen3" }
+ * import assert from "node:assert/strict";
+ * import { detectFormats } from "./model_family.ts";
+ * assert.deepEqual(
+ *   detectFormats("…<tool_call>\n{{ tool_call | tojson }}\n</tool_call>…<think>…"),
+ *   {
+ *     toolCallParser: "qwen25",
+ *     reasoningParser: "qwen3",
+ *   },
+ * );
  * ```
  */
 export function detectFormats(

@@ -39,8 +39,18 @@ export const QWEN3: ModelFormats = { toolCallParser: "qwen25", reasoningParser: 
  *
  * @example
  * ```ts
- * parseOutput("<think>\nlook\n</think>\n\nDone.", { startsInReasoning: false, tools: new Map() });
- * // { blocks: [{ type: "thinking", thinking: "look" }, { type: "text", text: "Done." }], illFormed: [] }
+ * import assert from "node:assert/strict";
+ * import { parseOutput } from "./parse_output.ts";
+ * assert.deepEqual(
+ *   parseOutput("<think>\nlook\n</think>\n\nDone.", {
+ *     startsInReasoning: false,
+ *     tools: new Map(),
+ *   }),
+ *   {
+ *     blocks: [{ type: "thinking", thinking: "look" }, { type: "text", text: "Done." }],
+ *     illFormed: [],
+ *   },
+ * );
  * ```
  */
 export function parseOutput(text: string, options: ParseOptions): ParsedOutput {

@@ -39,9 +39,15 @@ export type ToolSchemas = ReadonlyMap<string, Readonly<Record<string, unknown>> 
  *
  * @example
  * ```ts
- * parseQwen3CoderCalls("<tool_call>\n<function=run>\n<parameter=n>\n3\n</parameter>\n</function>\n</tool_call>",
- *   new Map([["run", { type: "object", properties: { n: { type: "integer" } } }]]));
- * // { parts: [{ type: "tool_call", name: "run", input: { n: 3 } }], illFormed: [] }
+ * import assert from "node:assert/strict";
+ * import { parseQwen3CoderCalls } from "./qwen3_coder_parser.ts";
+ * const tools = new Map([["run", { type: "object", properties: { n: { type: "integer" } } }]]);
+ * const text =
+ *   "<tool_call>\n<function=run>\n<parameter=n>\n3\n</parameter>\n</function>\n</tool_call>";
+ * assert.deepEqual(parseQwen3CoderCalls(text, tools), {
+ *   parts: [{ type: "tool_call", name: "run", input: { n: 3 } }],
+ *   illFormed: [],
+ * });
  * ```
  */
 export function parseQwen3CoderCalls(text: string, tools: ToolSchemas): ParsedAnswer {

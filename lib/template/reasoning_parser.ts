@@ -26,8 +26,12 @@ export interface ReasoningSplit {
  *
  * @example
  * ```ts
- * splitReasoning("<think>\nplan\n</think>\n\nanswer", false);
- * // { reasoning: "plan", rest: "answer" }
+ * import assert from "node:assert/strict";
+ * import { splitReasoning } from "./reasoning_parser.ts";
+ * assert.deepEqual(splitReasoning("<think>\nplan\n</think>\n\nanswer", false), {
+ *   reasoning: "plan",
+ *   rest: "answer",
+ * });
  * ```
  */
 export function splitReasoning(

@@ -76,7 +76,16 @@ export interface Rendered {
  *
  * @example
  * ```ts
- * const { tokens } = renderPrompt(tokenizer, { messages: [{ role: "user", content: "hi" }], tools: [] });
+ * import assert from "node:assert/strict";
+ * import { defaultTokenizerPath } from "../config/mod.ts";
+ * import { renderPrompt } from "./render_delta.ts";
+ * import { loadTokenizer } from "./tokenizer.ts";
+ * const tokenizer = await loadTokenizer(defaultTokenizerPath());
+ * const { text, tokens } = renderPrompt(tokenizer, {
+ *   messages: [{ role: "user", content: "hi" }],
+ *   tools: [],
+ * });
+ * assert.equal(tokenizer.decode(tokens), text);
  * ```
  */
 export function renderPrompt(tokenizer: ChatTokenizer, prompt: ChatPrompt): Rendered {
@@ -94,9 +103,17 @@ export function renderPrompt(tokenizer: ChatTokenizer, prompt: ChatPrompt): Rend
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { defaultTokenizerPath } from "../config/mod.ts";
+ * import { renderDelta } from "./render_delta.ts";
+ * import { loadTokenizer } from "./tokenizer.ts";
+ * const tokenizer = await loadTokenizer(defaultTokenizerPath());
  * const delta = renderDelta(tokenizer, [{ role: "tool", content: "file.txt" }]);
- * tokenizer.decode(delta.tokens);
- * // "\n<|im_start|>user\n<tool_response>\nfile.txt\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+ * assert.equal(
+ *   tokenizer.decode(delta.tokens),
+ *   "\n<|im_start|>user\n<tool_response>\nfile.txt\n</tool_response><|im_end|>\n" +
+ *     "<|im_start|>assistant\n",
+ * );
  * ```
  * @throws {TemplateError} when the template does not close the anchor turn with the
  * end-of-turn token, or when the cut does not fall on a token boundary.

@@ -21,8 +21,12 @@ export interface SectionCacheOptions {
  *
  * @example
  * ```ts
- * const cache = new SectionCache((text: string) => [...text].map((c) => c.charCodeAt(0)), { minChars: 2, capacityChars: 100 });
- * cache.encode("hello", 0) === cache.encode("hello", 0); // true: the same array, encoded once
+ * import assert from "node:assert/strict";
+ * import { SectionCache } from "./section_cache.ts";
+ * const codes = (text: string) => [...text].map((c) => c.charCodeAt(0));
+ * const cache = new SectionCache(codes, { minChars: 2, capacityChars: 100 });
+ * // The same array: "hello" is encoded once.
+ * assert.equal(cache.encode("hello", 0), cache.encode("hello", 0));
  * ```
  */
 export class SectionCache {

@@ -45,10 +45,21 @@ export interface OutputStream {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { streamOutput } from "./stream_output.ts";
  * const stream = streamOutput({ startsInReasoning: false, tools: new Map() });
- * [...stream.push("<think>\nlo"), ...stream.push("ok\n</think>\n\nDo"), ...stream.push("ne."), ...stream.end()];
- * // [{ type: "thinking", index: 0, thinking: "lo" }, { type: "thinking", index: 0, thinking: "ok" },
- * //  { type: "text", index: 1, text: "Do" }, { type: "text", index: 1, text: "ne." }]
+ * const events = [
+ *   ...stream.push("<think>\nlo"),
+ *   ...stream.push("ok\n</think>\n\nDo"),
+ *   ...stream.push("ne."),
+ *   ...stream.end(),
+ * ];
+ * assert.deepEqual(events, [
+ *   { type: "thinking", index: 0, thinking: "lo" },
+ *   { type: "thinking", index: 0, thinking: "ok" },
+ *   { type: "text", index: 1, text: "Do" },
+ *   { type: "text", index: 1, text: "ne." },
+ * ]);
  * ```
  */
 export function streamOutput(options: ParseOptions): OutputStream {

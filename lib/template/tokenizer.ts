@@ -88,8 +88,11 @@ const NO_LIMIT = 1e12;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { defaultTokenizerPath } from "../config/mod.ts";
+ * import { loadTokenizer } from "./tokenizer.ts";
  * const tokenizer = await loadTokenizer(defaultTokenizerPath());
- * tokenizer.decode(tokenizer.encode("hi")); // "hi"
+ * assert.equal(tokenizer.decode(tokenizer.encode("hi")), "hi");
  * ```
  */
 export async function loadTokenizer(

@@ -31,8 +31,17 @@ export interface ParsedAnswer {
  *
  * @example
  * ```ts
- * parseToolCalls('Listing.\n<tool_call>\n{"name": "Bash", "arguments": {"command": "ls"}}\n</tool_call>', new Set(["Bash"]));
- * // { parts: [{ type: "text", text: "Listing." }, { type: "tool_call", name: "Bash", input: { command: "ls" } }], illFormed: [] }
+ * import assert from "node:assert/strict";
+ * import { parseToolCalls } from "./tool_parser.ts";
+ * const text =
+ *   'Listing.\n<tool_call>\n{"name": "Bash", "arguments": {"command": "ls"}}\n</tool_call>';
+ * assert.deepEqual(parseToolCalls(text, new Set(["Bash"])), {
+ *   parts: [
+ *     { type: "text", text: "Listing." },
+ *     { type: "tool_call", name: "Bash", input: { command: "ls" } },
+ *   ],
+ *   illFormed: [],
+ * });
  * ```
  */
 export function parseToolCalls(text: string, toolNames: ReadonlySet<string>): ParsedAnswer {

@@ -9,8 +9,8 @@ re-tokenized), each with its status (``COMPLETED``, ``TRUNCATED``, ``ABORTED``) 
     GATEWAY_URL=http://127.0.0.1:8080 ADMIN_TOKEN=... \\
       python3 env_loop_rollout.py --env http://127.0.0.1:8090 --tasks 0 1 --n 4 --max-steps 30
 
-The environment speaks ``POST /reset`` and ``POST /step`` (see the README's "Tool
-environments"); ``fixtures/retail_env.ts`` is a small one to try it with.
+The environment speaks ``POST /reset`` and ``POST /step`` (see "Tool environments" in
+docs/rollouts.md); ``fixtures/retail_env.ts`` is a small one to try it with.
 """
 
 import argparse

@@ -29,7 +29,16 @@ export interface FuzzCase {
  *
  * @example
  * ```ts
- * bodiless("GET /sessions/:id", `/sessions/${id}`, headers, notes).method; // "GET"
+ * import assert from "node:assert/strict";
+ * import { bodiless } from "./case.ts";
+ * const fuzzed = bodiless(
+ *   "GET /sessions/:id",
+ *   "/sessions/sess_1",
+ *   { authorization: "Bearer t" },
+ *   [],
+ * );
+ * assert.equal(fuzzed.method, "GET");
+ * assert.equal(fuzzed.body, null);
  * ```
  */
 export function bodiless(

@@ -3,7 +3,7 @@
  * gateway holding recorded sessions and a graded rollout group: the admin token typed once into
  * the login form, every page loads without a script or style error, the token view's colours
  * are the loss mask and logprob of every token, hover shows a token's facts, the evaluation
- * names its tests. Screenshots go to test_artifacts/screenshots/ (the README's come from here).
+ * names its tests. Screenshots go to test_artifacts/screenshots/ (docs/screenshots/ come from here).
  */
 import assert from "node:assert/strict";
 import { LOGPROB_BUCKETS, TOKEN_COLOURS } from "../../functions/ui/_layout.ts";

@@ -7,6 +7,7 @@ import {
   type Sandbox,
   type SandboxSpec,
 } from "../../lib/sandbox/sandbox.ts";
+import { hostProcesses } from "../../lib/sandbox/mod.ts";
 import { makeRepo, type TestRepo } from "../_git_repo.ts";
 import { processesWith } from "../_host.ts";
 
@@ -62,23 +63,13 @@ function outcome({ durationMs: _, ...rest }: ExecResult) {
 }
 
 /** The parent of every live (not zombie) process on the host, by pid. */
-async function parents(): Promise<Map<number, number>> {
-  const parentOf = new Map<number, number>();
-  for await (const entry of Deno.readDir("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    try {
-      // `pid (comm) state ppid …`, where comm may hold spaces and parentheses.
-      const stat = await Deno.readTextFile(`/proc/${entry.name}/stat`);
-      const [state, ppid] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (state !== "Z") parentOf.set(Number(entry.name), Number(ppid));
-    } catch { /* exited meanwhile */ }
-  }
-  return parentOf;
+function parents(): Map<number, number> {
+  return new Map(hostProcesses().map(({ pid, ppid }) => [pid, ppid]));
 }
 
 /** `root` and every live process descended from it. */
-async function processTree(root: number): Promise<number[]> {
-  const parentOf = await parents();
+function processTree(root: number): number[] {
+  const parentOf = parents();
   const tree = [root];
   for (let i = 0; i < tree.length; i++) {
     for (const [pid, parent] of parentOf) if (parent === tree[i]) tree.push(pid);
@@ -331,10 +322,10 @@ Deno.test("exec() kills the whole process tree when its signal is aborted", asyn
       });
       await server.arrived; // the tree is started before the request is made
       // Found by parent links, as a command line is briefly empty while a process execs.
-      const parentOf = await parents();
+      const parentOf = parents();
       const bwrap = (await processesWith(marker)).find(({ pid }) => parentOf.get(pid) === Deno.pid);
       assert.ok(bwrap);
-      const tree = await processTree(bwrap.pid);
+      const tree = processTree(bwrap.pid);
       controller.abort();
       const result = await running;
       assert.deepEqual(
@@ -343,7 +334,7 @@ Deno.test("exec() kills the whole process tree when its signal is aborted", asyn
       );
       // bwrap twice, bash, and 22 sleepers (or the subshells about to become them).
       assert.ok(tree.length >= 25, `${tree.length} processes`);
-      const alive = await parents();
+      const alive = parents();
       assert.deepEqual(tree.filter((pid) => alive.has(pid)), []);
       assert.deepEqual(await processesWith(marker), []);
     }, { network: true });

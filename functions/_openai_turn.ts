@@ -17,7 +17,7 @@ import {
   storeOpenedSession,
   type TurnInput,
 } from "../lib/session/mod.ts";
-import { type Deps, loweringOptions } from "./_deps.ts";
+import { type AgentRouteDeps, loweringOptions } from "./_deps.ts";
 import {
   credential,
   errorOptions,
@@ -54,7 +54,7 @@ export interface OpenAIProtocol<Body extends { stream?: boolean | null }, Reply>
 
 /** Answers one request of `protocol`. */
 export async function serveOpenAITurn<Body extends { stream?: boolean | null }, Reply>(
-  deps: Deps,
+  deps: AgentRouteDeps,
   raw: Request,
   protocol: OpenAIProtocol<Body, Reply>,
 ): Promise<Response> {

@@ -20,6 +20,9 @@ import {
 } from "../lib/segment/mod.ts";
 import type { Deps } from "./_deps.ts";
 
+/** What a samples export reads: the session's records, the tokenizer, the weight versions. */
+export type SamplesDeps = Pick<Deps, "kv" | "config" | "control" | "tokenizer">;
+
 const Allocation = z.enum(["uniform", "copy", "final_only"]);
 
 /** The query of a samples export. */
@@ -47,7 +50,7 @@ export type SamplesQuery = z.output<typeof SamplesQuery>;
  * trajectory record per sample, message by message with token ids).
  */
 export async function exportSamples(
-  deps: Deps,
+  deps: SamplesDeps,
   sessionId: string,
   query: SamplesQuery,
 ): Promise<unknown> {
@@ -82,7 +85,7 @@ export async function exportSamples(
 }
 
 /** The export's staleness bound, at the trainer's version or, unsaid, the engine's newest. */
-async function stalenessPolicy(deps: Deps, query: SamplesQuery): Promise<StalenessPolicy> {
+async function stalenessPolicy(deps: SamplesDeps, query: SamplesQuery): Promise<StalenessPolicy> {
   const current = query.current_version ??
     (await deps.control.weightVersions()).map((worker) => worker.version)
       .reduce((a, b) => versionNumber(a) >= versionNumber(b) ? a : b);

@@ -10,17 +10,20 @@
  * @module
  */
 import { Hono } from "hono";
-import { type Deps, lazyApp } from "./_deps.ts";
+import { lazyApp } from "./_deps.ts";
 import { createChatCompletionsApp } from "./chat_completions.ts";
-import { createMessagesApp } from "./messages.ts";
-import { createModelsApp } from "./models.ts";
+import { createMessagesApp, type MessagesDeps } from "./messages.ts";
+import { createModelsApp, type ModelsDeps } from "./models.ts";
 import { createResponsesApp } from "./responses.ts";
 
 /** A path under a per-session base URL: the token segment and the API path after it. */
 const SESSION_PATH = /^\/sessions\/([^/]+)(\/v1\/.*)$/;
 
+/** What the agents' app uses: what each of its four apps does. */
+export type AgentsDeps = MessagesDeps & ModelsDeps;
+
 /** The agents' app over `deps`. */
-export function createAgentsApp(deps: Deps): Hono {
+export function createAgentsApp(deps: AgentsDeps): Hono {
   const app = new Hono();
   // First, so no route under /sessions (the trainer's, admin only) sees these requests.
   app.all("/sessions/:token/v1/*", (c) => {

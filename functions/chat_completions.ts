@@ -17,12 +17,12 @@ import {
   openaiTurnInput,
 } from "../lib/openai/mod.ts";
 import type { StartedTurn } from "../lib/session/mod.ts";
-import { type Deps, lazyApp } from "./_deps.ts";
+import { type AgentRouteDeps, lazyApp } from "./_deps.ts";
 import { serveOpenAITurn } from "./_openai_turn.ts";
 import { chunkStreamResponse } from "./_sse.ts";
 
 /** The Chat Completions app over `deps`. */
-export function createChatCompletionsApp(deps: Deps): Hono {
+export function createChatCompletionsApp(deps: AgentRouteDeps): Hono {
   const app = new Hono();
   const decodeToken = (id: number) => deps.tokenizer.decode([id]);
   app.post("/v1/chat/completions", (c) =>

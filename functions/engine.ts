@@ -13,7 +13,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { admin } from "./_admin.ts";
-import { type Deps, lazyApp } from "./_deps.ts";
+import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
 import { errorOptions, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
 
 const PauseBody = z.object({ mode: z.enum(["abort", "retract", "in_place"]).default("abort") });
@@ -25,8 +25,11 @@ const VersionBody = z.object({
   abort_all_requests: z.boolean().default(false),
 });
 
+/** What the engine-control app uses. */
+export type EngineDeps = AdminDeps & Pick<Deps, "control">;
+
 /** The engine-control app over `deps`. */
-export function createEngineApp(deps: Deps): Hono {
+export function createEngineApp(deps: EngineDeps): Hono {
   const app = new Hono();
   const { control } = deps;
   app.use("/engine/*", admin(deps));

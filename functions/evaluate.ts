@@ -12,7 +12,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { evaluate, HarborRefSchema, resolveHarborTask, TaskSchema } from "../lib/evaluate/mod.ts";
 import { admin } from "./_admin.ts";
-import { type Deps, lazyApp } from "./_deps.ts";
+import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
 import { errorOptions, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
 
 const EvaluateBody = z.object({
@@ -30,8 +30,11 @@ function namesHarborTask(raw: unknown): boolean {
   return typeof task === "object" && task !== null && Object.hasOwn(task, "harbor");
 }
 
+/** What the evaluate app uses. */
+export type EvaluateAppDeps = AdminDeps & Pick<Deps, "evalSlots" | "evaluation">;
+
 /** The evaluate app over `deps`. */
-export function createEvaluateApp(deps: Deps): Hono {
+export function createEvaluateApp(deps: EvaluateAppDeps): Hono {
   const app = new Hono();
   app.use("/evaluate", admin(deps));
   app.post("/evaluate", async (c) => {

@@ -25,7 +25,7 @@ import {
   storeOpenedSession,
 } from "../lib/session/mod.ts";
 import { LimitError, MAX_AGENT_ID_CHARS } from "../lib/limits/mod.ts";
-import { type Deps, lazyApp, loweringOptions } from "./_deps.ts";
+import { type AgentRouteDeps, type Deps, lazyApp, loweringOptions } from "./_deps.ts";
 import {
   credential,
   errorOptions,
@@ -50,8 +50,11 @@ function agentHeader(request: Request, name: string): string | null {
   return value;
 }
 
+/** What the messages app uses: a turn's dependencies and the thinking-signature secret. */
+export type MessagesDeps = AgentRouteDeps & Pick<Deps, "signingSecret">;
+
 /** The messages app over `deps`. */
-export function createMessagesApp(deps: Deps): Hono {
+export function createMessagesApp(deps: MessagesDeps): Hono {
   const app = new Hono();
   const lowering = loweringOptions(deps);
   const errors = errorOptions(deps);

@@ -18,11 +18,11 @@ import {
 } from "../lib/metrics/mod.ts";
 import { groupToolTurnsFamily } from "../lib/rollout/mod.ts";
 import { admin } from "./_admin.ts";
-import { type Deps, lazyApp } from "./_deps.ts";
+import { type AdminDeps, lazyApp } from "./_deps.ts";
 import { errorOptions, errorResponse, newRequestId } from "./_http.ts";
 
 /** The metrics app over `deps`, in worker `worker` (0 when the process serves alone). */
-export function createMetricsApp(deps: Deps, worker = 0): Hono {
+export function createMetricsApp(deps: AdminDeps, worker = 0): Hono {
   const app = new Hono();
   app.use("/metrics", admin(deps));
 

@@ -9,7 +9,7 @@
 import { Hono } from "hono";
 import { resolveToken } from "../lib/session/mod.ts";
 import { sameSecret } from "../lib/timing/mod.ts";
-import { type Deps, lazyApp } from "./_deps.ts";
+import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
 import {
   credential,
   errorOptions,
@@ -18,8 +18,11 @@ import {
   openaiErrorResponse,
 } from "./_http.ts";
 
+/** What the models app uses. */
+export type ModelsDeps = AdminDeps & Pick<Deps, "contextLength">;
+
 /** The models app over `deps`. */
-export function createModelsApp(deps: Deps): Hono {
+export function createModelsApp(deps: ModelsDeps): Hono {
   const app = new Hono();
   const errors = errorOptions(deps);
 

@@ -18,12 +18,12 @@ import {
   wantsEncrypted,
 } from "../lib/responses/mod.ts";
 import type { StartedTurn } from "../lib/session/mod.ts";
-import { type Deps, lazyApp } from "./_deps.ts";
+import { type AgentRouteDeps, lazyApp } from "./_deps.ts";
 import { serveOpenAITurn } from "./_openai_turn.ts";
 import { responseStreamResponse } from "./_sse.ts";
 
 /** The Responses app over `deps`. */
-export function createResponsesApp(deps: Deps): Hono {
+export function createResponsesApp(deps: AgentRouteDeps): Hono {
   const app = new Hono();
   app.post("/v1/responses", (c) =>
     serveOpenAITurn(deps, c.req.raw, {

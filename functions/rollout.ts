@@ -26,14 +26,20 @@ import {
 } from "../lib/rollout/mod.ts";
 import { SessionNotFoundError } from "../lib/session/mod.ts";
 import { admin } from "./_admin.ts";
-import { type Deps, lazyApp } from "./_deps.ts";
+import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
 import { errorOptions, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
-import { exportSamples, SamplesQuery } from "./_samples.ts";
+import { exportSamples, type SamplesDeps, SamplesQuery } from "./_samples.ts";
 
 const GroupQuery = z.object({ group_id: z.string().regex(/^grp_[0-9a-f]{24}$/, "a group id") });
 
+/** What the rollout app uses. */
+export type RolloutAppDeps =
+  & AdminDeps
+  & SamplesDeps
+  & Pick<Deps, "evaluation" | "rollout" | "sandbox" | "sandboxes">;
+
 /** The rollout app over `deps`. */
-export function createRolloutApp(deps: Deps): Hono {
+export function createRolloutApp(deps: RolloutAppDeps): Hono {
   const app = new Hono();
   app.use("/rollout", admin(deps));
   app.use("/rollout/*", admin(deps));

@@ -19,8 +19,8 @@ import {
   setReward,
 } from "../lib/session/mod.ts";
 import { admin } from "./_admin.ts";
-import { type Deps, lazyApp } from "./_deps.ts";
-import { exportSamples, SamplesQuery } from "./_samples.ts";
+import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
+import { exportSamples, type SamplesDeps, SamplesQuery } from "./_samples.ts";
 import { errorOptions, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
 
 const Allocation = z.enum(["uniform", "copy", "final_only"]);
@@ -52,8 +52,11 @@ const ListQuery = z.object({
     .optional(),
 });
 
+/** What the sessions app uses. */
+export type SessionsDeps = AdminDeps & SamplesDeps & Pick<Deps, "lifecycle">;
+
 /** The sessions app over `deps`. */
-export function createSessionsApp(deps: Deps): Hono {
+export function createSessionsApp(deps: SessionsDeps): Hono {
   const app = new Hono();
   const { lifecycle } = deps;
   app.use("/sessions", admin(deps));

@@ -12,7 +12,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { listHarborTasks } from "../lib/evaluate/mod.ts";
 import { admin } from "./_admin.ts";
-import { type Deps, lazyApp } from "./_deps.ts";
+import { type AdminDeps, lazyApp } from "./_deps.ts";
 import { errorOptions, errorResponse, newRequestId, validate } from "./_http.ts";
 
 const TasksQuery = z.object({
@@ -24,7 +24,7 @@ const TasksQuery = z.object({
 });
 
 /** The tasks app over `deps`. */
-export function createTasksApp(deps: Deps): Hono {
+export function createTasksApp(deps: AdminDeps): Hono {
   const app = new Hono();
   app.use("/tasks", admin(deps));
   app.get("/tasks", async (c) => {

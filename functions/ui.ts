@@ -26,7 +26,7 @@ import {
 import { LimitError, readCapped } from "../lib/limits/mod.ts";
 import { sameSecret } from "../lib/timing/mod.ts";
 import { checkAdmin } from "./_admin.ts";
-import { type Deps, lazyApp } from "./_deps.ts";
+import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
 import { credential, describeError, RouteNotFoundError, validate } from "./_http.ts";
 import {
   loginCookie,
@@ -93,8 +93,11 @@ function metaFilters(url: URL): { pairs: string[]; map: Map<string, string> } {
   return { pairs, map };
 }
 
+/** What the viewer uses: the records, the tokenizer to show tokens as text. */
+export type UiDeps = AdminDeps & Pick<Deps, "tokenizer">;
+
 /** The viewer app over `deps`. */
-export function createUiApp(deps: Deps): Hono {
+export function createUiApp(deps: UiDeps): Hono {
   const app = new Hono();
 
   const respond = (c: Context, title: string, body: Html, status = 200, script = false) => {

@@ -9,6 +9,7 @@ import {
   rawRecord,
   readSessionSegments,
   recordedTools,
+  REWARD_ALLOCATIONS,
   selectSegments,
   type StalenessPolicy,
   toJsonl,
@@ -23,12 +24,13 @@ import type { Deps } from "./_deps.ts";
 /** What a samples export reads: the session's records, the tokenizer, the weight versions. */
 export type SamplesDeps = Pick<Deps, "kv" | "config" | "control" | "tokenizer">;
 
-const Allocation = z.enum(["uniform", "copy", "final_only"]);
-
 /** The query of a samples export. */
 export const SamplesQuery = z.object({
   format: z.enum(["samples", "raw", "slime", "verl", "jsonl", "xtuner"]).default("samples"),
-  allocation: Allocation.optional(),
+  /** How the session's reward is shared among its segments; the session's when unset. */
+  reward_allocation: z.enum(REWARD_ALLOCATIONS).optional(),
+  /** The old name of `reward_allocation`, still read. */
+  allocation: z.enum(REWARD_ALLOCATIONS).optional(),
   include_side: z.enum(["true", "false"]).transform((v) => v === "true").optional(),
   max_segments: z.coerce.number().int().min(1).optional(),
   max_segment_tokens: z.coerce.number().int().min(0).optional(),
@@ -39,7 +41,12 @@ export const SamplesQuery = z.object({
   current_version: z.string().regex(/^(\d{1,15}|default)$/).optional(),
   /** A stale token: its loss mask zeroed, or its segment left out. */
   stale: z.enum(["mask", "drop"]).default("mask"),
-});
+}).refine(
+  (query) =>
+    !query.allocation || !query.reward_allocation ||
+    query.allocation === query.reward_allocation,
+  { path: ["allocation"], message: "the old name of reward_allocation, which says otherwise" },
+);
 
 /** A validated samples query. */
 export type SamplesQuery = z.output<typeof SamplesQuery>;
@@ -57,7 +64,8 @@ export async function exportSamples(
   if (query.format === "raw") return await rawRecord(deps.kv, sessionId);
   const { session, segments: all } = await readSessionSegments(deps.kv, sessionId);
   const { segments, dropped } = selectSegments(session, all, {
-    allocation: query.allocation ?? session.allocation ?? deps.config.rewardAllocation,
+    allocation: query.reward_allocation ?? query.allocation ?? session.allocation ??
+      deps.config.rewardAllocation,
     includeSide: query.include_side ?? deps.config.trainSideSegments,
     maxSegments: query.max_segments ?? deps.config.maxSegments,
     maxSegmentTokens: query.max_segment_tokens ?? deps.config.maxSegmentTokens,

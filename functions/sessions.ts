@@ -18,18 +18,17 @@ import {
   SESSION_ID,
   setReward,
 } from "../lib/session/mod.ts";
+import { REWARD_ALLOCATIONS } from "../lib/segment/mod.ts";
 import { admin } from "./_admin.ts";
 import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
 import { exportSamples, type SamplesDeps, SamplesQuery } from "./_samples.ts";
 import { errorOptions, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
 
-const Allocation = z.enum(["uniform", "copy", "final_only"]);
-
 const OpenSessionBody = z.object({
   id: z.string().regex(SESSION_ID, "letters, digits, _ and -, up to 128 characters").optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
   /** How this session's reward is shared among its segments. */
-  reward_allocation: Allocation.optional(),
+  reward_allocation: z.enum(REWARD_ALLOCATIONS).optional(),
   /** Each turn keeps its request messages, shown by the raw export. */
   record_messages: z.boolean().optional(),
 });

@@ -131,7 +131,7 @@ class Session:
 
 @dataclass(frozen=True)
 class RolloutGroup:
-    """A submitted rollout group: ``group_id`` and one job id per sample, in order."""
+    """A submitted rollout group: ``group_id`` and its job ids, in order."""
 
     group_id: str
     job_ids: List[str]
@@ -274,7 +274,7 @@ class Gateway:
         ``"raw"`` (a dict ``{session, chains}`` of every turn ever recorded, for audits). A mask
         value of 1 marks a token the engine sampled and is trained on; 0 marks tool output,
         template tokens and turns masked by policy. ``options`` are the export's other query
-        parameters: ``allocation``, ``include_side``, ``max_segments``, ``max_segment_tokens``,
+        parameters: ``reward_allocation``, ``include_side``, ``max_segments``, ``max_segment_tokens``,
         ``overlong``, ``max_staleness``, ``current_version``, ``stale``.
         """
         params = {"format": format}
@@ -331,9 +331,10 @@ class Gateway:
         agent: Optional[Mapping[str, Any]] = None,
         sandbox: Optional[Mapping[str, Any]] = None,
         budgets: Optional[Mapping[str, Any]] = None,
-        reward_mode: Optional[str] = None,
+        reward_allocation: Optional[str] = None,
         max_attempts: Optional[int] = None,
         metadata: Optional[Mapping[str, Any]] = None,
+        reward_mode: Optional[str] = None,
     ) -> RolloutGroup:
         """Queues ``n`` episodes of ``task`` (the same spec as :meth:`evaluate`, with a
         ``problem_statement``; a Harbor task folder ``{"harbor": "/abs/dir"}``; or, with
@@ -343,13 +344,15 @@ class Gateway:
         ``agent`` (``prompt_template``, ``permission_mode``, ``disallowed_tools``,
         ``max_turns``, ``auto_compact_window``, ``model``, ``env``), ``sandbox`` (``backend``,
         ``template``), ``budgets`` (``agent_ms``, ``eval_ms``, ``margin_ms``,
-        ``on_agent_timeout``), ``reward_mode`` (``"uniform"``, ``"copy"``, ``"final_only"``)
-        and ``metadata`` (kept on every sample's session) default to the gateway's settings.
+        ``on_agent_timeout``), ``reward_allocation`` (``"uniform"``, ``"copy"``,
+        ``"final_only"``; ``reward_mode`` is its old name, still taken) and ``metadata`` (kept on
+        every job's session) default to the gateway's settings.
         """
         body: Dict[str, Any] = {"task": dict(task), "n": n}
         for name, value in (
             ("agent", agent), ("sandbox", sandbox), ("budgets", budgets),
-            ("reward_mode", reward_mode), ("max_attempts", max_attempts), ("metadata", metadata),
+            ("reward_allocation", reward_allocation or reward_mode),
+            ("max_attempts", max_attempts), ("metadata", metadata),
         ):
             if value is not None:
                 body[name] = dict(value) if isinstance(value, Mapping) else value
@@ -369,7 +372,7 @@ class Gateway:
         return self._json("GET", f"/rollout/{_quote(job_id)}?{query}")
 
     def rollout_group(self, group_id: str) -> List[Dict[str, Any]]:
-        """The views of a group's jobs (without samples), in sample order."""
+        """The views of a group's jobs (without samples), in job order."""
         query = urllib.parse.urlencode({"group_id": group_id})
         return self._json("GET", f"/rollout?{query}")["jobs"]
 
@@ -412,7 +415,7 @@ class Gateway:
     def rollout_samples(
         self, group: RolloutGroup, format: str = "slime"
     ) -> List[Dict[str, Any]]:
-        """The training samples of every finished (``done``) job of ``group``, in sample order,
+        """The training samples of every finished (``done``) job of ``group``, in job order,
         in ``format`` (``"slime"``, ``"verl"``, ``"samples"``, or ``"jsonl"`` or ``"xtuner"``
         records); each carries its share of the job's reward. Jobs that failed or were aborted
         have none.

@@ -80,10 +80,10 @@ export const RolloutSchema = z.object({
     fallback: "true",
     meaning: "this process runs rollout jobs; `false` serves the API only",
   }),
-  /** Samples this process runs at once. */
+  /** Rollout jobs this process runs at once. */
   concurrency: variable("ROLLOUT_CONCURRENCY", int(1, 1024), {
     fallback: "4",
-    meaning: "samples one process runs at once",
+    meaning: "rollout jobs one process runs at once",
   }),
   /** Sandbox boots at once across every process on the KV. */
   bootConcurrency: variable("ROLLOUT_BOOT_CONCURRENCY", int(1, 1024), {

@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import { bool, declarations, type DeepReadonly, httpUrl, int, variable } from "./_variable.ts";
+import { REWARD_ALLOCATIONS } from "../segment/reward_allocation.ts";
 import { E2bSchema, JudgersSchema, RolloutSchema } from "./_sandbox_schema.ts";
 
 const parserName = z.string().regex(/^[a-z0-9_.-]{1,64}$/);
@@ -221,7 +222,7 @@ export const ConfigSchema = z.object({
     meaning: "how long a closed session is kept before it is deleted",
   }),
   /** How a session's reward is shared among its segments, unless the session or export says. */
-  rewardAllocation: variable("REWARD_ALLOCATION", z.enum(["uniform", "copy", "final_only"]), {
+  rewardAllocation: variable("REWARD_ALLOCATION", z.enum(REWARD_ALLOCATIONS), {
     expected: "uniform, copy or final_only",
     fallback: "uniform",
     meaning: "how a session's reward is shared among its segments: `uniform`, `copy` or " +

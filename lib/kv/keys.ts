@@ -116,7 +116,7 @@ export const keys = {
   rolloutGroupTimes: (): Deno.KvKey => ["rollout_group_time"],
   /** Prefix of the chunks of a group's task spec (a blob). */
   rolloutTask: (groupId: string): Deno.KvKey => ["rollout_task", groupId],
-  /** A rollout job: one sample's phase, attempts and outcome. */
+  /** A rollout job: its phase, attempts and outcome. */
   rolloutJob: (jobId: string): Deno.KvKey => ["rollout_job", jobId],
   /** Present while a job is not finished: what workers scan for work. */
   rolloutActive: (jobId: string): Deno.KvKey => ["rollout_active", jobId],

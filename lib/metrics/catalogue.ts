@@ -246,13 +246,13 @@ export const CATALOGUE = {
 export type Catalogue = Readonly<Record<string, MetricSpec>>;
 
 /**
- * Tool turns per finished sample of the newest rollout groups (turns whose reply carried tool
+ * Tool turns per finished job of the newest rollout groups (turns whose reply carried tool
  * calls, over a group's `done` jobs). Read from KV at scrape time, the same from every process,
  * so it carries no `worker` label; `group` is a server-generated id (`grp_` and 24 hex digits).
  */
 export const GROUP_TOOL_TURNS = spec({
   name: "rollout_gateway_group_tool_turns",
-  help: "Tool turns per finished sample of a rollout group (the newest groups): mean, min, max.",
+  help: "Tool turns per finished job of a rollout group (the newest groups): mean, min, max.",
   type: "gauge",
   labels: [["group", []], ["stat", GROUP_STATS]],
 });

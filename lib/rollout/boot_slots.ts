@@ -20,7 +20,7 @@ export interface BootSlotOptions {
   readonly slots: number;
   /** Lease lifetime of a slot, renewed while the boot runs. */
   readonly ttlMs: number;
-  /** Stops waiting (the sample was cancelled): the wait throws the signal's reason. */
+  /** Stops waiting (the job was cancelled): the wait throws the signal's reason. */
   readonly signal?: AbortSignal;
 }
 

@@ -19,7 +19,7 @@ const GROUP_ID = /^grp_[0-9a-f]{24}$/;
 
 /**
  * `rollout_gateway_group_tool_turns{group, stat}` over the newest `limit` groups: mean, min and
- * max tool turns of each group's finished samples (a group with none has no series yet).
+ * max tool turns of each group's finished jobs (a group with none has no series yet).
  *
  * @example
  * ```ts

@@ -1,6 +1,6 @@
 /**
  * A rollout group at a glance: how many of its jobs are in each phase, and, over its finished
- * samples, the scores and the tool turns (mean, min, max). Read from the job records alone, so
+ * jobs, the scores and the tool turns (mean, min, max). Read from the job records alone, so
  * listing groups never reads a session or a blob.
  *
  * @module

@@ -37,7 +37,7 @@ export function nextStep(job: RolloutJobRecord, now: number): NextStep {
       kind: "finish",
       phase: "aborted",
       reason: "wall_clock_timeout",
-      detail: `The sample ran past its wall-clock deadline; ${lost}`,
+      detail: `The job ran past its wall-clock deadline; ${lost}`,
     };
   }
   if (job.attempt >= job.maxAttempts) {

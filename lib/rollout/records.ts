@@ -1,6 +1,6 @@
 /**
- * The stored shapes of a rollout: a group of samples, its jobs, and the phases a job goes
- * through. The rollout layer builds and reads them; `lib/kv` only stores them.
+ * The stored shapes of a rollout: a group of jobs and the phases a job goes through. The
+ * rollout layer builds and reads them; `lib/kv` only stores them.
  *
  * @module
  */
@@ -8,7 +8,7 @@
 /** Phases a job never leaves. */
 export type FinalPhase = "done" | "failed" | "aborted";
 
-/** Where a sample is. `done`, `failed` and `aborted` are final. */
+/** Where a job is. `done`, `failed` and `aborted` are final. */
 export type RolloutPhase = "queued" | "booting" | "agent" | "evaluating" | FinalPhase;
 
 /**
@@ -43,7 +43,7 @@ export interface AgentOutcome {
   readonly result: string | null;
 }
 
-/** One sample of a group. */
+/** One job of a group: one run of its task. */
 export interface RolloutJobRecord {
   readonly id: string;
   readonly groupId: string;
@@ -82,7 +82,7 @@ export interface RolloutJobRecord {
   readonly toolTurns?: number;
 }
 
-/** A group of samples of one task. */
+/** A group of jobs of one task. */
 export interface RolloutGroupRecord {
   readonly id: string;
   readonly createdAt: number;

@@ -1,5 +1,5 @@
 /**
- * The body of `POST /rollout`: a task, how many samples, and how to run them — the agent
+ * The body of `POST /rollout`: a task, how many jobs, and how to run them — the agent
  * harness and its settings, the sandbox, the time budgets and how the reward is shared. Every
  * field but `task` has a default.
  *
@@ -14,6 +14,7 @@ import {
   TaskSchema,
 } from "../evaluate/mod.ts";
 import { checkMetadata, jsonBytes, MAX_METADATA_BYTES } from "../limits/mod.ts";
+import { REWARD_ALLOCATIONS } from "../segment/reward_allocation.ts";
 import { EnvTaskSchema, isEnvTask } from "./env_task.ts";
 
 /** Where the agent finds the issue, in its work tree; left out of the patch. */
@@ -204,7 +205,7 @@ const Budgets = z.strictObject({
   eval_ms: z.number().int().min(100).max(86_400_000).optional(),
   /** Slack on top of both for booting, collecting and recording. */
   margin_ms: z.number().int().min(0).max(86_400_000).default(120_000),
-  /** An agent still running at `agent_ms`: the sample is aborted, or its patch so far graded. */
+  /** An agent still running at `agent_ms`: the job is aborted, or its patch so far graded. */
   on_agent_timeout: z.enum(["abort", "evaluate"]).default("abort"),
 });
 
@@ -229,29 +230,35 @@ const RolloutTaskSchema = z.record(z.string(), z.unknown()).transform((value, ct
 /** The `POST /rollout` body. */
 export const RolloutRequestSchema = z.object({
   task: RolloutTaskSchema,
-  /** Samples in the group. */
+  /** Jobs in the group: runs of the task, each with its own session. */
   n: z.number().int().min(1).max(256).default(1),
   agent: AgentSettings.prefault({}),
   sandbox: SandboxSettings.prefault({}),
   budgets: Budgets.prefault({}),
   /** How each session's reward is shared among its segments; `REWARD_ALLOCATION` when unset. */
-  reward_mode: z.enum(["uniform", "copy", "final_only"]).optional(),
-  /** Attempts per sample when a gateway process dies while running it. */
+  reward_allocation: z.enum(REWARD_ALLOCATIONS).optional(),
+  /** The old name of `reward_allocation`, still read. */
+  reward_mode: z.enum(REWARD_ALLOCATIONS).optional(),
+  /** Attempts per job when a gateway process dies while running it. */
   max_attempts: z.number().int().min(1).max(10).default(2),
-  /** Labels kept on each sample's session (`group_id`, `sample_index` are added). */
+  /** Labels kept on each job's session (`group_id`, `sample_index` are added). */
   metadata: z.record(z.string(), z.unknown()).default({}),
-  /** Each sample's session keeps its turns' request messages (`POST /sessions`' option). */
+  /** Each job's session keeps its turns' request messages (`POST /sessions`' option). */
   record_messages: z.boolean().default(false),
 }).superRefine((request, ctx) => {
   const { task, ...settings } = request;
   const issue = (path: PropertyKey[], message: string) =>
     ctx.addIssue({ code: "custom", path, message });
+  const { reward_allocation: allocation, reward_mode: oldName } = request;
+  if (allocation && oldName && allocation !== oldName) {
+    issue(["reward_mode"], "the old name of reward_allocation, which says otherwise");
+  }
   const metadataBytes = jsonBytes(request.metadata);
   if (metadataBytes > MAX_METADATA_BYTES - ROLLOUT_METADATA_BYTES) {
     issue(
       ["metadata"],
       `${metadataBytes} bytes of JSON, at most ${MAX_METADATA_BYTES - ROLLOUT_METADATA_BYTES} ` +
-        "(each sample's session adds its group, index, job and attempt)",
+        "(each job's session adds its group, index, job and attempt)",
     );
   } else {
     try {

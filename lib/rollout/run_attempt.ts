@@ -1,5 +1,5 @@
 /**
- * One attempt at one sample: a session, a sandbox with the task's repository, the agent run in
+ * One attempt at one job: a session, a sandbox with the task's repository, the agent run in
  * it against the gateway with the session's token, its patch collected, graded in a fresh
  * sandbox, the reward attached to the session — and, whatever happens, every sandbox killed and
  * the session closed.
@@ -49,7 +49,7 @@ export interface AttemptDeps {
   readonly backends: ReadonlyMap<string, SandboxBackend>;
   /** The backend of requests that name none. */
   readonly defaultBackend: string;
-  /** How evaluations run (its `backend` is replaced by the sample's). */
+  /** How evaluations run (its `backend` is replaced by the job's). */
   readonly evaluate: EvaluateDeps;
   /** The URL agents in sandboxes reach the gateway at. */
   readonly gatewayUrl: () => string;
@@ -144,7 +144,7 @@ export function openAttemptSession(
       rollout_job: job.id,
       attempt: job.attempt,
     },
-    allocation: settings.reward_mode,
+    allocation: settings.reward_allocation ?? settings.reward_mode,
     recordMessages: settings.record_messages,
   });
 }

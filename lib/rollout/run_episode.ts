@@ -1,5 +1,5 @@
 /**
- * One attempt of an environment-loop sample: a session, the loop played against the
+ * One attempt of an environment-loop job: a session, the loop played against the
  * environment with the session's token, the environment's reward attached to the session —
  * and, whatever happens, the session closed. When the environment's user simulator asks a model,
  * it does so in a session of its own, so its turns never mix with the agent's.

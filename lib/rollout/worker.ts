@@ -200,7 +200,7 @@ export class RolloutWorker {
       if (!controller.signal.aborted) controller.abort(new AttemptStop(reason, detail));
     };
     const guard = setTimeout(
-      () => stop("wall_clock_timeout", `The sample ran past its wall-clock limit of ${limitMs} ms`),
+      () => stop("wall_clock_timeout", `The job ran past its wall-clock limit of ${limitMs} ms`),
       Math.max(0, job.deadlineAt! - Date.now()),
     );
     // A cancel may arrive at another process: the record says so. A lost lease means another
@@ -286,8 +286,7 @@ export class RolloutWorker {
         phase: outcome.phase,
         reason: outcome.phase === "done" ? null : outcome.reason,
         detail: outcome.phase === "done" ? current.detail : outcome.detail,
-        finishedAt: Date.now(),
-        expiresAt: this.#expiry(),
+        ...this.#finishedNow(),
         agent: outcome.agent ?? null,
         blobs,
         ...summary,
@@ -314,16 +313,19 @@ export class RolloutWorker {
           phase,
           reason,
           detail,
-          finishedAt: Date.now(),
-          expiresAt: this.#expiry(),
+          ...this.#finishedNow(),
         },
     );
     if (written) this.deps.metrics?.rolloutJobs.inc(phase);
   }
 
-  /** When a job finishing now is deleted: with the session retention. */
-  #expiry(): number {
-    return Date.now() + this.deps.lifecycle.retentionMs;
+  /**
+   * A job finishing now, and when it is deleted: the session retention later, from one reading
+   * of the clock (two could differ by a millisecond).
+   */
+  #finishedNow(): { finishedAt: number; expiresAt: number } {
+    const finishedAt = Date.now();
+    return { finishedAt, expiresAt: finishedAt + this.deps.lifecycle.retentionMs };
   }
 
   async #closeAborted(sessionId: string | null): Promise<void> {

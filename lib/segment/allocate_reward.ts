@@ -9,15 +9,13 @@
  */
 import type { RewardedSession } from "../session/mod.ts";
 import type { Segment } from "./segments.ts";
+import type { RewardAllocation } from "./reward_allocation.ts";
 import { type StalenessPolicy, staleSpans } from "./staleness.ts";
-
-/** How a session's score is shared among its K trainable segments. */
-export type Allocation = "uniform" | "copy" | "final_only";
 
 /** The choices of an export. */
 export interface SegmentPolicy {
   /** `uniform`: score / K each; `copy`: the score each; `final_only`: the score to the final. */
-  readonly allocation: Allocation;
+  readonly allocation: RewardAllocation;
   /** Train on side segments (titles, summaries, a small model's requests) too. */
   readonly includeSide: boolean;
   /** Most segments kept; beyond it the first ones and the final are kept. */
@@ -149,7 +147,12 @@ function withoutStale(
   return { segment: { ...segment, arrays: { ...segment.arrays, loss_mask } }, stale };
 }
 
-function share(allocation: Allocation, score: number, count: number, isFinal: boolean): number {
+function share(
+  allocation: RewardAllocation,
+  score: number,
+  count: number,
+  isFinal: boolean,
+): number {
   switch (allocation) {
     case "uniform":
       return score / count;

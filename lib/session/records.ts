@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { RewardAllocation } from "../segment/reward_allocation.ts";
 
 /** The trainer's verdict on an episode: a numeric `score` and whatever evidence comes with it. */
 export interface RewardPayload {
@@ -35,7 +36,7 @@ export interface SessionRecord {
   /** The trainer's metadata (bounded: `MAX_METADATA_BYTES`). */
   readonly metadata: Record<string, unknown>;
   /** How the reward is shared among the session's segments; `null` for the gateway's default. */
-  readonly allocation: "uniform" | "copy" | "final_only" | null;
+  readonly allocation: RewardAllocation | null;
   /**
    * Chains registered so far. Registering one rewrites the record with this count raised, so a
    * registration decided from an older record fails its check.

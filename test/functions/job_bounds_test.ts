@@ -87,7 +87,7 @@ Deno.test("POST /rollout refuses settings too large for the group's KV value, na
     );
     await assertRefused(
       await post(gw, "/rollout", { task: TASK, metadata: { blob: "m".repeat(17_000) } }),
-      /^metadata: \d+ bytes of JSON, at most 16128 \(each sample's session adds/,
+      /^metadata: \d+ bytes of JSON, at most 16128 \(each job's session adds/,
     );
     await assertRefused(
       await post(gw, "/rollout", { task: TASK, agent: { prompt_template: "p".repeat(20_000) } }),

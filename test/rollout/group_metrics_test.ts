@@ -46,7 +46,7 @@ Deno.test("groupToolTurnsFamily() gives the mean, min and max tool turns of each
     assert.equal(
       renderExposition([await groupToolTurnsFamily(kv)]),
       [
-        "# HELP rollout_gateway_group_tool_turns Tool turns per finished sample of a rollout group (the newest groups): mean, min, max.",
+        "# HELP rollout_gateway_group_tool_turns Tool turns per finished job of a rollout group (the newest groups): mean, min, max.",
         "# TYPE rollout_gateway_group_tool_turns gauge",
         `rollout_gateway_group_tool_turns{group="${C}",stat="mean"} 0`,
         `rollout_gateway_group_tool_turns{group="${C}",stat="min"} 0`,

@@ -99,3 +99,27 @@ Deno.test("RolloutRequestSchema refuses unknown settings and out-of-range values
     assert.equal(parsed.error!.issues[0].path.join("."), path, JSON.stringify(fields));
   }
 });
+
+Deno.test("RolloutRequestSchema takes reward_allocation, and reward_mode as its old name", () => {
+  const named = RolloutRequestSchema.parse({ task: TASK, reward_allocation: "final_only" });
+  assert.equal(named.reward_allocation, "final_only");
+  const old = RolloutRequestSchema.parse({ task: TASK, reward_mode: "copy" });
+  assert.equal(old.reward_mode, "copy");
+  const same = RolloutRequestSchema.safeParse({
+    task: TASK,
+    reward_allocation: "copy",
+    reward_mode: "copy",
+  });
+  assert.equal(same.success, true);
+  const conflict = RolloutRequestSchema.safeParse({
+    task: TASK,
+    reward_allocation: "copy",
+    reward_mode: "uniform",
+  });
+  assert.equal(conflict.success, false);
+  assert.deepEqual(conflict.error!.issues.map((issue) => issue.path), [["reward_mode"]]);
+  assert.equal(
+    RolloutRequestSchema.safeParse({ task: TASK, reward_allocation: "all" }).success,
+    false,
+  );
+});

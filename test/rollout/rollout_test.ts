@@ -228,7 +228,7 @@ Deno.test("the wall-clock guard aborts a sample stuck anywhere, here in a pre-co
     const view = await awaitJob(gw, submitted.jobs[0].id);
     assert.deepEqual(
       [view.phase, view.reason, view.detail],
-      ["aborted", "wall_clock_timeout", "The sample ran past its wall-clock limit of 2000 ms"],
+      ["aborted", "wall_clock_timeout", "The job ran past its wall-clock limit of 2000 ms"],
     );
     assert.deepEqual(await processesWith(marker), []);
     assert.deepEqual(await listDir(`${gw.deps.config.sandboxRoot}/sandboxes`), []);

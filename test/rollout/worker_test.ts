@@ -46,6 +46,6 @@ Deno.test("nextStep() retries a job whose worker died while attempts remain, els
     phase: "aborted",
     reason: "wall_clock_timeout",
     detail:
-      "The sample ran past its wall-clock deadline; attempt 1 of 2 lost its worker (host:42) in phase agent",
+      "The job ran past its wall-clock deadline; attempt 1 of 2 lost its worker (host:42) in phase agent",
   });
 });

@@ -39,9 +39,11 @@ const RewardBody = z.looseObject({ score: z.number().finite() });
 const ListQuery = z.object({
   status: z.enum(["open", "closed"]).optional(),
   /** Sessions whose reward's score is at least this (a session with no reward is left out). */
-  reward_min: z.coerce.number().finite().optional(),
+  reward_min: z.string().min(1, "expected a number").transform(Number).pipe(z.number().finite())
+    .optional(),
   /** Sessions whose reward's score is at most this. */
-  reward_max: z.coerce.number().finite().optional(),
+  reward_max: z.string().min(1, "expected a number").transform(Number).pipe(z.number().finite())
+    .optional(),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
   // Cursors KV hands out are base64url of a key: anything else cannot be one.
   cursor: z.string().min(1).max(2730).regex(

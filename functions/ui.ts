@@ -24,10 +24,15 @@ import {
   readTimeline,
 } from "../lib/session/mod.ts";
 import { LimitError, readCapped } from "../lib/limits/mod.ts";
-import { sameSecret } from "../lib/timing/mod.ts";
 import { checkAdmin } from "./_admin.ts";
 import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
-import { credential, describeError, RouteNotFoundError, validate } from "./_http.ts";
+import {
+  BodyTooLargeError,
+  credential,
+  describeError,
+  RouteNotFoundError,
+  validate,
+} from "./_http.ts";
 import {
   loginCookie,
   MAX_TOKEN_CHARS,
@@ -124,15 +129,14 @@ ${message ? html`<p class="error" id="login-error">${message}</p>` : ""}
   app.get("/ui/login", (c) => loginPage(c, 200, null));
 
   app.post("/ui/login", async (c) => {
+    // Refusals are thrown: `onError` answers them with the form again, by the error table.
     const bytes = await readCapped(c.req.raw.body, MAX_LOGIN_BYTES);
-    if (bytes === null) return loginPage(c, 413, "The form is too large.");
+    if (bytes === null) throw new BodyTooLargeError(MAX_LOGIN_BYTES);
     const token = new URLSearchParams(new TextDecoder().decode(bytes)).get("token") ?? "";
     if (token.length > MAX_TOKEN_CHARS) {
-      return loginPage(c, 400, `token: longer than ${MAX_TOKEN_CHARS} characters.`);
+      throw new LimitError("token", `longer than ${MAX_TOKEN_CHARS} characters`);
     }
-    if (!sameSecret(token, deps.adminToken)) {
-      return loginPage(c, 401, "That is not the admin token.");
-    }
+    await checkAdmin(deps, token);
     const expiresAt = Date.now() + UI_LOGIN_MS;
     const secure = new URL(c.req.url).protocol === "https:" ? "; Secure" : "";
     return c.body(null, 303, {
@@ -238,6 +242,8 @@ ${message ? html`<p class="error" id="login-error">${message}</p>` : ""}
   app.onError((error, c) => {
     const { code, status, message } = describeError(error);
     deps.metrics.errors.inc(code);
+    // A refused login shows why; any other page refused for want of the token shows the form.
+    if (c.req.path === "/ui/login") return loginPage(c, status, message);
     if (status === 401) return loginPage(c, 401, null);
     const nonce = newNonce();
     const body = html`

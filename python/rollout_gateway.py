@@ -351,7 +351,7 @@ class Gateway:
         body: Dict[str, Any] = {"task": dict(task), "n": n}
         for name, value in (
             ("agent", agent), ("sandbox", sandbox), ("budgets", budgets),
-            ("reward_allocation", reward_allocation or reward_mode),
+            ("reward_allocation", _one_allocation(reward_allocation, reward_mode)),
             ("max_attempts", max_attempts), ("metadata", metadata),
         ):
             if value is not None:
@@ -517,6 +517,15 @@ def _exported_key(format: str) -> str:
 
 def _quote(id: str) -> str:
     return urllib.parse.quote(id, safe="")
+
+
+def _one_allocation(allocation: Optional[str], old_name: Optional[str]) -> Optional[str]:
+    """``reward_allocation``, or ``reward_mode`` (its old name); the two must agree."""
+    if allocation is not None and old_name is not None and allocation != old_name:
+        raise ValueError(
+            f"reward_mode={old_name!r} is the old name of reward_allocation={allocation!r}: give one"
+        )
+    return allocation if allocation is not None else old_name
 
 
 def _query_value(value: Any) -> str:

@@ -26,6 +26,9 @@ export interface Seeded {
   readonly gw: TestGateway;
   readonly groupId: string;
   readonly jobIds: string[];
+  /** The session of the job whose patch passed (score 1), and of the one that failed (0). */
+  readonly passed: string;
+  readonly failed: string;
   /** The parallel sub-agents episode: main, two sub-agents (and side requests). */
   readonly parallel: string;
   /** The compaction episode: a wiped conversation and its successor. */
@@ -63,10 +66,13 @@ export async function seedGateway(): Promise<Seeded> {
     const { task } = await fixtureTask("python_unittest");
     const submitted = await submit(gw, { task, agent: await miniSweAgent(), n: 2 });
     const jobIds = submitted.jobs.map((job) => job.id);
+    const graded = new Map<number, string>(); // score → the job's session
     for (const id of jobIds) {
       const view = await awaitJob(gw, id);
       assert.equal(view.phase, "done", JSON.stringify(view));
+      graded.set(view.result.reward.score, view.session_id);
     }
+    assert.deepEqual([...graded.keys()].sort(), [0, 1], "one job passes, one fails");
 
     const parallel = await gw.openSession({ scenario: "parallel" });
     await replayScenario(gw, parallel.token, await readScenario("parallel"));
@@ -83,6 +89,8 @@ export async function seedGateway(): Promise<Seeded> {
       gw,
       groupId: submitted.group_id,
       jobIds,
+      passed: graded.get(1)!,
+      failed: graded.get(0)!,
       parallel: parallel.id,
       compaction: compaction.id,
       flagged,

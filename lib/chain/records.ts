@@ -165,6 +165,22 @@ export interface TurnRecord {
 }
 
 /**
+ * The loss mask of a turn's sampled tokens: 1, or 0 when a policy masked the turn. Its delta and
+ * closing tokens are 0 always.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { outputMask } from "./records.ts";
+ * assert.equal(outputMask({ masked: false }), 1);
+ * assert.equal(outputMask({ masked: true }), 0);
+ * ```
+ */
+export function outputMask(turn: Pick<TurnRecord, "masked">): 0 | 1 {
+  return turn.masked ? 0 : 1;
+}
+
+/**
  * The weight version of each of a turn's output tokens, run-length. A turn recorded before
  * versions were kept per token is one span of its last version.
  *

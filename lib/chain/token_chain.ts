@@ -6,7 +6,7 @@
  */
 import type { DecodedTurnTokens } from "../kv/mod.ts";
 import type { VersionSpan } from "../engine/mod.ts";
-import { outputVersionSpans, type TurnRecord } from "./records.ts";
+import { outputMask, outputVersionSpans, type TurnRecord } from "./records.ts";
 
 /** A chain flattened for training. `response_ids`, `loss_mask` and `logprobs` are equally long. */
 export interface ChainArrays {
@@ -76,7 +76,7 @@ export function flattenChain(
     for (const span of outputVersionSpans(record)) {
       version_spans.push({ version: span.version, start: at + span.start, end: at + span.end });
     }
-    const mask = record.masked ? 0 : 1;
+    const mask = outputMask(record);
     for (let i = 0; i < tokens.output.length; i++) {
       response_ids.push(tokens.output[i]);
       loss_mask.push(mask);

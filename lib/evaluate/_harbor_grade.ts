@@ -61,7 +61,8 @@ export async function prepareHarborTests(
  * The reward `test.sh` left, from `reward.json` and `reward.txt`, each read no further than
  * {@linkcode MAX_REWARD_FILE_BYTES} (one byte more tells a larger file). Harbor reads
  * `reward.json` first; when both are files, the lower reward counts (`reward.json` on a tie), so
- * a program under test that plants the file its verifier does not write cannot raise the score.
+ * a program under test that plants the file its verifier does not write cannot raise the score
+ * (one that stops the verifier before it writes, or locks its file, still can: docs/evaluation.md).
  * A file that is there and does not parse is what the reward is, an error: never skipped.
  */
 export async function readHarborReward(

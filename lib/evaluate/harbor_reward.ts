@@ -64,6 +64,22 @@ export function parseHarborReward(
   file: HarborRewardFile,
   text: string,
 ): VerifierReward | { readonly error: string } {
+  const parsed = parseRewardFile(file, text);
+  if ("error" in parsed || Math.abs(parsed.reward) <= MAX_ABS_REWARD) return parsed;
+  // No verifier writes one; a number planted by the program under test would swamp its group.
+  return {
+    error: `${HARBOR_VERIFIER_DIR}/${file} holds reward ${parsed.reward}, outside ` +
+      `[-${MAX_ABS_REWARD}, ${MAX_ABS_REWARD}]`,
+  };
+}
+
+/** Largest reward, either way, a verifier's file may hold. */
+export const MAX_ABS_REWARD = 1;
+
+function parseRewardFile(
+  file: HarborRewardFile,
+  text: string,
+): VerifierReward | { readonly error: string } {
   const where = `${HARBOR_VERIFIER_DIR}/${file}`;
   if (new TextEncoder().encode(text).length > MAX_REWARD_FILE_BYTES) {
     return { error: `${where} is larger than ${MAX_REWARD_FILE_BYTES} bytes` };

@@ -84,6 +84,12 @@ export const keys = {
   ],
   /** Prefix of a session's replay counts. */
   sessionReplays: (sessionId: string): Deno.KvKey => ["turn_replays", sessionId],
+  /** Prefix of the replay counts of one chain of a session. */
+  chainReplays: (sessionId: string, chainId: string): Deno.KvKey => [
+    "turn_replays",
+    sessionId,
+    chainId,
+  ],
   /** The chain of a sub-agent, by the client's agent id. */
   agent: (sessionId: string, agentId: string): Deno.KvKey => ["agent", sessionId, agentId],
   /** Prefix of a session's agent entries. */

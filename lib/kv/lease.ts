@@ -38,7 +38,7 @@ export interface LeaseOptions {
   /** The clock (tests pass a fake one). */
   readonly now?: () => number;
   /** Sleeps between attempts (tests pass a fake one). */
-  readonly sleep?: (ms: number) => Promise<void>;
+  readonly sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Stops waiting (the caller left): the wait throws the signal's reason. */
   readonly signal?: AbortSignal;
   /** Counts waits and commit retries. */
@@ -102,7 +102,7 @@ export async function acquireLease(
       const waited = now() - started;
       if (waited >= options.waitMs) throw new LeaseTimeoutError(current, waited);
       options.signal?.throwIfAborted();
-      await pause(Math.min(delay * (0.5 + Math.random()), options.waitMs - waited));
+      await pause(Math.min(delay * (0.5 + Math.random()), options.waitMs - waited), options.signal);
       delay = Math.min(delay * 2, 250);
       const attempt = await tryLease(kv, key, holder, options);
       if ("lease" in attempt) return attempt.lease;

@@ -8,6 +8,7 @@ export * from "./keys.ts";
 export * from "./atomic.ts";
 export * from "./records.ts";
 export * from "./chunked.ts";
+export * from "./list_page.ts";
 export * from "./session_store.ts";
 export * from "./chain_cache.ts";
 export * from "./secrets.ts";

@@ -14,6 +14,7 @@ import type {
 import { commit } from "./atomic.ts";
 import { deleteBlob, readBlob, writeBlob } from "./blob.ts";
 import { keys, KV_MAX_GET_MANY, parseKey } from "./keys.ts";
+import { listPage } from "./list_page.ts";
 
 /**
  * Which phases take a job out of the index of unfinished jobs: the final ones, checked against
@@ -75,35 +76,42 @@ export async function getRolloutGroup(
   return (await kv.get<RolloutGroupRecord>(keys.rolloutGroup(groupId))).value;
 }
 
+/** Entries of `keys`, read `KV_MAX_GET_MANY` at a time, in order (`value` null when absent). */
+async function getManyBatched<T>(
+  kv: Deno.Kv,
+  keyList: readonly Deno.KvKey[],
+): Promise<Deno.KvEntryMaybe<T>[]> {
+  const entries: Deno.KvEntryMaybe<T>[] = [];
+  for (let i = 0; i < keyList.length; i += KV_MAX_GET_MANY) {
+    entries.push(...await kv.getMany<T[]>(keyList.slice(i, i + KV_MAX_GET_MANY)));
+  }
+  return entries;
+}
+
 /** A page of groups, the newest first, and the cursor of the next page (`null` at the end). */
 export interface RolloutGroupPage {
   readonly groups: RolloutGroupRecord[];
   readonly cursor: string | null;
 }
 
-/** The groups, the newest first, `limit` at a time from `cursor` (a previous page's). */
+/**
+ * The groups, the newest first, `limit` at a time from `cursor` (a previous page's). Groups made
+ * before the creation-time index existed are not listed (they go with their retention).
+ *
+ * @throws {InvalidCursorError} for a cursor KV cannot read.
+ */
 export async function listRolloutGroups(
   kv: Deno.Kv,
   options: { readonly limit: number; readonly cursor?: string },
 ): Promise<RolloutGroupPage> {
-  const ids: string[] = [];
-  const listing = kv.list<true>({ prefix: keys.rolloutGroupTimes() }, {
-    reverse: true,
-    limit: options.limit,
-    cursor: options.cursor,
-  });
-  for await (const entry of listing) {
+  const page = await listPage<true>(kv, keys.rolloutGroupTimes(), { ...options, reverse: true });
+  const ids = page.entries.flatMap((entry) => {
     const key = parseKey(entry.key);
-    if (key.kind === "rollout_group_time") ids.push(key.groupId);
-  }
-  const groups: RolloutGroupRecord[] = [];
-  for (let i = 0; i < ids.length; i += KV_MAX_GET_MANY) {
-    const batch = ids.slice(i, i + KV_MAX_GET_MANY).map((id) => keys.rolloutGroup(id));
-    for (const entry of await kv.getMany<RolloutGroupRecord[]>(batch)) {
-      if (entry.value) groups.push(entry.value);
-    }
-  }
-  return { groups, cursor: ids.length < options.limit ? null : listing.cursor || null };
+    return key.kind === "rollout_group_time" ? [key.groupId] : [];
+  });
+  const groups = (await getManyBatched<RolloutGroupRecord>(kv, ids.map(keys.rolloutGroup)))
+    .flatMap((entry) => entry.value ? [entry.value] : []);
+  return { groups, cursor: page.cursor };
 }
 
 /** The job records of a group, in its order (a job past its expiry is left out). */
@@ -111,14 +119,8 @@ export async function listGroupJobs(
   kv: Deno.Kv,
   group: RolloutGroupRecord,
 ): Promise<RolloutJobRecord[]> {
-  const jobs: RolloutJobRecord[] = [];
-  for (let i = 0; i < group.jobs.length; i += KV_MAX_GET_MANY) {
-    const batch = group.jobs.slice(i, i + KV_MAX_GET_MANY).map((id) => keys.rolloutJob(id));
-    for (const entry of await kv.getMany<RolloutJobRecord[]>(batch)) {
-      if (entry.value) jobs.push(entry.value);
-    }
-  }
-  return jobs;
+  return (await getManyBatched<RolloutJobRecord>(kv, group.jobs.map(keys.rolloutJob)))
+    .flatMap((entry) => entry.value ? [entry.value] : []);
 }
 
 /** A group's task spec. */
@@ -222,12 +224,7 @@ export async function sweepExpiredRollouts(kv: Deno.Kv, at = Date.now()): Promis
   for (const groupId of groups) {
     const group = await getRolloutGroup(kv, groupId);
     if (!group) continue;
-    let left = false;
-    for (let i = 0; i < group.jobs.length && !left; i += KV_MAX_GET_MANY) {
-      const batch = group.jobs.slice(i, i + KV_MAX_GET_MANY).map((id) => keys.rolloutJob(id));
-      left = (await kv.getMany(batch)).some((job) => job.value !== null);
-    }
-    if (!left) {
+    if ((await listGroupJobs(kv, group)).length === 0) {
       await deleteBlob(kv, keys.rolloutTask(groupId));
       await kv.atomic()
         .delete(keys.rolloutGroup(groupId))

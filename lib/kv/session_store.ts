@@ -14,6 +14,7 @@ import { commit } from "./atomic.ts";
 import { readBlob, writeBlob } from "./blob.ts";
 import { type DecodedTurnTokens, decodeTurnTokens } from "./chunked.ts";
 import { keys, KV_MAX_COMMIT_BYTES, KV_MAX_GET_MANY, parseKey } from "./keys.ts";
+import { listPage } from "./list_page.ts";
 import type { Lease } from "./lease.ts";
 import type { ReplayEntry } from "./records.ts";
 
@@ -59,19 +60,6 @@ export async function updateSession(
   return result.ok;
 }
 
-/** A listing cursor that KV cannot read (HTTP 400): not one a listing handed out. */
-export class InvalidCursorError extends RangeError implements CodedError {
-  readonly code = "invalid_cursor" as const;
-  constructor(cursor: string) {
-    super(
-      `Invalid cursor "${
-        cursor.length > 64 ? cursor.slice(0, 64) + "…" : cursor
-      }": pass the next_cursor of an earlier page`,
-    );
-    this.name = "InvalidCursorError";
-  }
-}
-
 /**
  * A page of session records in id order, and the cursor of the next page (`null` at the end).
  *
@@ -81,23 +69,8 @@ export async function listSessions(
   kv: Deno.Kv,
   options: { limit: number; cursor?: string },
 ): Promise<{ sessions: SessionRecord[]; cursor: string | null }> {
-  const iter = kv.list<SessionRecord>({ prefix: keys.sessions() }, {
-    limit: options.limit,
-    cursor: options.cursor,
-  });
-  const sessions: SessionRecord[] = [];
-  try {
-    for await (const entry of iter) sessions.push(entry.value);
-  } catch (error) {
-    if (
-      options.cursor !== undefined && error instanceof TypeError &&
-      /cursor|key too large/i.test(error.message)
-    ) {
-      throw new InvalidCursorError(options.cursor);
-    }
-    throw error;
-  }
-  return { sessions, cursor: sessions.length === options.limit ? iter.cursor : null };
+  const page = await listPage<SessionRecord>(kv, keys.sessions(), options);
+  return { sessions: page.entries.map((entry) => entry.value), cursor: page.cursor };
 }
 
 /** Closed sessions whose retention ended at or before `now`, by their expiry entries. */
@@ -159,8 +132,9 @@ export async function deleteSession(kv: Deno.Kv, sessionId: string): Promise<boo
 }
 
 /**
- * Counts one more answer of a recorded turn to a retry of its request. A sum, so concurrent
- * replays never conflict; written only when the session still exists.
+ * Counts one more answer of a recorded turn to a retry of its request: a sum, checked against the
+ * session's record so that no count outlives a deleted session. A record rewritten meanwhile (a
+ * reward, a new chain) is read again, a few times.
  */
 export async function countReplay(
   kv: Deno.Kv,
@@ -168,19 +142,29 @@ export async function countReplay(
   chainId: string,
   rid: string,
 ): Promise<void> {
-  const session = await getSession(kv, sessionId);
-  if (!session.value) return; // deleted meanwhile: its counts went with it
-  // Through `commit`: processes sharing the KV file make a commit with a check meet a lock.
-  await commit(() => kv.atomic().check(session).sum(keys.turnReplays(sessionId, chainId, rid), 1n));
+  for (let tries = 0; tries < 5; tries++) {
+    const session = await getSession(kv, sessionId);
+    if (!session.value) return; // deleted meanwhile: its counts went with it
+    // Through `commit`: processes sharing the KV file make a commit with a check meet a lock.
+    const key = keys.turnReplays(sessionId, chainId, rid);
+    if ((await commit(() => kv.atomic().check(session).sum(key, 1n))).ok) return;
+  }
 }
 
-/** How many times each recorded turn of a session answered a retry, by `chainId` then `rid`. */
+/**
+ * How many times each recorded turn of a session (or of its chain `chainId` alone) answered a
+ * retry, by `chainId` then `rid`.
+ */
 export async function readReplayCounts(
   kv: Deno.Kv,
   sessionId: string,
+  chainId?: string,
 ): Promise<Map<string, Map<string, number>>> {
   const counts = new Map<string, Map<string, number>>();
-  for await (const entry of kv.list<Deno.KvU64>({ prefix: keys.sessionReplays(sessionId) })) {
+  const prefix = chainId === undefined
+    ? keys.sessionReplays(sessionId)
+    : keys.chainReplays(sessionId, chainId);
+  for await (const entry of kv.list<Deno.KvU64>({ prefix })) {
     const key = parseKey(entry.key);
     if (key.kind !== "turn_replays") continue;
     const chain = counts.get(key.chainId) ?? new Map<string, number>();

@@ -138,7 +138,10 @@ async function replyOf(response: Response): Promise<ChatReply> {
     throw new ModelError(response.status, "The gateway answered no message");
   }
   const toolCalls: ChatToolCall[] = Array.isArray(message.tool_calls)
-    ? message.tool_calls.filter((call: ChatToolCall) => typeof call?.function?.name === "string")
+    // A call is answered by its id: one without an id, or a name, is not a call to play.
+    ? message.tool_calls.filter((call: ChatToolCall) =>
+      typeof call?.id === "string" && typeof call?.function?.name === "string"
+    )
     : [];
   return {
     message,

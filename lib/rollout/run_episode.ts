@@ -40,8 +40,10 @@ export type EnvRolloutSettings = RolloutSettings & { readonly agent: EnvLoopSett
 /** Most bytes of the environment's `info` kept in the reward. */
 export const MAX_EPISODE_INFO_BYTES = 65_536;
 
-/** The suffix of the user simulator's session id. */
-const USER_SESSION_SUFFIX = "_user";
+/** The id of the user simulator's session of an episode's session `sessionId`. */
+export function userSessionId(sessionId: string): string {
+  return `${sessionId}_user`;
+}
 
 /**
  * Runs attempt `job.attempt` of an environment-loop job until it ends; `signal` aborts it with
@@ -65,7 +67,7 @@ export async function runEpisodeAttempt(
     let userModel: UserModel | null = null;
     if (agentSettings.user === "model") {
       const opened = await openSession(deps.kv, {
-        id: `${job.sessionId}${USER_SESSION_SUFFIX}`,
+        id: userSessionId(session.session.id),
         metadata: {
           role: "user_simulator",
           episode_session: job.sessionId,

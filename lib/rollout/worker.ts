@@ -32,7 +32,7 @@ import {
   type CliRolloutSettings,
   runAttempt,
 } from "./run_attempt.ts";
-import { type EnvRolloutSettings, runEpisodeAttempt } from "./run_episode.ts";
+import { type EnvRolloutSettings, runEpisodeAttempt, userSessionId } from "./run_episode.ts";
 
 /** How a worker runs. */
 export interface WorkerOptions {
@@ -266,8 +266,15 @@ export class RolloutWorker {
     await put("patch", outcome.patch ?? undefined);
     await put("agent_log", outcome.agentLog);
     if (outcome.phase === "done") await put("reward", outcome.reward);
-    const summary = outcome.phase === "done" && job.sessionId !== null
-      ? { score: outcome.reward.score, toolTurns: await sessionToolTurns(kv, job.sessionId) }
+    // The summary is for the viewer and metrics: a count that cannot be read never loses the job.
+    const toolTurns = outcome.phase === "done" && job.sessionId !== null
+      ? await sessionToolTurns(kv, job.sessionId).catch((error) => {
+        console.warn(`Cannot count the tool turns of rollout job ${job.id}:`, error);
+        return undefined;
+      })
+      : undefined;
+    const summary = outcome.phase === "done"
+      ? { score: outcome.reward.score, ...(toolTurns === undefined ? {} : { toolTurns }) }
       : {};
     const handBack = outcome.phase === "aborted" && outcome.reason === "shutdown" &&
       job.attempt < job.maxAttempts;
@@ -328,11 +335,14 @@ export class RolloutWorker {
     return { finishedAt, expiresAt: finishedAt + this.deps.lifecycle.retentionMs };
   }
 
+  /** Closes an attempt's session as aborted, and its user simulator's when it had one. */
   async #closeAborted(sessionId: string | null): Promise<void> {
     if (sessionId === null) return;
-    await closeSession(this.deps.lifecycle, sessionId, { as: "aborted" }).catch((error) => {
-      if (!(error instanceof SessionNotFoundError)) throw error;
-    });
+    for (const id of [sessionId, userSessionId(sessionId)]) {
+      await closeSession(this.deps.lifecycle, id, { as: "aborted" }).catch((error) => {
+        if (!(error instanceof SessionNotFoundError)) throw error;
+      });
+    }
   }
 
   #taskOf(groupId: string): Promise<{ task: RolloutTask; settings: RolloutSettings }> {

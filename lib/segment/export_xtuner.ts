@@ -27,16 +27,12 @@
  *
  * @module
  */
-import {
-  type ChainArrays,
-  type FinishReason,
-  type TurnRecord,
-  withoutStopToken,
-} from "../chain/mod.ts";
+import { type ChainArrays, type FinishReason, type TurnRecord } from "../chain/mod.ts";
 import type { ChatTool, ChatToolCall } from "../chat/mod.ts";
 import { readTurnMessages } from "../kv/mod.ts";
 import type { RewardedSession } from "../session/mod.ts";
-import { type ChatTokenizer, parseOutput } from "../template/mod.ts";
+import { parseTurnOutput, untypedTools } from "../session/output.ts";
+import type { ChatTokenizer } from "../template/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
 import { type SegmentIdentity, segmentIdentity } from "./samples.ts";
 
@@ -245,14 +241,9 @@ function toolCalls(
   turn: TurnRecord,
 ): ChatToolCall[] {
   if (turn.toolCalls === 0) return [];
-  let text = tokenizer.decode(withoutStopToken(output, tokenizer.ending.stopIds));
-  const cut = turn.stopSequence === null ? -1 : text.lastIndexOf(turn.stopSequence);
-  if (cut >= 0) text = text.slice(0, cut);
-  const { blocks } = parseOutput(text, {
-    startsInReasoning: turn.startsInReasoning,
-    tools: new Map(turn.toolNames.map((name) => [name, undefined])),
-    formats: tokenizer.formats,
-  });
+  const end = { reason: turn.finishReason, stopSequence: turn.stopSequence };
+  const tools = untypedTools(turn.toolNames);
+  const { blocks } = parseTurnOutput(tokenizer, output, end, turn.startsInReasoning, tools);
   return blocks.flatMap((block) =>
     block.type === "tool_call"
       ? [{ type: "function" as const, function: { name: block.name, arguments: block.input } }]

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { type ChainHeader, outputVersionSpans, type TurnRecord } from "../chain/mod.ts";
+import { type ChainHeader, outputMask, outputVersionSpans, type TurnRecord } from "../chain/mod.ts";
 import {
   getChain,
   listChains,
@@ -77,7 +77,7 @@ export async function readChainPage(
   // Chain ids are the gateway's own; a longer one names no chain (and KV keys are bounded).
   const header = chainId.length <= 128 ? (await getChain(kv, sessionId, chainId)).value : null;
   if (!header) throw new ChainNotFoundError(sessionId, chainId);
-  const replays = (await readReplayCounts(kv, sessionId)).get(chainId);
+  const replays = (await readReplayCounts(kv, sessionId, chainId)).get(chainId);
   const turns: TurnSpan[] = [];
   let at = 0;
   for (const record of await readLiveTurns(kv, header)) {
@@ -122,7 +122,7 @@ export async function readChainPage(
       if (position < from || position >= to) return;
       page.ids.push(id);
       page.parts.push(part);
-      page.mask.push(part === "sampled" && !span.record.masked ? 1 : 0);
+      page.mask.push(part === "sampled" ? outputMask(span.record) : 0);
       page.logprobs.push(logprob);
       page.versions.push(version);
       page.turnOf.push(t);
@@ -130,8 +130,9 @@ export async function readChainPage(
     for (let i = 0; i < tokens.delta.length; i++) {
       push(span.start + i, tokens.delta[i], "prompt", null, null);
     }
-    for (let i = 0; i < tokens.output.length; i++) {
-      const version = versions.find((v) => v.start <= i && i < v.end)?.version ?? null;
+    for (let i = 0, v = 0; i < tokens.output.length; i++) {
+      while (v < versions.length && versions[v].end <= i) v++;
+      const version = versions[v]?.start <= i ? versions[v].version : null;
       push(span.outputStart + i, tokens.output[i], "sampled", tokens.logprobs[i], version);
     }
     const closingStart = span.outputStart + tokens.output.length;

@@ -13,6 +13,9 @@ import {
   type ToolSchemas,
 } from "../template/mod.ts";
 
+/** What reading an output back takes of a tokenizer. */
+export type OutputTokenizer = Pick<ChatTokenizer, "decode" | "ending" | "formats">;
+
 /** Tools known by name only (a recorded turn's): every parameter value stays text. */
 export function untypedTools(names: readonly string[]): ToolSchemas {
   return new Map(names.map((name) => [name, undefined]));
@@ -39,7 +42,7 @@ export function untypedTools(names: readonly string[]): ToolSchemas {
  * ```
  */
 export function parseTurnOutput(
-  tokenizer: ChatTokenizer,
+  tokenizer: OutputTokenizer,
   output: readonly number[],
   end: TurnEnd,
   startsInReasoning: boolean,
@@ -54,7 +57,7 @@ export function parseTurnOutput(
 
 /** The text the agent's reply is parsed from: the output less its stop token and stop string. */
 export function turnText(
-  tokenizer: ChatTokenizer,
+  tokenizer: OutputTokenizer,
   output: readonly number[],
   end: TurnEnd,
 ): string {

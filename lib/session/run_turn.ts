@@ -456,7 +456,10 @@ async function recordedReply<Reply>(
   replay: NonNullable<RoutedTurn["replay"]>,
 ): Promise<Reply> {
   const { record } = replay;
-  await countReplay(deps.kv, input.sessionId, replay.chainId, record.rid);
+  // Bookkeeping for the viewer: a count that cannot be written never fails the retry it counts.
+  await countReplay(deps.kv, input.sessionId, replay.chainId, record.rid).catch((error) =>
+    console.warn(`Cannot count a replay of turn ${record.rid}:`, error)
+  );
   const tokens = await readTurnTokens(deps.kv, input.sessionId, replay.chainId, record);
   const end: TurnEnd = { reason: record.finishReason, stopSequence: record.stopSequence };
   const output = Array.from(tokens.output);

@@ -261,6 +261,10 @@ Deno.test("parseHarborReward() reads a number, an object with reward and metrics
     ["reward.json", '{"reward": "1"}', /"reward" is the string "1", not a finite number/],
     ["reward.json", '{"a": 1, "b": "x"}', /every key is a reward, but "b" is the string "x"/],
     ["reward.json", `{"reward": 1, "pad": "${"x".repeat(70_000)}"}`, /larger than 65536 bytes/],
+    // A reward no verifier writes, planted to swamp a group: refused, in either file.
+    ["reward.txt", "1e300", /reward\.txt holds reward 1e\+300, outside \[-1, 1\]/],
+    ["reward.json", '{"reward": 1.5}', /holds reward 1\.5, outside \[-1, 1\]/],
+    ["reward.json", '{"a": -3, "b": -3}', /holds reward -3, outside \[-1, 1\]/],
   ];
   for (const [file, text, expected] of errors) {
     const parsed = parseHarborReward(file, text);

@@ -101,15 +101,24 @@ Deno.test("the viewer shows recorded sessions and rollouts as they were recorded
         const refused = await login("wrong-token-0123456789");
         assert.equal(refused.status, 401);
         assert.equal(refused.headers.get("set-cookie"), null);
-        assert.match(await refused.text(), /That is not the admin token/);
-        assert.equal((await login("x".repeat(513))).status, 400);
+        assert.match(
+          await refused.text(),
+          /<p class="error" id="login-error">Invalid admin token</,
+        );
+        const { token: sessionToken } = await gw.openSession();
+        const bySession = await login(sessionToken);
+        assert.equal(bySession.status, 403, "a session's token, as everywhere else");
+        assert.match(await bySession.text(), /A session token cannot use the trainer API/);
+        const long = await login("x".repeat(513));
+        assert.equal(long.status, 400);
+        assert.match(await long.text(), /token: longer than 512 characters/);
         const big = await gw.app.request("/ui/login", {
           method: "POST",
           headers: { "content-type": "application/x-www-form-urlencoded" },
           body: `token=${"x".repeat(5000)}`,
         });
         assert.equal(big.status, 413);
-        await big.body?.cancel();
+        assert.match(await big.text(), /Request body is larger than 4096 bytes/);
 
         const accepted = await login(ADMIN_TOKEN);
         assert.equal(accepted.status, 303);
@@ -249,8 +258,12 @@ Deno.test("the viewer shows recorded sessions and rollouts as they were recorded
       const rewarded = await get(seeded, "/ui?reward_min=0.5&reward_max=0.8");
       assert.deepEqual(listed(rewarded.text), [seeded.parallel]);
       const failed = await get(seeded, "/ui?reward_max=0.5");
-      assert.equal(listed(failed.text).length, 1, "the sample that failed its test");
-      assert.deepEqual(listed((await get(seeded, "/ui?status=closed")).text).length, 2);
+      assert.deepEqual(listed(failed.text), [seeded.failed], "the job that failed its test");
+      assert.deepEqual(
+        listed((await get(seeded, "/ui?status=closed")).text),
+        [seeded.failed, seeded.passed].sort(),
+        "the jobs' sessions, closed when graded",
+      );
       assert.equal((await get(seeded, "/ui?reward_min=abc")).status, 400);
       const many = Array.from({ length: 9 }, (_, i) => `meta=k${i}%3Dv`).join("&");
       const tooMany = await get(seeded, `/ui?${many}`);
@@ -264,15 +277,15 @@ Deno.test("the viewer shows recorded sessions and rollouts as they were recorded
         assert.equal(response.status, 200);
         return (await response.json()).sessions.map((s: { id: string }) => s.id).sort();
       };
-      assert.deepEqual(
-        await list("reward_min=0.5"),
-        [seeded.parallel].concat(await list("reward_min=1")).sort(),
-      );
+      assert.deepEqual(await list("reward_min=1"), [seeded.passed]);
+      assert.deepEqual(await list("reward_min=0.5"), [seeded.parallel, seeded.passed].sort());
       assert.deepEqual(await list("reward_min=0.5&reward_max=0.8"), [seeded.parallel]);
-      assert.equal((await list("reward_max=0")).length, 1, "the sample that failed its test");
-      const bad = await gw.app.request("/sessions?reward_min=NaN", { headers: ADMIN_HEADERS });
-      assert.equal(bad.status, 400);
-      await bad.body?.cancel();
+      assert.deepEqual(await list("reward_max=0"), [seeded.failed]);
+      for (const query of ["reward_min=NaN", "reward_min=", "reward_max=abc"]) {
+        const bad = await gw.app.request(`/sessions?${query}`, { headers: ADMIN_HEADERS });
+        assert.equal(bad.status, 400, query);
+        await bad.body?.cancel();
+      }
     });
 
     await t.step("a rollout group shows its phases, tool turns and the tests by name", async () => {
@@ -326,6 +339,7 @@ Deno.test("the viewer shows recorded sessions and rollouts as they were recorded
             `/ui/sessions/${seeded.flagged}/chains/c0?from=-1`,
             "/ui?cursor=%%%",
             "/ui/rollouts?cursor=%20",
+            "/ui/rollouts?cursor=zz", // the shape of a cursor, not one KV handed out
           ]
         ) {
           assert.equal((await get(seeded, path)).status, 400, path);

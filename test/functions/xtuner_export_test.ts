@@ -119,6 +119,7 @@ Deno.test("the recorded Claude Code episode exports as an xtuner trajectory of t
     assert.equal(record.session_id, id);
     assert.equal(record.group_id, "g-1");
     assert.equal(record.kind, "final");
+    assert.deepEqual(record.prompt_ids, calls[0].inputIds, "the first call's prompt, whole");
     assert.equal(record.prompt_len, calls[0].inputIds.length);
     assert.equal(record.response_len, record.response_ids.length);
     assert.equal(record.raw_prompt, gw.tokenizer.decode(calls[0].inputIds));

@@ -115,6 +115,7 @@ const CASES: {
     parsed: { kind: "turn_replays", sessionId: "s1", chainId: "c0", rid: "rid4" },
   },
   sessionReplays: { key: keys.sessionReplays("s1"), parsed: "prefix" },
+  chainReplays: { key: keys.chainReplays("s1", "c0"), parsed: "prefix" },
 };
 
 Deno.test("parseKey() gives back the parts of a key of every family", () => {

@@ -63,8 +63,11 @@ Deno.test("readChainPage() pages a chain into exactly its training arrays", asyn
     assert.equal(total, header.tokenCount);
     assert.deepEqual(shown.ids, ids);
     assert.deepEqual(shown.mask, mask);
-    const sampledLogprobs = arrays.logprobs.filter((_, i) => arrays.loss_mask[i] === 1);
-    assert.deepEqual(shown.logprobs.filter((lp) => lp !== null), sampledLogprobs);
+    // Position by position: a sampled token's logprob, null on prompt and closing tokens.
+    assert.deepEqual(shown.logprobs, [
+      ...arrays.prompt_ids.map(() => null),
+      ...arrays.logprobs.map((lp, i) => arrays.loss_mask[i] === 1 ? lp : null),
+    ]);
 
     // Turn starts line up with the records: turn k starts where the tokens before it end.
     const page = await readChainPage(gw.kv, id, "c0", { from: 0, size: MAX_PAGE_TOKENS });

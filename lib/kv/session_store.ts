@@ -7,7 +7,6 @@
  * @module
  */
 import type { ChainHeader, TurnMessages, TurnRecord } from "../chain/records.ts";
-import type { CodedError } from "../errors/mod.ts";
 import type { SessionRecord } from "../session/records.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
 import { commit } from "./atomic.ts";

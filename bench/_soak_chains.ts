@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { scriptedLogprob } from "../fixtures/scripted_engine.ts";
+import { scriptedLogprob } from "../lib/scripted_engine/mod.ts";
 import type { RawRecord } from "../lib/segment/mod.ts";
 import type { Episode } from "./_soak_client.ts";
 import type { AnsweredCall, SoakEngine } from "./_soak_engine.ts";

@@ -14,7 +14,7 @@ import { defaultTokenizerPath, resolveConfig } from "../lib/config/mod.ts";
 import { loadTokenizer } from "../lib/template/mod.ts";
 import { buildDeps } from "../functions/_deps.ts";
 import { createGatewayApp } from "../functions/serve.ts";
-import { startScriptedEngine } from "../fixtures/scripted_engine.ts";
+import { startScriptedEngine } from "../lib/scripted_engine/mod.ts";
 import { ADMIN, median, percentile } from "./_harness.ts";
 
 const TURNS = Number(Deno.env.get("BENCH_TURNS") ?? 30);

@@ -21,7 +21,7 @@ import {
   withFormats,
   withTextTokens,
 } from "../lib/template/mod.ts";
-import { type ScriptedEngine, startScriptedEngine } from "../fixtures/scripted_engine.ts";
+import { type ScriptedEngine, startScriptedEngine } from "../lib/scripted_engine/mod.ts";
 import {
   type EvaluateDeps,
   type Judger,

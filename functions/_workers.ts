@@ -13,7 +13,7 @@
  */
 import type { Config } from "../lib/config/mod.ts";
 import { sleep } from "../lib/timing/mod.ts";
-import { startScriptedEngine } from "../fixtures/scripted_engine.ts";
+import { startScriptedEngine } from "../lib/scripted_engine/mod.ts";
 import { loadServedTokenizer, SCRIPTED_WARNING } from "./_deps.ts";
 
 /** What a worker prints once it listens: `Worker <i> (pid <p>) ready on <url>`. */

@@ -5,7 +5,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { type EngineCall, scriptedLogprob } from "../fixtures/scripted_engine.ts";
+import { type EngineCall, scriptedLogprob } from "../lib/scripted_engine/mod.ts";
 import type { SampleJson } from "./_gateway.ts";
 
 /** True when `tokens` starts with every token of `prefix`. */

@@ -15,7 +15,7 @@ import {
   type Script,
   type ScriptedEngine,
   startScriptedEngine,
-} from "../fixtures/scripted_engine.ts";
+} from "../lib/scripted_engine/mod.ts";
 import { buildDeps, type Deps } from "../functions/_deps.ts";
 import { createGatewayApp } from "../functions/serve.ts";
 import type { Hono } from "hono";

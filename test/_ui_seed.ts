@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { fixtureTask } from "./evaluate/_tasks.ts";
 import { readScenario, replayScenario } from "./_claude_scenario.ts";
 import { ADMIN_HEADERS, startGateway, type TestGateway } from "./_gateway.ts";
-import type { Script } from "../fixtures/scripted_engine.ts";
+import type { Script } from "../lib/scripted_engine/mod.ts";
 import {
   awaitJob,
   FIX_CALC,

@@ -6,5 +6,5 @@ export * from "./signature.ts";
 export * from "./build_response.ts";
 export * from "./stream_response.ts";
 export * from "./error_body.ts";
-export * from "./turn_input.ts";
+export * from "./messages_turn.ts";
 export * from "./request_fields.ts";

@@ -157,7 +157,7 @@ function messageEndEvents(message: Message): SseEvent[] {
  * ```ts
  * import assert from "node:assert/strict";
  * import { messageEvents } from "./stream_response.ts";
- * import { messageHead } from "./turn_input.ts";
+ * import { messageHead } from "./messages_turn.ts";
  * const message = {
  *   ...messageHead("0123456789abcdef", "m", 5),
  *   content: [{ type: "text" as const, text: "hi" }],

@@ -55,7 +55,7 @@ const ANSWER_BYTES = 4096;
  *
  * @example
  * ```ts
- * import { startScriptedEngine } from "../../fixtures/scripted_engine.ts";
+ * import { startScriptedEngine } from "../scripted_engine/mod.ts";
  * import { defaultTokenizerPath } from "../config/mod.ts";
  * import { loadTokenizer } from "../template/mod.ts";
  * import { EngineControl } from "./engine_control.ts";

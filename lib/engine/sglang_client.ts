@@ -131,7 +131,7 @@ export function newRid(): string {
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { startScriptedEngine } from "../../fixtures/scripted_engine.ts";
+ * import { startScriptedEngine } from "../scripted_engine/mod.ts";
  * import { defaultTokenizerPath } from "../config/mod.ts";
  * import { loadTokenizer } from "../template/mod.ts";
  * import { samplingParams } from "./sampling.ts";

@@ -4,5 +4,5 @@ export * from "./translate.ts";
 export * from "./build_response.ts";
 export * from "./stream_response.ts";
 export * from "./error_body.ts";
-export * from "./turn_input.ts";
+export * from "./chat_completions_turn.ts";
 export * from "./request_fields.ts";

@@ -3,5 +3,5 @@ export * from "./types.ts";
 export * from "./translate.ts";
 export * from "./build_response.ts";
 export * from "./stream_events.ts";
-export * from "./turn_input.ts";
+export * from "./responses_turn.ts";
 export * from "./request_fields.ts";

@@ -5,7 +5,7 @@
  */
 import { samplingParams } from "../../lib/engine/sampling.ts";
 import { SglangClient } from "../../lib/engine/sglang_client.ts";
-import { type Script, startScriptedEngine } from "../../fixtures/scripted_engine.ts";
+import { type Script, startScriptedEngine } from "../../lib/scripted_engine/mod.ts";
 import { qwen3 } from "../_gateway.ts";
 
 export const PROMPT = [151_644, 872, 198, 9707, 151_645, 198, 151_644, 77_091, 198];

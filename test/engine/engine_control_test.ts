@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { EngineControl, EngineControlError } from "../../lib/engine/mod.ts";
-import { type ScriptedEngine, startScriptedEngine } from "../../fixtures/scripted_engine.ts";
+import { type ScriptedEngine, startScriptedEngine } from "../../lib/scripted_engine/mod.ts";
 import { qwen3 } from "../_gateway.ts";
 
 /** Two scripted engine workers behind a router that lists them at `listing`, for one test. */

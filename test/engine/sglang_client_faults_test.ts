@@ -4,7 +4,7 @@ import {
   EngineUnavailableError,
   SglangClient,
 } from "../../lib/engine/sglang_client.ts";
-import { type Script, scriptedLogprob } from "../../fixtures/scripted_engine.ts";
+import { type Script, scriptedLogprob } from "../../lib/scripted_engine/mod.ts";
 import { qwen3 } from "../_gateway.ts";
 import { PROMPT, RID, sampling, withEngine, withServer } from "./_client.ts";
 

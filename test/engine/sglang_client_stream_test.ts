@@ -10,7 +10,7 @@ import {
   type SampledTokens,
 } from "../../lib/engine/sglang_client.ts";
 import { sseData } from "../../lib/engine/stream_chunks.ts";
-import { type Script, scriptedLogprob } from "../../fixtures/scripted_engine.ts";
+import { type Script, scriptedLogprob } from "../../lib/scripted_engine/mod.ts";
 import { qwen3 } from "../_gateway.ts";
 import { PROMPT, sampling, until, withEngine, withServer } from "./_client.ts";
 

@@ -5,7 +5,7 @@ import {
   newRid,
   SglangClient,
 } from "../../lib/engine/sglang_client.ts";
-import { type Script, scriptedLogprob } from "../../fixtures/scripted_engine.ts";
+import { type Script, scriptedLogprob } from "../../lib/scripted_engine/mod.ts";
 import { PROMPT, RID, sampling, until, withEngine } from "./_client.ts";
 
 Deno.test("newRid() returns distinct 32-hex-digit request ids", () => {

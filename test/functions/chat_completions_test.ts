@@ -7,7 +7,7 @@
 import OpenAI from "openai";
 import assert from "node:assert/strict";
 import { assertChainExact } from "../_chain_exact.ts";
-import { scriptedLogprob, scriptedTopLogprobs } from "../../fixtures/scripted_engine.ts";
+import { scriptedLogprob, scriptedTopLogprobs } from "../../lib/scripted_engine/mod.ts";
 import { startGateway, type TestGateway } from "../_gateway.ts";
 
 type Message = OpenAI.Chat.ChatCompletionMessageParam;

@@ -3,7 +3,7 @@
  * are serialized, and a slow session does not hold the others up.
  */
 import assert from "node:assert/strict";
-import type { Script } from "../../fixtures/scripted_engine.ts";
+import type { Script } from "../../lib/scripted_engine/mod.ts";
 import { assertChainExact, callsOfSample } from "../_chain_exact.ts";
 import { startGateway, type TestGateway } from "../_gateway.ts";
 

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import type { MessageParam } from "../../lib/anthropic/mod.ts";
-import { scriptedLogprob } from "../../fixtures/scripted_engine.ts";
+import { scriptedLogprob } from "../../lib/scripted_engine/mod.ts";
 import { assertChainExact, callsOfSample } from "../_chain_exact.ts";
 import { type SampleJson, startGateway, type TestGateway } from "../_gateway.ts";
 

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import Anthropic from "@anthropic-ai/sdk";
-import { type PauseMode, scriptedLogprob } from "../../fixtures/scripted_engine.ts";
+import { type PauseMode, scriptedLogprob } from "../../lib/scripted_engine/mod.ts";
 import {
   ADMIN_HEADERS,
   qwen3,

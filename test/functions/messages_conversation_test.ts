@@ -6,7 +6,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import assert from "node:assert/strict";
 import { lowerMessages, lowerSystem, lowerTools } from "../../lib/anthropic/mod.ts";
 import type { MessageParam } from "../../lib/anthropic/mod.ts";
-import { scriptedLogprob } from "../../fixtures/scripted_engine.ts";
+import { scriptedLogprob } from "../../lib/scripted_engine/mod.ts";
 import { qwen3, startGateway, type TestGateway } from "../_gateway.ts";
 
 const SYSTEM = "You are a careful coding agent.";

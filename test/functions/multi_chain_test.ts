@@ -4,7 +4,7 @@
  * belong — no false forks, nothing dropped.
  */
 import assert from "node:assert/strict";
-import type { Script } from "../../fixtures/scripted_engine.ts";
+import type { Script } from "../../lib/scripted_engine/mod.ts";
 import { assertChainExact, callsOfSample } from "../_chain_exact.ts";
 import { ADMIN_TOKEN, type SampleJson, startGateway, type TestGateway } from "../_gateway.ts";
 

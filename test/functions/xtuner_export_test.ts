@@ -5,7 +5,7 @@
  * the trainer set.
  */
 import assert from "node:assert/strict";
-import { type EngineCall, scriptedLogprob } from "../../fixtures/scripted_engine.ts";
+import { type EngineCall, scriptedLogprob } from "../../lib/scripted_engine/mod.ts";
 import type { XtunerMessage, XtunerRecord } from "../../lib/segment/mod.ts";
 import { episode, replay } from "../_claude_episode.ts";
 import { ADMIN_HEADERS, startGateway, type TestGateway } from "../_gateway.ts";

@@ -4,7 +4,7 @@
  * or changed, and nothing of the killed attempt is visible.
  */
 import assert from "node:assert/strict";
-import { startScriptedEngine } from "../../fixtures/scripted_engine.ts";
+import { startScriptedEngine } from "../../lib/scripted_engine/mod.ts";
 import { keys, type Lease, parseKey } from "../../lib/kv/mod.ts";
 import { assertChainExact } from "../_chain_exact.ts";
 import { qwen3 } from "../_gateway.ts";

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { isDeepStrictEqual } from "node:util";
-import { startScriptedEngine } from "../../fixtures/scripted_engine.ts";
+import { startScriptedEngine } from "../../lib/scripted_engine/mod.ts";
 import { qwen3 } from "../_gateway.ts";
 import { waitFor } from "../_host.ts";
 import { countable, parseExposition } from "../_prometheus.ts";

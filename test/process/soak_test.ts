@@ -11,7 +11,7 @@ import { inexactTurns } from "../../bench/_soak_chains.ts";
 import type { AnsweredCall } from "../../bench/_soak_engine.ts";
 import { scanKv } from "../../bench/_soak_kv_scan.ts";
 import { TokenHash } from "../../bench/_token_hash.ts";
-import { scriptedLogprob } from "../../fixtures/scripted_engine.ts";
+import { scriptedLogprob } from "../../lib/scripted_engine/mod.ts";
 import { keys } from "../../lib/kv/mod.ts";
 import { startGateway } from "../_gateway.ts";
 import { bashCall, followUp, postMessages } from "./_gateway_process.ts";

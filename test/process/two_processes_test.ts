@@ -9,7 +9,7 @@ import {
   type Script,
   type ScriptedEngine,
   startScriptedEngine,
-} from "../../fixtures/scripted_engine.ts";
+} from "../../lib/scripted_engine/mod.ts";
 import { assertChainExact, callsOfSample } from "../_chain_exact.ts";
 import { qwen3 } from "../_gateway.ts";
 import {

@@ -5,7 +5,7 @@
  * other serves; stopping the supervisor stops both, and so does killing it.
  */
 import assert from "node:assert/strict";
-import { type ScriptedEngine, startScriptedEngine } from "../../fixtures/scripted_engine.ts";
+import { type ScriptedEngine, startScriptedEngine } from "../../lib/scripted_engine/mod.ts";
 import { assertChainExact } from "../_chain_exact.ts";
 import { qwen3 } from "../_gateway.ts";
 import {

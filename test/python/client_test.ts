@@ -5,7 +5,7 @@
  * judger example, python/examples/xtuner_judger.py, through test_xtuner_judger.py).
  */
 import assert from "node:assert/strict";
-import type { Script } from "../../fixtures/scripted_engine.ts";
+import type { Script } from "../../lib/scripted_engine/mod.ts";
 import { ADMIN_TOKEN, startGateway } from "../_gateway.ts";
 import { bash, FIX_CALC } from "../rollout/_rollout.ts";
 

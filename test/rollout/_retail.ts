@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { EngineCall, Script } from "../../fixtures/scripted_engine.ts";
+import type { EngineCall, Script } from "../../lib/scripted_engine/mod.ts";
 import type { TestGateway } from "../_gateway.ts";
 import { toolCall } from "./_rollout.ts";
 

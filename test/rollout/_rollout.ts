@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import type { Script } from "../../fixtures/scripted_engine.ts";
+import type { Script } from "../../lib/scripted_engine/mod.ts";
 import { ADMIN_HEADERS } from "../_gateway.ts";
 import { waitFor } from "../_host.ts";
 

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { type FakeE2b, startFakeE2b } from "../../fixtures/fake_e2b.ts";
-import type { Script } from "../../fixtures/scripted_engine.ts";
+import type { Script } from "../../lib/scripted_engine/mod.ts";
 import { assertChainExact } from "../_chain_exact.ts";
 import { claudeTarball, pinnedTarball } from "../_claude.ts";
 import { ADMIN_HEADERS, startGateway, type TestGateway } from "../_gateway.ts";

@@ -39,7 +39,7 @@ const UNTIL_CONTEXT_ENDS = Number.MAX_SAFE_INTEGER;
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { responsesTurnInput } from "./turn_input.ts";
+ * import { responsesTurnInput } from "./responses_turn.ts";
  * const input = responsesTurnInput({ model: "m", input: "hi" }, { sessionId: "sess_1" });
  * // What the session renders for a chain's first turn (`startTurn(deps, input)` runs it).
  * assert.deepEqual(input.prompt().messages, [{ role: "user", content: "hi" }]);

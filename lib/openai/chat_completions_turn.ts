@@ -42,7 +42,7 @@ const UNTIL_CONTEXT_ENDS = Number.MAX_SAFE_INTEGER;
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { openaiTurnInput } from "./turn_input.ts";
+ * import { openaiTurnInput } from "./chat_completions_turn.ts";
  * const input = openaiTurnInput(
  *   { model: "m", messages: [{ role: "user", content: "hi" }] },
  *   { sessionId: "sess_1", decodeToken: (id) => `<${id}>` },

@@ -34,7 +34,7 @@ export interface AnthropicTurnContext {
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { anthropicTurnInput } from "./turn_input.ts";
+ * import { anthropicTurnInput } from "./messages_turn.ts";
  * const input = anthropicTurnInput(
  *   { model: "m", max_tokens: 64, messages: [{ role: "user", content: "hi" }] },
  *   { sessionId: "sess_1", signingSecret: "secret-secret-secret" },
@@ -120,7 +120,7 @@ export function anthropicTurnInput(
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { messageHead } from "./turn_input.ts";
+ * import { messageHead } from "./messages_turn.ts";
  * const head = messageHead("0123456789abcdef", "qwen3", 12);
  * assert.deepEqual(head.content, []);
  * assert.equal(head.usage.input_tokens, 12);

@@ -8,7 +8,10 @@
  *
  * Prints turns/s and the p50/p99 request time at the client; the p50 gateway time of a turn
  * after the first (the turn minus the engine's part, from the turn records) next to what the
- * tokenizer alone takes to encode that turn's new tokens; and the workers' RSS after each step.
+ * tokenizer alone takes to encode that turn's new tokens, both as the gateway encodes (its faster
+ * byte-level step, `lib/template/byte_level.ts`) and as the library alone does; the CPU time per
+ * turn of the gateway's processes, the engine's and the driver's, which share the cores; and the
+ * workers' RSS after each step.
  *
  * @module
  */
@@ -18,7 +21,8 @@ import { keys } from "../lib/kv/mod.ts";
 import { defaultTokenizerPath } from "../lib/config/mod.ts";
 import { loadTokenizer } from "../lib/template/mod.ts";
 import { ADMIN, filler, percentile, startEngineProcess } from "./_harness.ts";
-import { residentMiB } from "../lib/sandbox/mod.ts";
+import { cpuMs, residentMiB } from "../lib/sandbox/mod.ts";
+import { AutoTokenizer, env } from "@huggingface/transformers";
 import { servingPids, spawnGateway } from "../test/process/_gateway_process.ts";
 
 const SESSIONS = (Deno.env.get("BENCH_LOAD_SESSIONS") ?? "1,16,64,256").split(",").map(Number);
@@ -125,14 +129,33 @@ async function sweep(url: string, count: number, salt: number) {
 const tokenizer = await loadTokenizer(defaultTokenizerPath());
 const delta = filler(RESULT_LINES, 7);
 const deltaTokens = tokenizer.encode(delta).length;
-for (let i = 0; i < 20; i++) tokenizer.encode(filler(RESULT_LINES, i));
-const encodeTimes = Array.from({ length: 50 }, (_, i) => {
-  const text = filler(RESULT_LINES, 100 + i);
-  const at = performance.now();
-  tokenizer.encode(text);
-  return performance.now() - at;
-});
-const encodeMs = percentile(encodeTimes, 0.5);
+const encodeMs = encodeTime((text) => tokenizer.encode(text));
+// The same with the library's own tokenizer, as `@huggingface/transformers` loads it.
+const library = await libraryTokenizer(defaultTokenizerPath());
+const libraryEncodeMs = encodeTime((text) => library.encode(text, { add_special_tokens: false }));
+
+/** The p50 time `encode` takes on a turn's tool result, warmed up first. */
+function encodeTime(encode: (text: string) => number[]): number {
+  for (let i = 0; i < 20; i++) encode(filler(RESULT_LINES, i));
+  const times = Array.from({ length: 50 }, (_, i) => {
+    const text = filler(RESULT_LINES, 100 + i);
+    const at = performance.now();
+    encode(text);
+    return performance.now() - at;
+  });
+  return percentile(times, 0.5);
+}
+
+async function libraryTokenizer(path: string) {
+  env.allowRemoteModels = false;
+  env.allowLocalModels = true;
+  const slash = path.lastIndexOf("/");
+  env.localModelPath = path.slice(0, slash + 1);
+  return await AutoTokenizer.from_pretrained(path.slice(slash + 1), { local_files_only: true });
+}
+
+/** CPU milliseconds used so far by `pids` together. */
+const cpuOf = (pids: readonly number[]) => pids.reduce((sum, pid) => sum + (cpuMs(pid) ?? 0), 0);
 const firstPrompt = tokenizer.encode(body(opening(0))).length;
 
 const engine = await startEngineProcess();
@@ -145,6 +168,8 @@ console.log(
   `${"workers".padStart(7)} ${"sessions".padStart(8)} ${"turns/s".padStart(8)} ${
     "p50 ms".padStart(7)
   } ${"p99 ms".padStart(8)} ${"gateway ms".padStart(10)} ${"encode ms".padStart(9)} ${
+    "library ms".padStart(10)
+  } ${"CPU ms/turn: gateway".padStart(20)} ${"engine".padStart(6)} ${"driver".padStart(6)} ${
     "RSS MiB".padStart(12)
   }`,
 );
@@ -152,7 +177,10 @@ for (const workers of WORKERS) {
   const gateway = await startGateway(workers, engine.url);
   await sweep(gateway.url, 8, 1_000); // warm-up: JIT, caches, connection pools
   for (const count of SESSIONS) {
+    const cpu = [cpuOf(gateway.pids), cpuOf([engine.process.pid]), cpuOf([Deno.pid])];
     const { ids, times, elapsed } = await sweep(gateway.url, count, count * 7);
+    const perTurn = [cpuOf(gateway.pids), cpuOf([engine.process.pid]), cpuOf([Deno.pid])]
+      .map((used, i) => ((used - cpu[i]) / (count * TURNS)).toFixed(2));
     const rss = gateway.pids.map((pid) => residentMiB(pid) ?? "?").join("+");
     const kv = await Deno.openKv(gateway.kvPath);
     const gatewayMs: number[] = [];
@@ -170,6 +198,8 @@ for (const workers of WORKERS) {
       } ${percentile(times, 0.5).toFixed(1).padStart(7)} ${
         percentile(times, 0.99).toFixed(1).padStart(8)
       } ${percentile(gatewayMs, 0.5).toFixed(2).padStart(10)} ${encodeMs.toFixed(2).padStart(9)} ${
+        libraryEncodeMs.toFixed(2).padStart(10)
+      } ${perTurn[0].padStart(20)} ${perTurn[1].padStart(6)} ${perTurn[2].padStart(6)} ${
         rss.padStart(12)
       }`,
     );
@@ -180,5 +210,7 @@ engine.process.kill("SIGTERM");
 await engine.process.status;
 console.log(
   `\ngateway ms: a later turn's time in the gateway (its record's total minus the engine call), ` +
-    `p50; encode ms: the tokenizer alone on that turn's ${deltaTokens}-token tool result, p50`,
+    `p50; encode ms: the gateway's tokenizer alone on that turn's ${deltaTokens}-token tool ` +
+    `result, p50; library ms: the same with @huggingface/transformers' own tokenizer; CPU ms/turn: ` +
+    `CPU time of the gateway's processes, the engine's and this driver's, over the step's turns`,
 );

@@ -5,12 +5,7 @@
  *
  * @module
  */
-
-interface Entry<T> {
-  readonly versionstamp: string;
-  readonly value: T;
-  readonly weight: number;
-}
+import { WeightedLru } from "../cache/mod.ts";
 
 /**
  * A least-recently-used cache of per-chain values, bounded by their total weight (tokens).
@@ -26,44 +21,36 @@ interface Entry<T> {
  * ```
  */
 export class ChainCache<T> {
-  readonly #entries = new Map<string, Entry<T>>();
-  #held = 0;
+  readonly #entries: WeightedLru<string, Entry<T>>;
 
-  constructor(readonly capacity: number, private readonly weigh: (value: T) => number) {}
+  constructor(readonly capacity: number, weigh: (value: T) => number) {
+    this.#entries = new WeightedLru(capacity, (_chain, entry) => weigh(entry.value));
+  }
 
   /** The chain's value at `versionstamp`, or `null` when not cached at that version. */
   get(chain: string, versionstamp: string): T | null {
     const entry = this.#entries.get(chain);
-    if (!entry || entry.versionstamp !== versionstamp) return null;
-    this.#entries.delete(chain);
-    this.#entries.set(chain, entry);
-    return entry.value;
+    return entry && entry.versionstamp === versionstamp ? entry.value : null;
   }
 
   /** Caches the chain's value at `versionstamp`, evicting the least recently used chains. */
   put(chain: string, versionstamp: string, value: T): void {
-    this.delete(chain);
-    const weight = this.weigh(value);
-    if (weight > this.capacity) return;
-    this.#entries.set(chain, { versionstamp, value, weight });
-    this.#held += weight;
-    for (const [key, entry] of this.#entries) {
-      if (this.#held <= this.capacity) break;
-      this.#entries.delete(key);
-      this.#held -= entry.weight;
-    }
+    this.#entries.set(chain, { versionstamp, value });
   }
 
   /** Forgets the chain. */
   delete(chain: string): void {
-    const entry = this.#entries.get(chain);
-    if (!entry) return;
     this.#entries.delete(chain);
-    this.#held -= entry.weight;
   }
 
   /** Total weight held. */
   get held(): number {
-    return this.#held;
+    return this.#entries.held;
   }
+}
+
+/** A chain's value and the header versionstamp it was read or written at. */
+interface Entry<T> {
+  readonly versionstamp: string;
+  readonly value: T;
 }

@@ -75,3 +75,18 @@ export function residentMiB(pid: number): number | null {
     return null;
   }
 }
+
+/**
+ * CPU time process `pid` has used, user and system, in milliseconds (`/proc/<pid>/stat`, at the
+ * kernel's 100 ticks a second); `null` when it cannot be read (it ended).
+ */
+export function cpuMs(pid: number): number | null {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
+}

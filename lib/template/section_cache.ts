@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { WeightedLru } from "../cache/mod.ts";
 
 /** Options of {@linkcode SectionCache}. */
 export interface SectionCacheOptions {
@@ -30,13 +31,14 @@ export interface SectionCacheOptions {
  * ```
  */
 export class SectionCache {
-  readonly #entries = new Map<string, readonly number[]>();
-  #held = 0;
+  readonly #entries: WeightedLru<string, readonly number[]>;
 
   constructor(
     private readonly encodeSection: (text: string, section: number) => number[],
     private readonly options: SectionCacheOptions,
-  ) {}
+  ) {
+    this.#entries = new WeightedLru(options.capacityChars, (key) => key.length);
+  }
 
   /** The tokens of `text` as section `section`; the array is shared, never to be changed. */
   encode(text: string, section: number): readonly number[] {
@@ -46,24 +48,14 @@ export class SectionCache {
     // The section index decides how some pre-tokenizers treat the start (Metaspace's "first").
     const key = `${section}\u0000${text}`;
     const hit = this.#entries.get(key);
-    if (hit) {
-      this.#entries.delete(key);
-      this.#entries.set(key, hit);
-      return hit;
-    }
+    if (hit) return hit;
     const ids = this.encodeSection(text, section);
     this.#entries.set(key, ids);
-    this.#held += key.length;
-    for (const [old] of this.#entries) {
-      if (this.#held <= this.options.capacityChars) break;
-      this.#entries.delete(old);
-      this.#held -= old.length;
-    }
     return ids;
   }
 
   /** Characters of section text held. */
   get held(): number {
-    return this.#held;
+    return this.#entries.held;
   }
 }

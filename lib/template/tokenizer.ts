@@ -14,6 +14,8 @@ import {
 } from "./model_family.ts";
 import { type AddedToken, type Escapes, PlainText, type TextTokens } from "./plain_text.ts";
 import { SectionCache } from "./section_cache.ts";
+import { installFastByteLevel } from "./byte_level.ts";
+import { installBpeCache } from "./bpe_cache.ts";
 
 /**
  * Text sections of at least this many characters (a system prompt, a tool list) keep their
@@ -135,7 +137,11 @@ export async function loadTokenizer(
       : (config.chat_template as { template?: unknown }[]).map((named) => String(named.template))
         .join("\n"));
   const maxLength = Number(config.model_max_length);
-  const plain = plainText((inner as unknown as { _tokenizer: CoreTokenizer })._tokenizer);
+  const core = (inner as unknown as { _tokenizer: CoreTokenizer })._tokenizer;
+  // The same tokens, about 5× faster on code and tool output (byte_level.ts, bpe_cache.ts).
+  installFastByteLevel(core.pre_tokenizer as never);
+  installBpeCache(core.model as never);
+  const plain = plainText(core);
   const encode = (text: string) =>
     text.length === 0 ? [] : inner.encode(text, { add_special_tokens: false });
   const base: Omit<ChatTokenizer, "formats" | "ending"> = {

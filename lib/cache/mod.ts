@@ -1,0 +1,2 @@
+/** Caches the domain shares: a map bounded by the weight of what it holds. @module */
+export * from "./weighted_lru.ts";

@@ -1,0 +1,69 @@
+/**
+ * What a scripted engine is told to answer: the calls it receives, the replies a script chooses
+ * for them, and the faults it can play instead of answering.
+ *
+ * @module
+ */
+
+/** A scripted reply: model text, or exact token ids (to script non-canonical tokenizations). */
+export type Reply =
+  | string
+  | {
+    readonly text?: string;
+    readonly tokens?: readonly number[];
+    /** Append the token that ends a turn (default true); `false` to script it in the text. */
+    readonly eos?: boolean;
+    /** Sleep per output token for this reply, instead of the engine's latency. */
+    readonly latencyMs?: number;
+  };
+
+/** One `/generate` call as the engine received it. */
+export interface EngineCall {
+  readonly rid: string;
+  readonly inputIds: number[];
+  readonly sampling: Record<string, unknown>;
+  readonly receivedAt: number;
+  /** The tokens answered, once the call finished. */
+  output?: number[];
+  /** When the call finished (`Date.now()`). */
+  finishedAt?: number;
+  /** When its first token was produced (`performance.now()`, this process's clock). */
+  firstTokenAt?: number;
+  /** Output tokens produced so far. */
+  produced?: number;
+}
+
+/** Chooses the reply to a call; `promptText` decodes the prompt on demand. */
+export type Script = (call: EngineCall, promptText: () => string) => Reply;
+
+/** A failure the engine plays on the next call instead of answering. */
+export type Fault =
+  /** HTTP 503, as a starting or overloaded worker answers. */
+  | { readonly kind: "unavailable" }
+  /** HTTP 400 with SGLang's error body. */
+  | { readonly kind: "reject"; readonly message: string }
+  /** Abort after `after` tokens with `finish_reason.type = "abort"`, as a weight update does. */
+  | { readonly kind: "abort"; readonly after: number; readonly weightVersion?: string }
+  /**
+   * No answer: the call runs until its client goes away (its own timeout) or `/abort_request`
+   * names it, then ends as an abort with no tokens, as a stuck worker does.
+   */
+  | { readonly kind: "hang" }
+  /**
+   * The connection closes after `afterMs`, in the middle of the response body, as when a worker
+   * or a router dies mid-generation: the client sees its connection fail.
+   */
+  | { readonly kind: "drop"; readonly afterMs: number }
+  /** A slow worker: `latencyMs` per output token for this call, instead of the engine's. */
+  | { readonly kind: "slow"; readonly latencyMs: number };
+
+/** What the engine says when it has no script. */
+export const DEFAULT_REPLY =
+  "<think>\nNo script was given for this request.\n</think>\n\nThis is the built-in scripted engine, not a model. Set SGLANG_URL to serve a real SGLang engine.";
+
+/** A script as given (a function, or replies used in order, then {@linkcode DEFAULT_REPLY}). */
+export function toScript(script: Script | readonly Reply[]): Script {
+  if (typeof script === "function") return script;
+  const replies = [...script];
+  return () => replies.shift() ?? DEFAULT_REPLY;
+}

@@ -1,0 +1,64 @@
+/**
+ * The scripted engine's options, the handle of a running engine, and the pause modes its
+ * `/pause_generation` accepts.
+ *
+ * @module
+ */
+import type { ChatTokenizer } from "../template/mod.ts";
+import type { EngineCall, Fault, Reply, Script } from "./script.ts";
+
+/** Options of {@linkcode startScriptedEngine}. */
+export interface ScriptedEngineOptions {
+  readonly tokenizer: ChatTokenizer;
+  /** A function, or replies used in order (then {@linkcode DEFAULT_REPLY}). */
+  readonly script?: Script | readonly Reply[];
+  /** Sleep per output token, in milliseconds. */
+  readonly latencyMs?: number;
+  readonly weightVersion?: string;
+  readonly port?: number;
+  /** Keep every call's `input_ids` in {@linkcode ScriptedEngine.calls} (default true). */
+  readonly keepLog?: boolean;
+  /** The fault a call plays when none is queued; `undefined` answers it normally. */
+  readonly faultFor?: (call: EngineCall) => Fault | undefined;
+  /**
+   * Told of every call answered with tokens, once `call.output` is set: `finish` is the
+   * `finish_reason.type` it was answered with (`stop`, `length` or `abort`). Dropped, refused
+   * and unavailable calls are not answered.
+   */
+  readonly onAnswer?: (call: EngineCall, finish: string) => void;
+  /**
+   * Stream deltas (SGLang's `--incremental-streaming-output`) instead of the default cumulative
+   * chunks, where each chunk repeats everything so far.
+   */
+  readonly incrementalStreaming?: boolean;
+}
+
+/** A running scripted engine. */
+export interface ScriptedEngine {
+  readonly url: string;
+  /** Every `/generate` call, in arrival order. */
+  readonly calls: EngineCall[];
+  /** Every rid named by `/abort_request`. */
+  readonly abortRequests: string[];
+  /** Generations running now (aborted ones leave at once). */
+  inFlight(): number;
+  /** Replaces the script. */
+  setScript(script: Script | readonly Reply[]): void;
+  /** Queues a fault for the next call. */
+  fault(fault: Fault): void;
+  setLatency(ms: number): void;
+  setWeightVersion(version: string): void;
+  /** The mode of every `/pause_generation` call, in order. */
+  readonly pauses: PauseMode[];
+  /** The weight version after every weight update call, in order. */
+  readonly weightUpdates: string[];
+  /** The pause in force, or `null` while generating. */
+  paused(): PauseMode | null;
+  close(): Promise<void>;
+}
+
+/** How `/pause_generation` treats running calls (reference sglang.md §2). */
+export type PauseMode = "abort" | "retract" | "in_place";
+
+/** Every {@linkcode PauseMode}: `/pause_generation` refuses any other. */
+export const PAUSE_MODES: readonly string[] = ["abort", "retract", "in_place"];

@@ -20,6 +20,7 @@ import {
   versionNumber,
 } from "../lib/segment/mod.ts";
 import type { Deps } from "./_deps.ts";
+import { sessionJson } from "./_views.ts";
 
 /** What a samples export reads: the session's records, the tokenizer, the weight versions. */
 export type SamplesDeps = Pick<Deps, "kv" | "config" | "control" | "tokenizer">;
@@ -52,8 +53,9 @@ export const SamplesQuery = z.object({
 export type SamplesQuery = z.output<typeof SamplesQuery>;
 
 /**
- * The session's samples: `{samples, dropped}` in the JSON formats, the raw record for `raw`,
- * and `{records, dropped}` for `jsonl` (one xtuner-style record per sample) and `xtuner` (one
+ * The session's samples: `{samples, dropped}` in the JSON formats, the raw record for `raw`
+ * (its `session` as `GET /sessions/:id` shows it, its chains' heads and turns as recorded), and
+ * `{records, dropped}` for `jsonl` (one xtuner-style record per sample) and `xtuner` (one
  * trajectory record per sample, message by message with token ids).
  */
 export async function exportSamples(
@@ -61,7 +63,10 @@ export async function exportSamples(
   sessionId: string,
   query: SamplesQuery,
 ): Promise<unknown> {
-  if (query.format === "raw") return await rawRecord(deps.kv, sessionId);
+  if (query.format === "raw") {
+    const { session, chains } = await rawRecord(deps.kv, sessionId);
+    return { session: sessionJson(session), chains };
+  }
   const { session, segments: all } = await readSessionSegments(deps.kv, sessionId);
   const { segments, dropped } = selectSegments(session, all, {
     allocation: query.reward_allocation ?? query.allocation ?? session.allocation ??

@@ -15,13 +15,13 @@ import { type HarborRef, resolveHarborTask } from "../lib/evaluate/mod.ts";
 import { getRolloutGroup } from "../lib/kv/mod.ts";
 import {
   checkJobId,
-  describeJob,
   FINAL_PHASES,
   JobNotFoundError,
+  readJobSummary,
   requestCancel,
   RolloutRequestSchema,
   submitGroup,
-  viewOf,
+  summarizeJob,
   waitFinished,
 } from "../lib/rollout/mod.ts";
 import { SessionNotFoundError } from "../lib/session/mod.ts";
@@ -29,6 +29,7 @@ import { admin } from "./_admin.ts";
 import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
 import { errorOptions, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
 import { exportSamples, type SamplesDeps, SamplesQuery } from "./_samples.ts";
+import { jobJson } from "./_views.ts";
 
 const GroupQuery = z.object({ group_id: z.string().regex(/^grp_[0-9a-f]{24}$/, "a group id") });
 
@@ -80,21 +81,22 @@ export function createRolloutApp(deps: RolloutAppDeps): Hono {
     const { group_id } = validate(GroupQuery, c.req.query());
     const group = await getRolloutGroup(deps.kv, group_id);
     if (!group) throw new JobNotFoundError(group_id, "group");
-    const jobs = await Promise.all(group.jobs.map((id) => describeJob(deps.kv, id)));
-    return c.json({ group_id, jobs });
+    const jobs = await Promise.all(group.jobs.map((id) => readJobSummary(deps.kv, id)));
+    return c.json({ group_id, jobs: jobs.map(jobJson) });
   });
 
   app.get("/rollout/:id", async (c) => {
     const query = validate(SamplesQuery, c.req.query());
-    const view = await describeJob(deps.kv, c.req.param("id"));
+    const job = await readJobSummary(deps.kv, c.req.param("id"));
     // The samples are the session's, read when asked: the job keeps no copy of the tokens.
     let samples: unknown = null;
-    if (view.phase === "done" && view.session_id !== null) {
-      samples = await exportSamples(deps, view.session_id, query).catch((error) => {
+    if (job.phase === "done" && job.sessionId !== null) {
+      samples = await exportSamples(deps, job.sessionId, query).catch((error) => {
         if (error instanceof SessionNotFoundError) return null; // past its retention
         throw error;
       });
     }
+    const view = jobJson(job);
     return c.json({ ...view, result: view.result && { ...view.result, samples } });
   });
 
@@ -108,7 +110,10 @@ export function createRolloutApp(deps: RolloutAppDeps): Hono {
     const job = await waitFinished(deps.kv, id, deps.config.lockWaitMs);
     if (job === null) throw new JobNotFoundError(id);
     // 202 when it is still stopping (a worker elsewhere that has not yet looked).
-    return c.json(await viewOf(deps.kv, job), FINAL_PHASES.has(job.phase) ? 200 : 202);
+    return c.json(
+      jobJson(await summarizeJob(deps.kv, job)),
+      FINAL_PHASES.has(job.phase) ? 200 : 202,
+    );
   });
 
   app.onError((error) => errorResponse(error, newRequestId(), errorOptions(deps)));

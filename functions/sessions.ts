@@ -11,9 +11,9 @@ import { Hono } from "hono";
 import { z } from "zod";
 import {
   closeSession,
-  describeSession,
-  listSessionViews,
+  listSessionSummaries,
   openSession,
+  readSessionSummary,
   removeSession,
   SESSION_ID,
   setReward,
@@ -23,6 +23,7 @@ import { admin } from "./_admin.ts";
 import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
 import { exportSamples, type SamplesDeps, SamplesQuery } from "./_samples.ts";
 import { errorOptions, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
+import { sessionJson, sessionPageJson } from "./_views.ts";
 
 const OpenSessionBody = z.object({
   id: z.string().regex(SESSION_ID, "letters, digits, _ and -, up to 128 characters").optional(),
@@ -90,19 +91,22 @@ export function createSessionsApp(deps: SessionsDeps): Hono {
       minScore: query.reward_min,
       maxScore: query.reward_max,
     };
-    return c.json(await listSessionViews(deps.kv, filter, query));
+    return c.json(sessionPageJson(await listSessionSummaries(deps.kv, filter, query)));
   });
 
-  app.get("/sessions/:id", async (c) => c.json(await describeSession(deps.kv, c.req.param("id"))));
+  app.get(
+    "/sessions/:id",
+    async (c) => c.json(sessionJson(await readSessionSummary(deps.kv, c.req.param("id")))),
+  );
 
   app.post("/sessions/:id/reward", async (c) => {
     const reward = validate(RewardBody, await readJson(c.req.raw, deps.config.maxBodyBytes));
-    return c.json(await setReward(lifecycle, c.req.param("id"), reward));
+    return c.json(sessionJson(await setReward(lifecycle, c.req.param("id"), reward)));
   });
 
   app.post(
     "/sessions/:id/close",
-    async (c) => c.json(await closeSession(lifecycle, c.req.param("id"))),
+    async (c) => c.json(sessionJson(await closeSession(lifecycle, c.req.param("id")))),
   );
 
   app.delete("/sessions/:id", async (c) => {

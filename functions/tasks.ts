@@ -14,6 +14,7 @@ import { listHarborTasks } from "../lib/evaluate/mod.ts";
 import { admin } from "./_admin.ts";
 import { type AdminDeps, lazyApp } from "./_deps.ts";
 import { errorOptions, errorResponse, newRequestId, validate } from "./_http.ts";
+import { taskListJson } from "./_views.ts";
 
 const TasksQuery = z.object({
   /** The folder holding task folders. */
@@ -29,7 +30,7 @@ export function createTasksApp(deps: AdminDeps): Hono {
   app.use("/tasks", admin(deps));
   app.get("/tasks", async (c) => {
     const { dir } = validate(TasksQuery, c.req.query());
-    return c.json(await listHarborTasks(dir));
+    return c.json(taskListJson(await listHarborTasks(dir)));
   });
   app.onError((error) => errorResponse(error, newRequestId(), errorOptions(deps)));
   return app;

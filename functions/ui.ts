@@ -14,13 +14,13 @@ import { html } from "hono/html";
 import type { Context } from "hono";
 import { z } from "zod";
 import { getRolloutGroup, listGroupJobs, listRolloutGroups } from "../lib/kv/mod.ts";
-import { describeJob, JobNotFoundError, summarizeGroup } from "../lib/rollout/mod.ts";
+import { JobNotFoundError, readJobSummary, summarizeGroup } from "../lib/rollout/mod.ts";
 import {
   AuthenticationError,
-  describeSession,
-  listSessionViews,
+  listSessionSummaries,
   MAX_PAGE_TOKENS,
   readChainPage,
+  readSessionSummary,
   readTimeline,
 } from "../lib/session/mod.ts";
 import { LimitError, readCapped } from "../lib/limits/mod.ts";
@@ -175,18 +175,18 @@ ${message ? html`<p class="error" id="login-error">${message}</p>` : ""}
     const status = query.status === "" ? undefined : query.status;
     const rewardMin = query.reward_min === "" ? undefined : query.reward_min;
     const rewardMax = query.reward_max === "" ? undefined : query.reward_max;
-    const listed = await listSessionViews(
+    const listed = await listSessionSummaries(
       deps.kv,
       { status, metadata: meta.map, minScore: rewardMin, maxScore: rewardMax },
       { limit: query.limit, cursor: query.cursor },
     );
     const filters = { status, meta: meta.pairs, rewardMin, rewardMax, limit: query.limit };
-    return respond(c, "Sessions", sessionsBody(listed.sessions, filters, listed.next_cursor));
+    return respond(c, "Sessions", sessionsBody(listed.sessions, filters, listed.cursor));
   });
 
   app.get("/ui/sessions/:id", async (c) => {
     const id = c.req.param("id");
-    const session = await describeSession(deps.kv, id);
+    const session = await readSessionSummary(deps.kv, id);
     return respond(c, `Session ${id}`, sessionBody(session, await readTimeline(deps.kv, id)));
   });
 
@@ -224,7 +224,7 @@ ${message ? html`<p class="error" id="login-error">${message}</p>` : ""}
     const group = GROUP_ID.test(id) ? await getRolloutGroup(deps.kv, id) : null;
     if (!group) throw new JobNotFoundError(id, "group");
     const records = await listGroupJobs(deps.kv, group);
-    const jobs = await Promise.all(records.map((job) => describeJob(deps.kv, job.id)));
+    const jobs = await Promise.all(records.map((job) => readJobSummary(deps.kv, job.id)));
     const toolTurns = new Map(
       records.flatMap((job) => job.toolTurns === undefined ? [] : [[job.id, job.toolTurns]]),
     );

@@ -9,7 +9,7 @@ import type { EvaluationResult } from "../../lib/evaluate/mod.ts";
 import {
   type EpisodeReward,
   type GroupSummary,
-  type JobView,
+  type JobSummary,
   PHASE_ORDER,
   type Spread,
 } from "../../lib/rollout/mod.ts";
@@ -137,7 +137,7 @@ score ${reward.score} · ${passed.length} passed · ${failed.length} failed</sum
 export function groupBody(
   summary: GroupSummary,
   harness: string,
-  jobs: readonly JobView[],
+  jobs: readonly JobSummary[],
   toolTurns: ReadonlyMap<string, number>,
 ): Html {
   const rows = jobs.map((job) =>
@@ -150,14 +150,14 @@ export function groupBody(
             <span class="flag">${job.reason}</span>
           `
           : ""}${job.detail ? html`<div class="muted">${job.detail.slice(0, 300)}</div>` : ""}</td>
-        <td class="num">${job.attempt} / ${job.max_attempts}</td>
-        <td>${job.session_id
-          ? html`<a href="/ui/sessions/${encodeURIComponent(job.session_id)}">${job.session_id}</a>`
+        <td class="num">${job.attempt} / ${job.maxAttempts}</td>
+        <td>${job.sessionId
+          ? html`<a href="/ui/sessions/${encodeURIComponent(job.sessionId)}">${job.sessionId}</a>`
           : "—"}</td>
         <td class="num">${job.progress.turns}</td>
         <td class="num">${job.progress.tokens.toLocaleString("en")}</td>
         <td class="num">${toolTurns.get(job.id) ?? "—"}</td>
-        <td class="num">${(job.progress.elapsed_ms / 1000).toFixed(1)} s</td>
+        <td class="num">${(job.progress.elapsedMs / 1000).toFixed(1)} s</td>
         <td>${rewardCell(job.result?.reward ?? null)}</td>
       </tr>
     `

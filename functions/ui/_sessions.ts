@@ -6,7 +6,7 @@
  */
 import { html } from "hono/html";
 import type { ChainHeader, TurnRecord } from "../../lib/chain/mod.ts";
-import type { SessionView, TimelineTurn } from "../../lib/session/mod.ts";
+import type { ChainSummary, SessionSummary, TimelineTurn } from "../../lib/session/mod.ts";
 import { type Html, shortJson, when } from "./_layout.ts";
 
 /** The list filters as the form shows them back. */
@@ -18,12 +18,12 @@ export interface ListFilters {
   readonly limit: number;
 }
 
-const sum = (views: SessionView["chains"], pick: (chain: SessionView["chains"][0]) => number) =>
-  views.reduce((total, chain) => total + pick(chain), 0);
+const sum = (chains: readonly ChainSummary[], pick: (chain: ChainSummary) => number) =>
+  chains.reduce((total, chain) => total + pick(chain), 0);
 
 /** The sessions list: filters, one row per session, the next page's link. */
 export function sessionsBody(
-  sessions: readonly SessionView[],
+  sessions: readonly SessionSummary[],
   filters: ListFilters,
   nextCursor: string | null,
 ): Html {
@@ -38,13 +38,13 @@ export function sessionsBody(
     html`<tr data-session="${session.id}">
   <td><a href="/ui/sessions/${encodeURIComponent(session.id)}">${session.id}</a></td>
   <td><span class="badge b-${session.status}">${session.status}</span>${
-      session.closed_as
+      session.closedAs
         ? html`
-          <span class="badge b-${session.closed_as}">${session.closed_as}</span>
+          <span class="badge b-${session.closedAs}">${session.closedAs}</span>
         `
         : ""
     }</td>
-  <td>${when(session.created_at)}</td>
+  <td>${when(session.createdAt)}</td>
   <td class="num">${session.chains.length}</td>
   <td class="num">${sum(session.chains, (chain) => chain.turns)}</td>
   <td class="num">${sum(session.chains, (chain) => chain.tokens).toLocaleString("en")}</td>
@@ -106,7 +106,7 @@ export function turnFlags(turn: TimelineTurn): string[] {
 
 /** One session: its facts, its chain tree, its timeline and its turns. */
 export function sessionBody(
-  session: SessionView,
+  session: SessionSummary,
   timeline: readonly { header: ChainHeader; turns: TimelineTurn[] }[],
 ): Html {
   const base = `/ui/sessions/${encodeURIComponent(session.id)}`;
@@ -117,19 +117,19 @@ export function sessionBody(
         <tr>
           <th>status</th>
           <td><span class="badge b-${session.status}">${session
-            .status}</span> ${session.closed_as ?? ""}</td>
+            .status}</span> ${session.closedAs ?? ""}</td>
         </tr>
         <tr>
           <th>created</th>
-          <td>${when(session.created_at)}</td>
+          <td>${when(session.createdAt)}</td>
         </tr>
         <tr>
           <th>closed</th>
-          <td>${when(session.closed_at)}</td>
+          <td>${when(session.closedAt)}</td>
         </tr>
         <tr>
           <th>expires</th>
-          <td>${when(session.expires_at)}</td>
+          <td>${when(session.expiresAt)}</td>
         </tr>
         <tr>
           <th>reward</th>
@@ -154,11 +154,11 @@ export function sessionBody(
 }
 
 /** The chains as a tree: sub-agents under the chain that dispatched them, wipes under theirs. */
-function chainTree(session: SessionView, base: string): Html {
+function chainTree(session: SessionSummary, base: string): Html {
   const byId = new Map(session.chains.map((chain) => [chain.id, chain]));
   const roots = session.chains.filter((chain) => chain.parent === null || !byId.has(chain.parent));
   const seen = new Set<string>();
-  const node = (chain: SessionView["chains"][0]): Html => {
+  const node = (chain: ChainSummary): Html => {
     seen.add(chain.id);
     const children = chain.children.flatMap((id) => {
       const child = byId.get(id);
@@ -168,8 +168,8 @@ function chainTree(session: SessionView, base: string): Html {
 <a href="${base}/chains/${encodeURIComponent(chain.id)}">${chain.id}</a>
 <span class="muted">${chain.role} · ${chain.turns} turns · ${
       chain.tokens.toLocaleString("en")
-    } tokens${chain.agent_id ? ` · agent ${chain.agent_id}` : ""}${
-      chain.wiped_at ? ` · wiped ${when(chain.wiped_at)}` : ""
+    } tokens${chain.agentId ? ` · agent ${chain.agentId}` : ""}${
+      chain.wipedAt !== null ? ` · wiped ${when(chain.wipedAt)}` : ""
     }</span>${children.length > 0 ? html`<ul>${children.map(node)}</ul>` : ""}</li>`;
   };
   return session.chains.length === 0

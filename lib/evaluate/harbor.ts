@@ -85,23 +85,23 @@ export async function resolveHarborTask(
     if (!(error instanceof HarborTaskError)) throw error;
     throw new HarborTaskError(`task.harbor: ${error.message}`, { cause: error });
   }
-  const image = options.backend === "e2b" && loaded.docker_image !== null &&
+  const image = options.backend === "e2b" && loaded.dockerImage !== null &&
     ref.repo === undefined;
   const tree = ref.repo !== undefined
     ? { repo: ref.repo, base_commit: ref.base_commit }
     : image
     ? { repo_dir: loaded.workdir, base_commit: "HEAD" }
     : await environmentRepo(loaded, options.cacheDir);
-  const verifierMs = loaded.verifier_timeout_sec === null
+  const verifierMs = loaded.verifierTimeoutSec === null
     ? undefined
-    : Math.min(24 * 3_600_000, Math.max(100, Math.round(loaded.verifier_timeout_sec * 1000)));
+    : Math.min(24 * 3_600_000, Math.max(100, Math.round(loaded.verifierTimeoutSec * 1000)));
   const parsed = TaskSchema.safeParse({
     ...tree,
-    template: loaded.docker_image ?? undefined,
+    template: loaded.dockerImage ?? undefined,
     workdir_alias: !image && extraPathProblem(loaded.workdir) === null ? loaded.workdir : undefined,
     problem_statement: loaded.instruction,
     harbor_tests: loaded.tests,
-    env: loaded.verifier_env,
+    env: loaded.verifierEnv,
     timeout_ms: verifierMs,
     metadata: { harbor_task: loaded.name },
   });
@@ -113,15 +113,15 @@ export async function resolveHarborTask(
       }: ${issue.message}`,
     );
   }
-  const agentMs = loaded.agent_timeout_sec === null
+  const agentMs = loaded.agentTimeoutSec === null
     ? null
-    : Math.round(loaded.agent_timeout_sec * 1000);
+    : Math.round(loaded.agentTimeoutSec * 1000);
   return { task: parsed.data, agentTimeoutMs: agentMs, facts: stripped(loaded) };
 }
 
 /** The facts of a loaded task, without its contents. */
 function stripped(task: HarborTask): HarborTaskFacts {
-  const { instruction: _i, verifier_env: _v, tests: _t, environment: _e, ...facts } = task;
+  const { instruction: _i, verifierEnv: _v, tests: _t, environment: _e, ...facts } = task;
   return facts;
 }
 

@@ -59,7 +59,7 @@ const TaskToml = z.looseObject({
   }).optional(),
 });
 
-/** What a task folder says of itself: `GET /tasks` lists these. */
+/** What a task folder says of itself, as a task listing shows it. */
 export interface HarborTaskFacts {
   /** `[task] name`, else the folder's name. */
   readonly name: string;
@@ -70,11 +70,11 @@ export interface HarborTaskFacts {
   readonly category: string | null;
   readonly tags: readonly string[];
   /** `[agent] timeout_sec`: the agent's budget in rollouts that set none. */
-  readonly agent_timeout_sec: number | null;
+  readonly agentTimeoutSec: number | null;
   /** `[verifier] timeout_sec`: the grading's time limit. */
-  readonly verifier_timeout_sec: number | null;
+  readonly verifierTimeoutSec: number | null;
   /** `[environment] docker_image`: the E2B template the task runs in. */
-  readonly docker_image: string | null;
+  readonly dockerImage: string | null;
   /** `[environment] workdir`: where the work tree is inside the image (default `/app`). */
   readonly workdir: string;
 }
@@ -84,7 +84,7 @@ export interface HarborTask extends HarborTaskFacts {
   /** `instruction.md`. */
   readonly instruction: string;
   /** `[verifier] env`, passed as they are (no `${VAR}` of the gateway's is filled in). */
-  readonly verifier_env: Readonly<Record<string, string>>;
+  readonly verifierEnv: Readonly<Record<string, string>>;
   /** `tests/`, to be written to `/tests`. */
   readonly tests: readonly HarborTestFile[];
   /** `environment/` but its Dockerfile: the local work tree. */
@@ -102,7 +102,7 @@ export interface HarborTask extends HarborTaskFacts {
  * const facts = await inspectHarborTask(
  *   new URL("../../fixtures/harbor/fizzbuzz", import.meta.url).pathname,
  * );
- * assert.equal(facts.agent_timeout_sec, 120);
+ * assert.equal(facts.agentTimeoutSec, 120);
  * ```
  * @throws {HarborTaskError} saying what is wrong with the folder.
  */
@@ -156,7 +156,7 @@ export async function loadHarborTask(dir: string): Promise<HarborTask> {
   return {
     ...facts,
     instruction,
-    verifier_env: env,
+    verifierEnv: env,
     tests: await Promise.all(tests.map(async (file) => ({
       path: file.path,
       base64: Buffer.from(await Deno.readFile(file.host)).toString("base64"),
@@ -211,9 +211,9 @@ async function readTaskToml(
       difficulty: toml.metadata?.difficulty ?? null,
       category: toml.metadata?.category ?? null,
       tags: toml.metadata?.tags ?? [],
-      agent_timeout_sec: toml.agent?.timeout_sec ?? null,
-      verifier_timeout_sec: toml.verifier?.timeout_sec ?? null,
-      docker_image: toml.environment?.docker_image ?? null,
+      agentTimeoutSec: toml.agent?.timeout_sec ?? null,
+      verifierTimeoutSec: toml.verifier?.timeout_sec ?? null,
+      dockerImage: toml.environment?.docker_image ?? null,
       workdir: workdir.length > 1 ? workdir.replace(/\/+$/, "") : workdir,
     },
     env: toml.verifier?.env ?? {},

@@ -1,54 +1,56 @@
 /**
- * What `GET /rollout/:id` shows of a job: its phase, its progress (turns and tokens its session
- * has recorded, time elapsed) and, once it has them, its reward, patch and the agent's end.
+ * A job at a glance: its phase, its progress (turns and tokens its session has recorded, time
+ * elapsed) and, once it has them, its reward, patch and the agent's end.
  *
  * @module
  */
 import type { CodedError } from "../errors/mod.ts";
 import type { EvaluationResult } from "../evaluate/mod.ts";
 import { getRolloutJob, readRolloutBlob } from "../kv/mod.ts";
-import { describeSession, SessionNotFoundError } from "../session/mod.ts";
-import type { RolloutJobRecord, RolloutPhase } from "./records.ts";
+import { readSessionSummary, SessionNotFoundError } from "../session/mod.ts";
+import type { AgentOutcome, RolloutJobRecord, RolloutPhase } from "./records.ts";
 import type { EpisodeReward } from "./run_episode.ts";
 
-/** A job as the API shows it. */
-export interface JobView {
+/** A job at a glance; times in epoch ms. */
+export interface JobSummary {
   readonly id: string;
-  readonly group_id: string;
+  readonly groupId: string;
+  /** Its index in its group. */
   readonly index: number;
   readonly phase: RolloutPhase;
   /** Why it failed or was aborted; `null` otherwise. */
   readonly reason: string | null;
+  /** The reason in words. */
   readonly detail: string | null;
+  /** Attempts started; 0 while first queued. */
   readonly attempt: number;
-  readonly max_attempts: number;
+  readonly maxAttempts: number;
   /** The session of the current (or last) attempt: its samples are the job's samples. */
-  readonly session_id: string | null;
+  readonly sessionId: string | null;
+  /** The sessions of every attempt, in order. */
   readonly sessions: readonly string[];
-  readonly created_at: string;
-  readonly started_at: string | null;
-  readonly finished_at: string | null;
-  readonly deadline_at: string | null;
+  readonly createdAt: number;
+  readonly startedAt: number | null;
+  readonly finishedAt: number | null;
+  readonly deadlineAt: number | null;
   /** When the finished job is deleted (with the session retention). */
-  readonly expires_at: string | null;
-  readonly cancel_requested: boolean;
+  readonly expiresAt: number | null;
+  readonly cancelRequested: boolean;
   readonly progress: {
+    /** Turns its session's chains have recorded. */
     readonly turns: number;
+    /** Tokens its session's chains have recorded. */
     readonly tokens: number;
-    readonly elapsed_ms: number;
+    /** From its start to its finish, or to now while it runs; 0 before it starts. */
+    readonly elapsedMs: number;
   };
-  /** The attempt's outcome, as far as it went. */
+  /** The attempt's outcome, as far as it went; `null` before it has any part of it. */
   readonly result: {
     /** The patch's evaluation, or an environment loop's reward. */
     readonly reward: EvaluationResult | EpisodeReward | null;
     readonly patch: string | null;
-    readonly agent: {
-      readonly exit_code: number | null;
-      readonly timed_out: boolean;
-      readonly num_turns: number | null;
-      readonly result: string | null;
-      readonly log_tail: string | null;
-    } | null;
+    /** How the agent ended, and the end of its log. */
+    readonly agent: AgentOutcome & { readonly logTail: string | null } | null;
   } | null;
 }
 
@@ -77,29 +79,32 @@ export function checkJobId(jobId: string): void {
 }
 
 /**
- * The view of job `jobId`.
+ * The summary of job `jobId`.
  *
  * @throws {JobNotFoundError}
  */
-export async function describeJob(kv: Deno.Kv, jobId: string, now = Date.now()): Promise<JobView> {
+export async function readJobSummary(
+  kv: Deno.Kv,
+  jobId: string,
+  now = Date.now(),
+): Promise<JobSummary> {
   checkJobId(jobId);
   const job = (await getRolloutJob(kv, jobId)).value;
   if (job === null) throw new JobNotFoundError(jobId);
-  return await viewOf(kv, job, now);
+  return await summarizeJob(kv, job, now);
 }
 
-/** The view of a job record. */
-export async function viewOf(
+/** The summary of a job record, with its session's progress and its result's blobs. */
+export async function summarizeJob(
   kv: Deno.Kv,
   job: RolloutJobRecord,
   now = Date.now(),
-): Promise<JobView> {
-  const iso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString();
+): Promise<JobSummary> {
   let turns = 0;
   let tokens = 0;
   if (job.sessionId !== null) {
     try {
-      for (const chain of (await describeSession(kv, job.sessionId)).chains) {
+      for (const chain of (await readSessionSummary(kv, job.sessionId)).chains) {
         turns += chain.turns;
         tokens += chain.tokens;
       }
@@ -113,33 +118,33 @@ export async function viewOf(
     readRolloutBlob<string>(kv, job, "agent_log"),
   ]);
   const agent = job.agent === null ? null : {
-    exit_code: job.agent.exitCode,
-    timed_out: job.agent.timedOut,
-    num_turns: job.agent.numTurns,
+    exitCode: job.agent.exitCode,
+    timedOut: job.agent.timedOut,
+    numTurns: job.agent.numTurns,
     result: job.agent.result,
-    log_tail: log,
+    logTail: log,
   };
   return {
     id: job.id,
-    group_id: job.groupId,
+    groupId: job.groupId,
     index: job.index,
     phase: job.phase,
     reason: job.reason,
     detail: job.detail,
     attempt: job.attempt,
-    max_attempts: job.maxAttempts,
-    session_id: job.sessionId,
+    maxAttempts: job.maxAttempts,
+    sessionId: job.sessionId,
     sessions: job.sessions,
-    created_at: new Date(job.createdAt).toISOString(),
-    started_at: iso(job.startedAt),
-    finished_at: iso(job.finishedAt),
-    deadline_at: iso(job.deadlineAt),
-    expires_at: iso(job.expiresAt ?? null),
-    cancel_requested: job.cancelRequested,
+    createdAt: job.createdAt,
+    startedAt: job.startedAt,
+    finishedAt: job.finishedAt,
+    deadlineAt: job.deadlineAt,
+    expiresAt: job.expiresAt ?? null,
+    cancelRequested: job.cancelRequested,
     progress: {
       turns,
       tokens,
-      elapsed_ms: job.startedAt === null ? 0 : (job.finishedAt ?? now) - job.startedAt,
+      elapsedMs: job.startedAt === null ? 0 : (job.finishedAt ?? now) - job.startedAt,
     },
     result: reward === null && patch === null && agent === null ? null : { reward, patch, agent },
   };

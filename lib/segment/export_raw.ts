@@ -12,7 +12,7 @@ import {
   readTurnMessages,
   readTurnTokens,
 } from "../kv/mod.ts";
-import { describeSession, type SessionView } from "../session/mod.ts";
+import { readSessionSummary, type SessionSummary } from "../session/mod.ts";
 
 /** One turn as recorded, with its tokens. */
 export interface RawTurn extends TurnRecord {
@@ -31,9 +31,12 @@ export interface RawTurn extends TurnRecord {
   };
 }
 
-/** A session's raw record. */
+/**
+ * A session's raw record: its summary, and its chains' heads and turns as recorded. The `raw`
+ * export shows the summary as the trainer API shows the session.
+ */
 export interface RawRecord {
-  readonly session: SessionView;
+  readonly session: SessionSummary;
   readonly chains: (ChainHeader & { readonly turns: RawTurn[] })[];
 }
 
@@ -43,7 +46,7 @@ export interface RawRecord {
  * @throws {SessionNotFoundError}
  */
 export async function rawRecord(kv: Deno.Kv, sessionId: string): Promise<RawRecord> {
-  const session = await describeSession(kv, sessionId);
+  const session = await readSessionSummary(kv, sessionId);
   const chains = [];
   for (const header of await listChains(kv, sessionId)) {
     const all = await readAllTurns(kv, sessionId, header.id);

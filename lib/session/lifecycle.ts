@@ -45,28 +45,29 @@ export interface LifecycleDeps {
   readonly now?: () => number;
 }
 
-/** A session as the trainer API shows it. */
-export interface SessionView {
+/** A session at a glance: its record's facts, its reward and its chain tree; times in epoch ms. */
+export interface SessionSummary {
   readonly id: string;
   readonly status: "open" | "closed";
-  readonly created_at: string;
-  readonly closed_at: string | null;
+  readonly createdAt: number;
+  readonly closedAt: number | null;
   /** `completed` or `aborted` once closed (see {@linkcode closeSession}); `null` while open. */
-  readonly closed_as: "completed" | "aborted" | null;
-  readonly expires_at: string | null;
+  readonly closedAs: "completed" | "aborted" | null;
+  /** When the closed session is deleted; `null` while open. */
+  readonly expiresAt: number | null;
   readonly metadata: Record<string, unknown>;
   /** Each turn keeps its request messages (the raw export shows them). */
-  readonly record_messages: boolean;
+  readonly recordMessages: boolean;
   readonly reward: RewardPayload | null;
   /**
    * The chain tree, in the order the chains started: which chain dispatched (or replaced) which,
    * when each was wiped, with token counts. `final` is the current main conversation.
    */
-  readonly chains: ChainView[];
+  readonly chains: ChainSummary[];
 }
 
-/** One chain of a session as the trainer API shows it. */
-export interface ChainView {
+/** One chain of a session at a glance (from its head). */
+export interface ChainSummary {
   readonly id: string;
   readonly kind: SegmentKind;
   readonly role: ChainRole;
@@ -74,14 +75,16 @@ export interface ChainView {
   readonly parent: string | null;
   /** The id of the Agent/Task tool call that dispatched it. */
   readonly dispatch: string | null;
-  readonly agent_id: string | null;
+  readonly agentId: string | null;
   /** Chains whose parent this is. */
   readonly children: string[];
   readonly model: string;
   readonly turns: number;
+  /** Every turn's delta, output and closing tokens. */
   readonly tokens: number;
-  readonly created_at: string;
-  readonly wiped_at: string | null;
+  readonly createdAt: number;
+  /** When a later conversation of the same agent replaced this one; `null` while current. */
+  readonly wipedAt: number | null;
 }
 
 /** A closed session past its retention is gone, even before the sweeper deletes it. */
@@ -106,7 +109,7 @@ export async function liveSession(
 }
 
 /**
- * The trainer's view of a session.
+ * The summary of a live session.
  *
  * @example
  * ```ts
@@ -114,7 +117,7 @@ export async function liveSession(
  * import { buildDeps } from "../../functions/_deps.ts";
  * import { anthropicTurnInput } from "../anthropic/mod.ts";
  * import { resolveConfig } from "../config/mod.ts";
- * import { describeSession, openSession, startTurn } from "./mod.ts";
+ * import { openSession, readSessionSummary, startTurn } from "./mod.ts";
  * // A session of one turn, answered by the built-in scripted engine.
  * const deps = await buildDeps(resolveConfig({ KV_PATH: ":memory:" }));
  * const { session: { id } } = await openSession(deps.kv);
@@ -122,46 +125,49 @@ export async function liveSession(
  * const context = { sessionId: id, signingSecret: "secret" };
  * const input = anthropicTurnInput({ model: "m", max_tokens: 64, messages }, context);
  * await (await startTurn(deps, input)).completion;
- * const view = await describeSession(deps.kv, id);
- * assert.deepEqual(view.chains.map((chain) => [chain.kind, chain.turns]), [["final", 1]]);
+ * const summary = await readSessionSummary(deps.kv, id);
+ * assert.deepEqual(summary.chains.map((chain) => [chain.kind, chain.turns]), [["final", 1]]);
  * await deps.close();
  * ```
+ * @throws {SessionNotFoundError}
  */
-export async function describeSession(kv: Deno.Kv, sessionId: string): Promise<SessionView> {
+export async function readSessionSummary(
+  kv: Deno.Kv,
+  sessionId: string,
+): Promise<SessionSummary> {
   const session = (await liveSession(kv, sessionId)).value;
-  return view(session, await readReward(kv, sessionId), await listChains(kv, sessionId));
+  return summarize(session, await readReward(kv, sessionId), await listChains(kv, sessionId));
 }
 
 /** `chains` in the order they started (see `listChains`). */
-function view(
+function summarize(
   session: SessionRecord,
   reward: RewardPayload | null,
   chains: readonly ChainHeader[],
-): SessionView {
-  const iso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString();
+): SessionSummary {
   return {
     id: session.id,
     status: session.status,
-    created_at: new Date(session.createdAt).toISOString(),
-    closed_at: iso(session.closedAt),
-    closed_as: session.closedAs ?? null,
-    expires_at: iso(session.expiresAt),
+    createdAt: session.createdAt,
+    closedAt: session.closedAt,
+    closedAs: session.closedAs ?? null,
+    expiresAt: session.expiresAt,
     metadata: session.metadata,
-    record_messages: session.recordMessages === true,
+    recordMessages: session.recordMessages === true,
     reward,
-    chains: chains.map((chain): ChainView => ({
+    chains: chains.map((chain): ChainSummary => ({
       id: chain.id,
       kind: segmentKind(chain),
       role: chain.role,
       parent: chain.parent,
       dispatch: chain.dispatch,
-      agent_id: chain.agentId,
+      agentId: chain.agentId,
       children: chains.filter((other) => other.parent === chain.id).map((other) => other.id),
       model: chain.model,
       turns: chain.turnCount,
       tokens: chain.tokenCount,
-      created_at: new Date(chain.createdAt).toISOString(),
-      wiped_at: iso(chain.wipedAt),
+      createdAt: chain.createdAt,
+      wipedAt: chain.wipedAt,
     })),
   };
 }
@@ -179,15 +185,15 @@ export interface SessionFilter {
 
 /**
  * A page of sessions matching `filter`, in id order, and the cursor of the next page. A page
- * may hold fewer than `limit` sessions when the filter skips some; `next_cursor` is `null` at
- * the end.
+ * may hold fewer than `limit` sessions when the filter skips some; `cursor` is `null` at the
+ * end.
  */
-export async function listSessionViews(
+export async function listSessionSummaries(
   kv: Deno.Kv,
   filter: SessionFilter,
   page: { limit: number; cursor?: string },
   now = Date.now(),
-): Promise<{ sessions: SessionView[]; next_cursor: string | null }> {
+): Promise<{ sessions: SessionSummary[]; cursor: string | null }> {
   const { sessions, cursor } = await listSessions(kv, page);
   const matching = sessions.filter((session) =>
     !isExpired(session, now) &&
@@ -197,7 +203,7 @@ export async function listSessionViews(
     )
   );
   const scored = filter.minScore !== undefined || filter.maxScore !== undefined;
-  const views: SessionView[] = [];
+  const summaries: SessionSummary[] = [];
   for (const session of matching) {
     const reward = await readReward(kv, session.id);
     if (scored) {
@@ -205,9 +211,9 @@ export async function listSessionViews(
       if (filter.minScore !== undefined && !(reward.score >= filter.minScore)) continue;
       if (filter.maxScore !== undefined && !(reward.score <= filter.maxScore)) continue;
     }
-    views.push(view(session, reward, await listChains(kv, session.id)));
+    summaries.push(summarize(session, reward, await listChains(kv, session.id)));
   }
-  return { sessions: views, next_cursor: cursor };
+  return { sessions: summaries, cursor };
 }
 
 /** Rewrites the session with `change` applied, retrying while it changes under us. */
@@ -234,7 +240,7 @@ export async function setReward(
   deps: LifecycleDeps,
   sessionId: string,
   reward: RewardPayload,
-): Promise<SessionView> {
+): Promise<SessionSummary> {
   const bytes = jsonBytes(reward);
   if (bytes > MAX_REWARD_BYTES) {
     throw new LimitError("reward", `${bytes} bytes of JSON, at most ${MAX_REWARD_BYTES}`);
@@ -244,7 +250,7 @@ export async function setReward(
     const previous = await getRewardRecord(deps.kv, sessionId);
     if (await putReward(deps.kv, session, previous, reward, REWARD_INLINE_BYTES, now(deps))) break;
   }
-  return await describeSession(deps.kv, sessionId);
+  return await readSessionSummary(deps.kv, sessionId);
 }
 
 /**
@@ -287,7 +293,7 @@ export async function closeSession(
   deps: LifecycleDeps,
   sessionId: string,
   options: { readonly as?: "completed" | "aborted" } = {},
-): Promise<SessionView> {
+): Promise<SessionSummary> {
   await underLease(deps, sessionId, "close", () => {
     const closedAt = now(deps);
     return modify(deps.kv, sessionId, (session) =>
@@ -299,7 +305,7 @@ export async function closeSession(
         closedAs: options.as ?? "completed",
       }, closedAt);
   });
-  return await describeSession(deps.kv, sessionId);
+  return await readSessionSummary(deps.kv, sessionId);
 }
 
 /**

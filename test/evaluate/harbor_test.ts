@@ -21,7 +21,7 @@ import {
 } from "../../lib/evaluate/mod.ts";
 import { MAX_TREE_DEPTH, MAX_TREE_FOLDERS } from "../../lib/evaluate/_tree.ts";
 import { LocalBackend } from "../../lib/sandbox/mod.ts";
-import { copyFixture, FIZZBUZZ_FACTS, harborFixture, harborGold } from "./_harbor.ts";
+import { copyFixture, harborFixture, harborGold } from "./_harbor.ts";
 import { evaluateDeps, scratchRepo } from "./_tasks.ts";
 
 /** Runs `fn` with a scratch folder, removed afterwards. */
@@ -39,8 +39,17 @@ Deno.test("loadHarborTask() reads a task folder: task.toml's facts, the instruct
   assert.deepEqual(
     { ...task, instruction: null, tests: null, environment: null },
     {
-      ...FIZZBUZZ_FACTS,
-      verifier_env: { FIZZBUZZ_LIMIT: "30" },
+      name: "rollout-gateway/fizzbuzz",
+      path: harborFixture("fizzbuzz"),
+      description: "Fix the FizzBuzz module so that multiples of 15 print FizzBuzz.",
+      difficulty: "easy",
+      category: "programming",
+      tags: ["python", "fixture"],
+      agentTimeoutSec: 120,
+      verifierTimeoutSec: 60,
+      dockerImage: "rollout-gateway/harbor-fizzbuzz",
+      workdir: "/app",
+      verifierEnv: { FIZZBUZZ_LIMIT: "30" },
       instruction: null,
       tests: null,
       environment: null,
@@ -58,7 +67,7 @@ Deno.test("loadHarborTask() reads a task folder: task.toml's facts, the instruct
 
   const facts = await inspectHarborTask(harborFixture("word_count"));
   assert.deepEqual(
-    [facts.name, facts.agent_timeout_sec, facts.verifier_timeout_sec, facts.docker_image],
+    [facts.name, facts.agentTimeoutSec, facts.verifierTimeoutSec, facts.dockerImage],
     ["rollout-gateway/word-count", 90, 30, null],
   );
   assert.equal(facts.workdir, "/app", "Harbor's default work dir");

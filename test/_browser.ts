@@ -51,6 +51,9 @@ export const CHROMIUM_FLAGS: readonly string[] = [
   "--disable-dev-shm-usage",
 ];
 
+/** Captures a screenshot is tried, when Chromium refuses one (a transient hiccup of its own). */
+const CAPTURE_ATTEMPTS = 3;
+
 /** Where {@linkcode Page.screenshot} writes, an absolute path ending in a slash. */
 export const SCREENSHOT_DIR = new URL("../test_artifacts/screenshots/", import.meta.url).pathname;
 
@@ -254,8 +257,17 @@ function wrapPage(playwright: PlaywrightPage): Page {
       }
       await Deno.mkdir(SCREENSHOT_DIR, { recursive: true });
       const path = `${SCREENSHOT_DIR}${name}.png`;
-      await playwright.screenshot({ path, fullPage: options.fullPage ?? false });
-      return path;
+      // Headless Chromium now and then refuses one capture ("Unable to capture screenshot")
+      // and takes the same picture when asked again; any other error fails at once.
+      for (let attempt = 1;; attempt++) {
+        try {
+          await playwright.screenshot({ path, fullPage: options.fullPage ?? false });
+          return path;
+        } catch (error) {
+          const refused = String((error as Error).message).includes("Unable to capture screenshot");
+          if (!refused || attempt === CAPTURE_ATTEMPTS) throw error;
+        }
+      }
     },
     close: () => playwright.context().close(),
     playwright,

@@ -56,7 +56,7 @@ export async function replay(
         }
       }
     }
-    const response = await fetch(`${gw.url}${recorded.path}`, {
+    const response = await gw.fetch(recorded.path, {
       method: recorded.method,
       headers: { ...recorded.headers, authorization: `Bearer ${token}` },
       body: JSON.stringify(body),

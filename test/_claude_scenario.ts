@@ -46,7 +46,7 @@ export async function replayScenario(gw: TestGateway, token: string, recorded: R
       }
     }
     reply = request.reply;
-    const response = await fetch(`${gw.url}${request.path}`, {
+    const response = await gw.fetch(request.path, {
       method: request.method,
       headers: { ...request.headers, authorization: `Bearer ${token}` },
       body: JSON.stringify(body),

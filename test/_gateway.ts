@@ -1,6 +1,14 @@
 /**
- * Test harness: a gateway over the real tokenizer, an in-memory KV and the scripted engine,
- * served on a real loopback socket.
+ * Test harness: a gateway over the real tokenizer, an in-memory KV and the scripted engine (a
+ * real HTTP server, as SGLang is: the gateway calls it over HTTP).
+ *
+ * Tests drive the gateway with `gw.fetch`, which hands each request to the app in this process,
+ * as Hono's `app.request()` does: no socket. The gateway listens on a loopback socket only once
+ * something reads `gw.url`, or at start with `worker: true`. A test needs the socket when a
+ * client outside this process's `fetch` calls the gateway (a CLI, a subprocess, a browser, a
+ * rollout worker's agents and sandboxes, which call the gateway's own URL), or when it tests the
+ * connection itself: a client that disconnects or aborts mid-stream, bytes as they reach the
+ * wire. A test that starts `deps.rollout` itself reads `gw.url` first.
  *
  * @module
  */
@@ -37,9 +45,27 @@ export const ADMIN_HEADERS = {
   "content-type": "application/json",
 };
 
+/**
+ * The origin `gw.fetch` resolves a path against. No socket serves it (`.invalid` never resolves):
+ * give it to an SDK as its base URL only together with `fetch: gw.fetch`.
+ */
+export const GATEWAY_ORIGIN = "http://gateway.invalid";
+
 /** A running gateway for one test. */
 export interface TestGateway {
+  /**
+   * The gateway's loopback URL. Reading it opens the socket (once) and makes it the gateway's
+   * own URL (`deps.setListening`); read it only where the test needs a socket (see the module
+   * doc), and send everything else through {@linkcode TestGateway.fetch}.
+   */
   readonly url: string;
+  /**
+   * Sends a request to the gateway app in this process, as `fetch` would send it over the socket:
+   * a path resolves against {@linkcode GATEWAY_ORIGIN}; a body of known length carries its
+   * `content-length` and a stream goes without one; redirects are not followed. Recorded in
+   * `exchanges`. An SDK takes it as its `fetch` option, with `GATEWAY_ORIGIN` in its base URL.
+   */
+  readonly fetch: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
   readonly app: Hono;
   readonly deps: Deps;
   readonly engine: ScriptedEngine;
@@ -97,7 +123,10 @@ export async function startGateway(
     kv?: Deno.Kv;
     /** A sandbox backend of the test's own; closed by the test. */
     sandbox?: SandboxBackend;
-    /** Run this gateway's rollout worker (off by default: most tests submit no rollouts). */
+    /**
+     * Run this gateway's rollout worker (off by default: most tests submit no rollouts); its
+     * agents call the gateway's own URL, so the socket opens at start.
+     */
     worker?: boolean;
     /** The served model's tokenizer and template (Qwen3's by default). */
     tokenizer?: ChatTokenizer;
@@ -129,41 +158,30 @@ export async function startGateway(
   const deps = await buildDeps(config, { kv, tokenizer: tok, sandbox: options.sandbox });
   const app = createGatewayApp(deps);
   const exchanges: Exchange[] = [];
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
-    const requestBody = await request.clone().text();
-    const response = await app.fetch(request);
-    // Copies the body as it passes; a client that cancels still cancels the gateway's stream.
-    const chunks: Uint8Array[] = [];
-    let ended: () => void = () => {};
-    const done = new Promise<void>((resolve) => ended = resolve);
-    const body = response.body?.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, controller) {
-          chunks.push(chunk);
-          controller.enqueue(chunk);
-        },
-        flush: () => ended(),
-        cancel: () => ended(),
-      }),
-    ) ?? null;
-    if (!body) ended();
-    const url = new URL(request.url);
-    exchanges.push({
-      method: request.method,
-      path: url.pathname + url.search,
-      headers: Object.fromEntries(request.headers),
-      body: requestBody,
-      status: response.status,
-      response: done.then(() => Buffer.concat(chunks).toString("utf8")),
-    });
-    return new Response(body, { status: response.status, headers: response.headers });
-  });
-  const url = `http://127.0.0.1:${server.addr.port}`;
-  deps.setListening(url);
-  if (options.worker) deps.rollout.start();
+  const handle = (request: Request) => answer(app, request, exchanges);
+  const send = async (input: string | URL | Request, init?: RequestInit) =>
+    await handle(await wireRequest(input, init));
+  let server: Deno.HttpServer<Deno.NetAddr> | null = null;
+  let url: string | null = null;
+  const listen = () => {
+    if (url === null) {
+      server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, handle);
+      url = `http://127.0.0.1:${server.addr.port}`;
+      deps.setListening(url);
+    }
+    return url;
+  };
+  if (options.worker) {
+    // The worker's agents call the gateway's own URL.
+    listen();
+    deps.rollout.start();
+  }
   const admin = ADMIN_HEADERS;
   return {
-    url,
+    get url() {
+      return listen();
+    },
+    fetch: send,
     app,
     deps,
     engine,
@@ -171,7 +189,7 @@ export async function startGateway(
     exchanges,
     tokenizer: tok,
     openSession: async (metadata) => {
-      const response = await fetch(`${url}/sessions`, {
+      const response = await send("/sessions", {
         method: "POST",
         headers: admin,
         body: JSON.stringify({ metadata }),
@@ -182,27 +200,85 @@ export async function startGateway(
       return await response.json();
     },
     samples: async (id) => {
-      const response = await fetch(`${url}/sessions/${id}/samples`, { headers: admin });
+      const response = await send(`/sessions/${id}/samples`, { headers: admin });
       if (response.status !== 200) {
         throw new Error(`samples: ${response.status} ${await response.text()}`);
       }
       return (await response.json()).samples;
     },
     session: async (id) => {
-      const response = await fetch(`${url}/sessions/${id}`, { headers: admin });
+      const response = await send(`/sessions/${id}`, { headers: admin });
       if (response.status !== 200) {
         throw new Error(`session: ${response.status} ${await response.text()}`);
       }
       return await response.json();
     },
     close: async () => {
-      await server.shutdown();
+      await server?.shutdown();
       await deps.close();
       await engine.close();
       if (!options.kv) kv.close();
       await Deno.remove(sandboxRoot, { recursive: true });
     },
   };
+}
+
+/**
+ * The request `fetch(input, init)` would put on the wire: a path against
+ * {@linkcode GATEWAY_ORIGIN}; a body of known length with its `content-length`, a stream without
+ * (chunked); `content-length: 0` on a POST or PUT without a body, as the Fetch standard says.
+ */
+async function wireRequest(input: string | URL | Request, init?: RequestInit): Promise<Request> {
+  const request = new Request(
+    input instanceof Request ? input : new URL(input, GATEWAY_ORIGIN),
+    init,
+  );
+  if (request.headers.has("content-length") || init?.body instanceof ReadableStream) {
+    return request;
+  }
+  if (request.body === null) {
+    if (request.method === "POST" || request.method === "PUT") {
+      request.headers.set("content-length", "0");
+    }
+    return request;
+  }
+  const body = await request.arrayBuffer();
+  const headers = new Headers(request.headers);
+  headers.set("content-length", String(body.byteLength));
+  return new Request(request, { headers, body });
+}
+
+/**
+ * The app's answer to `request`, recorded in `exchanges`; the response body is copied as it
+ * passes, and a client that cancels it still cancels the gateway's stream.
+ */
+async function answer(app: Hono, request: Request, exchanges: Exchange[]): Promise<Response> {
+  const requestBody = await request.clone().text();
+  const response = await app.fetch(request);
+  const chunks: Uint8Array[] = [];
+  let ended: () => void = () => {};
+  const done = new Promise<void>((resolve) => ended = resolve);
+  const body = response.body?.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        chunks.push(chunk);
+        controller.enqueue(chunk);
+      },
+      flush: () => ended(),
+      cancel: () => ended(),
+    }),
+  ) ?? null;
+  if (!body) ended();
+  const url = new URL(request.url);
+  exchanges.push({
+    method: request.method,
+    path: url.pathname + url.search,
+    headers: Object.fromEntries(request.headers),
+    body: requestBody,
+    status: response.status,
+    response: done.then(() => Buffer.concat(chunks).toString("utf8")),
+  });
+  return new Response(body, { status: response.status, headers: response.headers });
 }
 
 /** Every key and versionstamp in KV, to prove a request wrote nothing. */

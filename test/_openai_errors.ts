@@ -35,7 +35,7 @@ export async function expectOpenAIError(
   expected: ExpectedError,
 ): Promise<void> {
   const before = await kvSnapshot(gw.kv);
-  const response = await fetch(`${gw.url}${path}`, {
+  const response = await gw.fetch(path, {
     method: "POST",
     headers: {
       "content-type": "application/json",

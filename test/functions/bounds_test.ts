@@ -24,7 +24,7 @@ function messages(
   body: Record<string, unknown>,
   headers: Record<string, string> = {},
 ): Promise<Response> {
-  return fetch(`${gw.url}/v1/messages`, {
+  return gw.fetch("/v1/messages", {
     method: "POST",
     headers: { "x-api-key": token, ...headers },
     body: JSON.stringify({
@@ -125,14 +125,14 @@ Deno.test("many long agent ids leave the session rewardable, and a large reward 
         (_, i) => `tests/test_module_${i % 97}.py::TestCase::test_case_${i}`,
       );
     const reward = { score: 0.5, tests: { passed: names(5000), failed: names(300) } };
-    const set = await fetch(`${gw.url}/sessions/${id}/reward`, {
+    const set = await gw.fetch(`/sessions/${id}/reward`, {
       method: "POST",
       headers: ADMIN_HEADERS,
       body: JSON.stringify(reward),
     });
     assert.equal(set.status, 200, await set.clone().text());
     assert.deepEqual((await gw.session(id)).reward, reward);
-    const samples = await fetch(`${gw.url}/sessions/${id}/samples?format=slime`, {
+    const samples = await gw.fetch(`/sessions/${id}/samples?format=slime`, {
       headers: ADMIN_HEADERS,
     });
     const slime = (await samples.json()).samples;
@@ -140,7 +140,7 @@ Deno.test("many long agent ids leave the session rewardable, and a large reward 
     assert.deepEqual(slime[0].metadata.reward_payload, reward);
     assert.equal(slime[0].reward, 0.5 / 40);
     // Set again, small: the large one's blob goes.
-    const small = await fetch(`${gw.url}/sessions/${id}/reward`, {
+    const small = await gw.fetch(`/sessions/${id}/reward`, {
       method: "POST",
       headers: ADMIN_HEADERS,
       body: JSON.stringify({ score: 1 }),
@@ -161,7 +161,7 @@ Deno.test("oversized metadata and rewards are refused with 400 naming the limit,
     const { id } = await gw.openSession();
     const before = await kvSnapshot(gw.kv);
     const post = (path: string, body: unknown) =>
-      fetch(`${gw.url}${path}`, {
+      gw.fetch(path, {
         method: "POST",
         headers: ADMIN_HEADERS,
         body: JSON.stringify(body),
@@ -221,7 +221,7 @@ Deno.test("JSON nested past the bound is refused with 400 wherever it is, writin
     const before = await kvSnapshot(gw.kv);
     const deep = (levels: number) => "[".repeat(levels) + "]".repeat(levels);
     const send = (path: string, body: string, auth: Record<string, string>) =>
-      fetch(`${gw.url}${path}`, { method: "POST", headers: auth, body });
+      gw.fetch(path, { method: "POST", headers: auth, body });
     const session = { "x-api-key": token };
     const cases: [string, string, Record<string, string>, RegExp][] = [
       [
@@ -263,8 +263,8 @@ Deno.test("a cursor that is not one a listing handed out is refused with 400", a
   const gw = await startGateway();
   try {
     for (const cursor of ["garbage", "%%%", "AmEAx", "A".repeat(3000), "€uro"]) {
-      const response = await fetch(
-        `${gw.url}/sessions?cursor=${encodeURIComponent(cursor)}`,
+      const response = await gw.fetch(
+        `/sessions?cursor=${encodeURIComponent(cursor)}`,
         { headers: ADMIN_HEADERS },
       );
       // Malformed ones at the edge, well-formed ones KV cannot read when listing.
@@ -290,7 +290,7 @@ Deno.test("a session id no session can have is not found, whatever its length, o
       ["DELETE", `/sessions/${long}`],
     ];
     for (const [method, path, body] of routes) {
-      const response = await fetch(`${gw.url}${path}`, { method, headers: ADMIN_HEADERS, body });
+      const response = await gw.fetch(path, { method, headers: ADMIN_HEADERS, body });
       const error = await response.json();
       assert.equal(
         response.status,

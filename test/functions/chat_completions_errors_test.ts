@@ -4,7 +4,7 @@
  */
 import OpenAI from "openai";
 import assert from "node:assert/strict";
-import { startGateway, type TestGateway } from "../_gateway.ts";
+import { GATEWAY_ORIGIN, startGateway, type TestGateway } from "../_gateway.ts";
 import {
   bad,
   type ExpectedError,
@@ -171,7 +171,12 @@ Deno.test("a prompt over the context window is worded as OpenAI words it, and th
   const gw = await startGateway({ env: { CONTEXT_LENGTH: "256" } });
   try {
     const { token } = await gw.openSession();
-    const client = new OpenAI({ apiKey: token, baseURL: `${gw.url}/v1`, maxRetries: 2 });
+    const client = new OpenAI({
+      apiKey: token,
+      baseURL: `${GATEWAY_ORIGIN}/v1`,
+      fetch: gw.fetch,
+      maxRetries: 2,
+    });
     const error = await client.chat.completions.create({
       model: "m",
       messages: [{ role: "user", content: "word ".repeat(400) }],
@@ -190,18 +195,23 @@ Deno.test("GET /v1/models answers both SDKs", async () => {
   const gw = await startGateway({ env: { MODEL_ID: "qwen3-test" } });
   try {
     const { token } = await gw.openSession();
-    const openai = new OpenAI({ apiKey: token, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    const openai = new OpenAI({
+      apiKey: token,
+      baseURL: `${GATEWAY_ORIGIN}/v1`,
+      fetch: gw.fetch,
+      maxRetries: 0,
+    });
     const models = [];
     for await (const model of openai.models.list()) models.push(model);
     assert.deepEqual(models.map((model) => [model.id, model.object]), [["qwen3-test", "model"]]);
     assert.equal((await openai.models.retrieve("any/model")).id, "any/model");
     // The per-session base URL serves the list too, to the token in the path.
-    const listed = await fetch(`${gw.url}/sessions/${token}/v1/models`);
+    const listed = await gw.fetch(`/sessions/${token}/v1/models`);
     assert.equal(listed.status, 200);
     assert.equal((await listed.json()).data[0].id, "qwen3-test");
     // A path token no header could carry (control or non-ASCII characters) is refused as one.
     for (const segment of ["not-a-token", "%0Abad", "%EF%BF%BD", "a%00b"]) {
-      const refused = await fetch(`${gw.url}/sessions/${segment}/v1/models`);
+      const refused = await gw.fetch(`/sessions/${segment}/v1/models`);
       assert.equal(refused.status, 401, segment);
       assert.equal((await refused.json()).error.type, "authentication_error");
     }

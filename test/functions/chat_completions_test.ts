@@ -8,7 +8,7 @@ import OpenAI from "openai";
 import assert from "node:assert/strict";
 import { assertChainExact } from "../_chain_exact.ts";
 import { scriptedLogprob, scriptedTopLogprobs } from "../../lib/scripted_engine/mod.ts";
-import { startGateway, type TestGateway } from "../_gateway.ts";
+import { GATEWAY_ORIGIN, startGateway, type TestGateway } from "../_gateway.ts";
 
 type Message = OpenAI.Chat.ChatCompletionMessageParam;
 
@@ -75,7 +75,8 @@ async function converse(
   const { id, token } = await gw.openSession({ test: "chat" });
   const client = new OpenAI({
     apiKey: token,
-    baseURL: options.baseURL?.(token) ?? `${gw.url}/v1`,
+    baseURL: options.baseURL?.(token) ?? `${GATEWAY_ORIGIN}/v1`,
+    fetch: gw.fetch,
     maxRetries: 0,
   });
   const messages: Message[] = [
@@ -169,7 +170,7 @@ Deno.test("the per-session base URL serves Chat Completions with the token in th
     const { id } = await converse(gw, {
       stream: true,
       echo: keep,
-      baseURL: (token) => `${gw.url}/sessions/${token}/v1`,
+      baseURL: (token) => `${GATEWAY_ORIGIN}/sessions/${token}/v1`,
     });
     assertChainExact(gw.engine.calls, await gw.samples(id), "per-session URL");
   } finally {
@@ -181,7 +182,12 @@ Deno.test("usage.prompt_tokens is what the engine read; stream_options.include_u
   const gw = await startGateway({ script: ["Hello there.", "Hello again."] });
   try {
     const { token } = await gw.openSession();
-    const client = new OpenAI({ apiKey: token, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    const client = new OpenAI({
+      apiKey: token,
+      baseURL: `${GATEWAY_ORIGIN}/v1`,
+      fetch: gw.fetch,
+      maxRetries: 0,
+    });
     const messages: Message[] = [{ role: "user", content: "Hi" }];
     const json = await client.chat.completions.create({ model: "m", messages });
     assert.equal(json.usage!.prompt_tokens, gw.engine.calls[0].inputIds.length);
@@ -226,7 +232,7 @@ Deno.test("logprobs, top_logprobs and return_token_ids give the engine's tokens,
       seed: 7,
     };
     const ask = async () => {
-      const response = await fetch(`${gw.url}/v1/chat/completions`, {
+      const response = await gw.fetch("/v1/chat/completions", {
         method: "POST",
         headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
         body: JSON.stringify(body),
@@ -272,7 +278,12 @@ Deno.test("the openai SDK retries an overloaded engine (529) and then succeeds",
   try {
     const { id, token } = await gw.openSession();
     gw.engine.fault({ kind: "unavailable" });
-    const client = new OpenAI({ apiKey: token, baseURL: `${gw.url}/v1`, maxRetries: 2 });
+    const client = new OpenAI({
+      apiKey: token,
+      baseURL: `${GATEWAY_ORIGIN}/v1`,
+      fetch: gw.fetch,
+      maxRetries: 2,
+    });
     const reply = await client.chat.completions.create({
       model: "m",
       messages: [{ role: "user", content: "Hi" }],

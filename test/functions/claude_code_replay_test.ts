@@ -62,7 +62,7 @@ Deno.test("count_tokens on a recorded request counts what the next turn's usage 
   try {
     const { token } = await gw.openSession();
     const count = async (body: unknown) => {
-      const response = await fetch(`${gw.url}/v1/messages/count_tokens?beta=true`, {
+      const response = await gw.fetch("/v1/messages/count_tokens?beta=true", {
         method: "POST",
         headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
         body: JSON.stringify(body),
@@ -86,7 +86,7 @@ Deno.test("count_tokens on a recorded request counts what the next turn's usage 
     };
     const counted = await count({ ...next, max_tokens: undefined, stream: undefined });
     assert.equal(gw.engine.calls.length, episode.requests.length, "counting generates nothing");
-    const turn = await fetch(`${gw.url}/v1/messages`, {
+    const turn = await gw.fetch("/v1/messages", {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
       body: JSON.stringify({ ...next, stream: false }),

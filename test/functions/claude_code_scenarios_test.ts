@@ -13,7 +13,7 @@ import { sseMessage } from "../_sse.ts";
 import { ADMIN_TOKEN, type SampleJson, startGateway, type TestGateway } from "../_gateway.ts";
 
 async function segments(gw: TestGateway, id: string, query = ""): Promise<SampleJson[]> {
-  const response = await fetch(`${gw.url}/sessions/${id}/samples${query}`, {
+  const response = await gw.fetch(`/sessions/${id}/samples${query}`, {
     headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
   });
   assert.equal(response.status, 200);

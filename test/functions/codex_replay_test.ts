@@ -29,7 +29,7 @@ Deno.test("the recorded Codex episode replays as one token-exact chain, events a
     try {
       const { id, token } = await gw.openSession();
       for (const request of episode.requests) {
-        const response = await fetch(`${gw.url}${request.path}`, {
+        const response = await gw.fetch(request.path, {
           method: request.method,
           headers: { ...request.headers, authorization: `Bearer ${token}` },
           body: JSON.stringify({ ...request.body, stream }),

@@ -17,7 +17,7 @@ interface ReplyJson {
 }
 
 async function post(gw: TestGateway, token: string, messages: unknown[], label = "") {
-  const response = await fetch(`${gw.url}/v1/messages`, {
+  const response = await gw.fetch("/v1/messages", {
     method: "POST",
     headers: { "x-api-key": token, "content-type": "application/json" },
     body: JSON.stringify({ model: "m", max_tokens: 256, tools: TOOLS, messages }),

@@ -25,7 +25,7 @@ async function send(
   messages: unknown[],
   options: { system?: string } = {},
 ): Promise<Block[]> {
-  const response = await fetch(`${gw.url}/v1/messages`, {
+  const response = await gw.fetch("/v1/messages", {
     method: "POST",
     headers: { "x-api-key": token },
     body: JSON.stringify({

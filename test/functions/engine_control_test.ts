@@ -9,6 +9,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { type PauseMode, scriptedLogprob } from "../../lib/scripted_engine/mod.ts";
 import {
   ADMIN_HEADERS,
+  GATEWAY_ORIGIN,
   qwen3,
   type SampleJson,
   startGateway,
@@ -21,7 +22,7 @@ const TEXT = "The weights changed while this reply was being written, and it wen
 
 /** POSTs a trainer call (admin token) and returns its status and JSON body. */
 async function admin(gw: TestGateway, path: string, body?: unknown, method = "POST") {
-  const response = await fetch(`${gw.url}${path}`, {
+  const response = await gw.fetch(path, {
     method,
     headers: ADMIN_HEADERS,
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -30,7 +31,7 @@ async function admin(gw: TestGateway, path: string, body?: unknown, method = "PO
 }
 
 async function exportWith(gw: TestGateway, id: string, query: string) {
-  const response = await fetch(`${gw.url}/sessions/${id}/samples?${query}`, {
+  const response = await gw.fetch(`/sessions/${id}/samples?${query}`, {
     headers: ADMIN_HEADERS,
   });
   // deno-lint-ignore no-explicit-any
@@ -52,7 +53,12 @@ for (const mode of ["abort", "retract", "in_place"] as PauseMode[]) {
     });
     try {
       const { id, token } = await gw.openSession();
-      const client = new Anthropic({ baseURL: gw.url, apiKey: token, maxRetries: 0 });
+      const client = new Anthropic({
+        baseURL: GATEWAY_ORIGIN,
+        fetch: gw.fetch,
+        apiKey: token,
+        maxRetries: 0,
+      });
       const stream = client.messages.stream({
         model: "qwen3",
         max_tokens: 500,
@@ -139,7 +145,7 @@ Deno.test("engine controls want the admin token and a good body; a worker down i
     for (
       const [headers, status] of [[{}, 401], [{ authorization: `Bearer ${token}` }, 403]] as const
     ) {
-      const response = await fetch(`${gw.url}/engine/pause`, { method: "POST", headers });
+      const response = await gw.fetch("/engine/pause", { method: "POST", headers });
       assert.equal(response.status, status);
       await response.body?.cancel();
     }
@@ -173,7 +179,12 @@ Deno.test("max_staleness wants integer weight versions, and says which one is no
   try {
     gw.engine.setWeightVersion("v2");
     const { id, token } = await gw.openSession();
-    const client = new Anthropic({ baseURL: gw.url, apiKey: token, maxRetries: 0 });
+    const client = new Anthropic({
+      baseURL: GATEWAY_ORIGIN,
+      fetch: gw.fetch,
+      apiKey: token,
+      maxRetries: 0,
+    });
     await client.messages.create({
       model: "m",
       max_tokens: 50,

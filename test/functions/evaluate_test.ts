@@ -12,7 +12,7 @@ import { fixtureTask, scratchRepo } from "../evaluate/_tasks.ts";
 const ADMIN = ADMIN_HEADERS;
 
 async function post(gw: TestGateway, body: unknown, headers: Record<string, string> = ADMIN) {
-  const response = await fetch(`${gw.url}/evaluate`, {
+  const response = await gw.fetch("/evaluate", {
     method: "POST",
     headers,
     body: typeof body === "string" ? body : JSON.stringify(body),

@@ -17,7 +17,7 @@ import {
 import { awaitJob, miniSweAgent, oneCommand, submit, toolCall } from "../rollout/_rollout.ts";
 
 async function post(gw: TestGateway, body: unknown) {
-  const response = await fetch(`${gw.url}/evaluate`, {
+  const response = await gw.fetch("/evaluate", {
     method: "POST",
     headers: ADMIN_HEADERS,
     body: JSON.stringify(body),
@@ -26,7 +26,7 @@ async function post(gw: TestGateway, body: unknown) {
 }
 
 async function tasks(gw: TestGateway, query: string, headers: HeadersInit = ADMIN_HEADERS) {
-  const response = await fetch(`${gw.url}/tasks${query}`, { headers });
+  const response = await gw.fetch(`/tasks${query}`, { headers });
   return { status: response.status, body: await response.json() };
 }
 

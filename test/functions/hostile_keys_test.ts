@@ -14,7 +14,7 @@ function ask(
   headers: Record<string, string>,
   content = "Hello",
 ): Promise<Response> {
-  return fetch(`${gw.url}/v1/messages`, {
+  return gw.fetch("/v1/messages", {
     method: "POST",
     headers: { "x-api-key": token, ...headers },
     body: JSON.stringify({
@@ -67,7 +67,7 @@ Deno.test("a metadata key __proto__ is refused anywhere in a body, naming where,
         '{"metadata": {"task": {"nested": {"__proto__": 1}}}}',
       ]
     ) {
-      const response = await fetch(`${gw.url}/sessions`, {
+      const response = await gw.fetch("/sessions", {
         method: "POST",
         headers: ADMIN_HEADERS,
         body,
@@ -97,7 +97,7 @@ Deno.test("metadata keys named after Object.prototype's properties round-trip an
       hasOwnProperty: "h",
     });
     const list = async (query: string) => {
-      const response = await fetch(`${gw.url}/sessions?${query}`, { headers: ADMIN_HEADERS });
+      const response = await gw.fetch(`/sessions?${query}`, { headers: ADMIN_HEADERS });
       assert.equal(response.status, 200);
       return (await response.json()).sessions.map((s: { id: string }) => s.id).sort();
     };
@@ -149,8 +149,8 @@ Deno.test("metadata objects holding toString or valueOf keys are filtered and ex
       group_id: { toString: 1 },
       nested: { valueOf: 2 },
     });
-    const listed = await fetch(
-      `${gw.url}/sessions?metadata.nested=${encodeURIComponent('{"valueOf":2}')}`,
+    const listed = await gw.fetch(
+      `/sessions?metadata.nested=${encodeURIComponent('{"valueOf":2}')}`,
       { headers: ADMIN_HEADERS },
     );
     assert.equal(listed.status, 200);
@@ -158,7 +158,7 @@ Deno.test("metadata objects holding toString or valueOf keys are filtered and ex
     const response = await ask(gw, token, {}, "Hello");
     assert.equal(response.status, 200);
     await response.body?.cancel();
-    const samples = await fetch(`${gw.url}/sessions/${id}/samples`, { headers: ADMIN_HEADERS });
+    const samples = await gw.fetch(`/sessions/${id}/samples`, { headers: ADMIN_HEADERS });
     assert.equal(samples.status, 200);
     assert.equal((await samples.json()).samples[0].group_id, '{"toString":1}');
   } finally {

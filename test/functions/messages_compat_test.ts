@@ -8,7 +8,7 @@ import { ADMIN_TOKEN, kvSnapshot, startGateway } from "../_gateway.ts";
 Deno.test("HEAD /api/hello answers 200 with no body", async () => {
   const gw = await startGateway();
   try {
-    const response = await fetch(`${gw.url}/api/hello`, { method: "HEAD" });
+    const response = await gw.fetch("/api/hello", { method: "HEAD" });
     assert.equal(response.status, 200);
     assert.equal(await response.text(), "");
   } finally {
@@ -21,7 +21,7 @@ Deno.test("GET /v1/models lists the served model to a session or admin token, no
   try {
     const { token } = await gw.openSession();
     for (const key of [token, ADMIN_TOKEN]) {
-      const response = await fetch(`${gw.url}/v1/models?limit=1000`, {
+      const response = await gw.fetch("/v1/models?limit=1000", {
         headers: { "x-api-key": key },
       });
       assert.equal(response.status, 200);
@@ -43,7 +43,7 @@ Deno.test("GET /v1/models lists the served model to a session or admin token, no
         last_id: "qwen3-8b",
       });
     }
-    const stranger = await fetch(`${gw.url}/v1/models`, { headers: { "x-api-key": "nobody" } });
+    const stranger = await gw.fetch("/v1/models", { headers: { "x-api-key": "nobody" } });
     assert.equal(stranger.status, 401);
     assert.equal((await stranger.json()).error.type, "authentication_error");
   } finally {
@@ -72,7 +72,7 @@ Deno.test("count_tokens counts with the chat template, writes nothing and checks
     }, true)).length;
     const before = await kvSnapshot(gw.kv);
     const post = (payload: unknown, key: string) =>
-      fetch(`${gw.url}/v1/messages/count_tokens`, {
+      gw.fetch("/v1/messages/count_tokens", {
         method: "POST",
         headers: { "x-api-key": key, "content-type": "application/json" },
         body: JSON.stringify(payload),
@@ -87,7 +87,7 @@ Deno.test("count_tokens counts with the chat template, writes nothing and checks
     );
     assert.equal(bad.status, 400);
     assert.equal((await bad.json()).error.type, "invalid_request_error");
-    const none = await fetch(`${gw.url}/v1/messages/count_tokens`, {
+    const none = await gw.fetch("/v1/messages/count_tokens", {
       method: "POST",
       body: JSON.stringify(body),
     });
@@ -109,7 +109,7 @@ Deno.test("IMAGE_POLICY=placeholder lets the model read a placeholder where an i
       type: "image",
       source: { type: "base64", media_type: "image/png", data: "AA==" },
     };
-    const response = await fetch(`${gw.url}/v1/messages`, {
+    const response = await gw.fetch("/v1/messages", {
       method: "POST",
       headers: { "x-api-key": token },
       body: JSON.stringify({
@@ -141,7 +141,7 @@ Deno.test("Claude Code's attribution line stays out of the prompt unless KEEP_AT
     const gw = await startGateway({ env: { KEEP_ATTRIBUTION: String(keep) }, script: ["ok"] });
     try {
       const { token } = await gw.openSession();
-      const response = await fetch(`${gw.url}/v1/messages`, {
+      const response = await gw.fetch("/v1/messages", {
         method: "POST",
         headers: { "x-api-key": token },
         body: JSON.stringify({

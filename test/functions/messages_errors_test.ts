@@ -4,12 +4,12 @@
  */
 import Anthropic from "@anthropic-ai/sdk";
 import assert from "node:assert/strict";
-import { kvSnapshot, startGateway, type TestGateway } from "../_gateway.ts";
+import { GATEWAY_ORIGIN, kvSnapshot, startGateway, type TestGateway } from "../_gateway.ts";
 
 const VALID = { model: "m", max_tokens: 64, messages: [{ role: "user", content: "hi" }] };
 
 async function post(gw: TestGateway, body: BodyInit, headers: Record<string, string>) {
-  const response = await fetch(`${gw.url}/v1/messages`, {
+  const response = await gw.fetch("/v1/messages", {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
     body,
@@ -187,11 +187,17 @@ Deno.test("/v1/messages errors reach the Anthropic SDK as its typed errors", asy
     const { token } = await gw.openSession();
     const wrong = new Anthropic({
       apiKey: `${token.split(".")[0]}.${"f".repeat(48)}`,
-      baseURL: gw.url,
+      baseURL: GATEWAY_ORIGIN,
+      fetch: gw.fetch,
       maxRetries: 0,
     });
     await assert.rejects(wrong.messages.create(VALID as never), Anthropic.AuthenticationError);
-    const client = new Anthropic({ apiKey: token, baseURL: gw.url, maxRetries: 0 });
+    const client = new Anthropic({
+      apiKey: token,
+      baseURL: GATEWAY_ORIGIN,
+      fetch: gw.fetch,
+      maxRetries: 0,
+    });
     await assert.rejects(
       client.messages.create(
         { ...VALID, messages: [{ role: "user", content: [{ type: "bogus" }] }] } as never,

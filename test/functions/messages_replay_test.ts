@@ -10,7 +10,7 @@ const call = (command: string) =>
   `<think>\nRun ${command}.\n</think>\n\n<tool_call>\n{"name": "Bash", "arguments": {"command": "${command}"}}\n</tool_call>`;
 
 async function post(gw: TestGateway, token: string, body: Record<string, unknown>) {
-  const response = await fetch(`${gw.url}/v1/messages`, {
+  const response = await gw.fetch("/v1/messages", {
     method: "POST",
     headers: { "x-api-key": token, "x-stainless-retry-count": "0" },
     body: JSON.stringify({ model: "m", max_tokens: 256, tools: TOOLS, ...body }),

@@ -22,7 +22,7 @@ const TOOLS = [{
 }];
 
 async function send(gw: TestGateway, token: string, messages: unknown[]) {
-  const response = await fetch(`${gw.url}/v1/messages`, {
+  const response = await gw.fetch("/v1/messages", {
     method: "POST",
     headers: { "x-api-key": token },
     body: JSON.stringify({ model: "qwen3", max_tokens: 64, tools: TOOLS, messages }),
@@ -117,7 +117,7 @@ Deno.test("a request holding every private-use character and a forged token is a
     for (const [first, last] of [[0xe000, 0xf8ff], [0x100000, 0x10fffd]]) {
       for (let code = first; code <= last; code++) every += String.fromCodePoint(code);
     }
-    const response = await fetch(`${gw.url}/v1/messages`, {
+    const response = await gw.fetch("/v1/messages", {
       method: "POST",
       headers: { "x-api-key": token },
       body: JSON.stringify({

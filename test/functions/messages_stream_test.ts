@@ -5,7 +5,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import assert from "node:assert/strict";
 import { parseKey } from "../../lib/kv/mod.ts";
-import { startGateway } from "../_gateway.ts";
+import { GATEWAY_ORIGIN, startGateway } from "../_gateway.ts";
 import { sseEvents } from "../_sse.ts";
 
 const TOOL_REPLY =
@@ -35,7 +35,7 @@ Deno.test("a streamed turn follows Anthropic's event grammar, tool input only in
   const gw = await startGateway({ script: [TOOL_REPLY], latencyMs: 8 });
   try {
     const { token } = await gw.openSession();
-    const response = await fetch(`${gw.url}/v1/messages`, {
+    const response = await gw.fetch("/v1/messages", {
       method: "POST",
       headers: { "x-api-key": token, "content-type": "application/json" },
       body: JSON.stringify({ ...REQUEST, stream: true }),
@@ -98,10 +98,10 @@ Deno.test("the SDK's stream helper yields the same message as the JSON path", as
   try {
     const a = await gw.openSession();
     const b = await gw.openSession();
-    const json = await new Anthropic({ apiKey: a.token, baseURL: gw.url, maxRetries: 0 }).messages
-      .create(REQUEST);
-    const stream = new Anthropic({ apiKey: b.token, baseURL: gw.url, maxRetries: 0 }).messages
-      .stream(REQUEST);
+    const client = (apiKey: string) =>
+      new Anthropic({ apiKey, baseURL: GATEWAY_ORIGIN, fetch: gw.fetch, maxRetries: 0 });
+    const json = await client(a.token).messages.create(REQUEST);
+    const stream = client(b.token).messages.stream(REQUEST);
     const inputDeltas: string[] = [];
     stream.on("streamEvent", (event) => {
       if (event.type === "content_block_delta" && event.delta.type === "input_json_delta") {
@@ -182,7 +182,7 @@ Deno.test("an engine lost after the stream started ends it with an error event a
   const gw = await startGateway({ script: ["word ".repeat(200)], latencyMs: 20 });
   try {
     const { id, token } = await gw.openSession();
-    const response = await fetch(`${gw.url}/v1/messages`, {
+    const response = await gw.fetch("/v1/messages", {
       method: "POST",
       headers: { "x-api-key": token, "content-type": "application/json" },
       body: JSON.stringify({ ...REQUEST, stream: true }),

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { kvSnapshot, qwen3, startGateway, type TestGateway } from "../_gateway.ts";
 
 async function ask(gw: TestGateway, token: string, body: Record<string, unknown>) {
-  const response = await fetch(`${gw.url}/v1/messages`, {
+  const response = await gw.fetch("/v1/messages", {
     method: "POST",
     headers: { "x-api-key": token, "content-type": "application/json" },
     body: JSON.stringify({ model: "m", max_tokens: 256, ...body }),

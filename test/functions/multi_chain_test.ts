@@ -48,7 +48,7 @@ async function turn(gw: TestGateway, token: string, c: Conversation) {
   const headers: Record<string, string> = { "x-api-key": token };
   if (c.agent) headers["x-claude-code-agent-id"] = c.agent;
   if (c.parent) headers["x-claude-code-parent-agent-id"] = c.parent;
-  const response = await fetch(`${gw.url}/v1/messages`, {
+  const response = await gw.fetch("/v1/messages", {
     method: "POST",
     headers,
     body: JSON.stringify({
@@ -78,7 +78,7 @@ async function samples(
   id: string,
   query = "",
 ): Promise<(SampleJson & Record<string, unknown>)[]> {
-  const response = await fetch(`${gw.url}/sessions/${id}/samples${query}`, {
+  const response = await gw.fetch(`/sessions/${id}/samples${query}`, {
     headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
   });
   return (await response.json()).samples;

@@ -7,7 +7,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import assert from "node:assert/strict";
 import { assertChainExact } from "../_chain_exact.ts";
-import { startGateway, type TestGateway } from "../_gateway.ts";
+import { GATEWAY_ORIGIN, startGateway, type TestGateway } from "../_gateway.ts";
 
 const SYSTEM = "You are a careful coding agent.";
 const SCHEMA = {
@@ -27,7 +27,12 @@ const RESULTS = [["a.txt\nb.txt"], ["hello", "hello too"]];
 
 /** The conversation over Chat Completions, every turn. */
 async function overOpenAI(gw: TestGateway, token: string): Promise<void> {
-  const client = new OpenAI({ apiKey: token, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  const client = new OpenAI({
+    apiKey: token,
+    baseURL: `${GATEWAY_ORIGIN}/v1`,
+    fetch: gw.fetch,
+    maxRetries: 0,
+  });
   const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [
     { role: "system", content: SYSTEM },
     { role: "user", content: "Read the files." },
@@ -49,7 +54,12 @@ async function overOpenAI(gw: TestGateway, token: string): Promise<void> {
 
 /** The conversation over the Messages API, every turn. */
 async function overAnthropic(gw: TestGateway, token: string): Promise<void> {
-  const client = new Anthropic({ apiKey: token, baseURL: gw.url, maxRetries: 0 });
+  const client = new Anthropic({
+    apiKey: token,
+    baseURL: GATEWAY_ORIGIN,
+    fetch: gw.fetch,
+    maxRetries: 0,
+  });
   const messages: Anthropic.MessageParam[] = [{ role: "user", content: "Read the files." }];
   for (let turn = 0; turn < REPLIES.length; turn++) {
     const reply = await client.messages.create({
@@ -97,11 +107,17 @@ Deno.test("one session switches protocols turn by turn and keeps one exact chain
   const gw = await startGateway({ script: [...REPLIES] });
   try {
     const { id, token } = await gw.openSession();
-    const openai = new OpenAI({ apiKey: token, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    const openai = new OpenAI({
+      apiKey: token,
+      baseURL: `${GATEWAY_ORIGIN}/v1`,
+      fetch: gw.fetch,
+      maxRetries: 0,
+    });
     // The Messages client at the per-session base URL: its token is in the path.
     const anthropic = new Anthropic({
       apiKey: "unused",
-      baseURL: `${gw.url}/sessions/${token}`,
+      baseURL: `${GATEWAY_ORIGIN}/sessions/${token}`,
+      fetch: gw.fetch,
       maxRetries: 0,
     });
     const tools = [{ type: "function" as const, function: { name: "bash", parameters: SCHEMA } }];

@@ -20,7 +20,7 @@ const CALL = `<tool_call>\n${
 }\n</tool_call>`;
 
 async function openSession(gw: TestGateway, body: Record<string, unknown>) {
-  const response = await fetch(`${gw.url}/sessions`, {
+  const response = await gw.fetch("/sessions", {
     method: "POST",
     headers: ADMIN,
     body: JSON.stringify(body),
@@ -33,7 +33,7 @@ async function openSession(gw: TestGateway, body: Record<string, unknown>) {
  * the call. */
 async function converse(gw: TestGateway, token: string): Promise<string> {
   const post = async (messages: unknown[]) => {
-    const response = await fetch(`${gw.url}/v1/chat/completions`, {
+    const response = await gw.fetch("/v1/chat/completions", {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
       body: JSON.stringify({ model: "qwen3", messages, tools: TOOLS }),
@@ -58,7 +58,7 @@ async function converse(gw: TestGateway, token: string): Promise<string> {
 
 /** The session's raw export. */
 async function raw(gw: TestGateway, id: string) {
-  const response = await fetch(`${gw.url}/sessions/${id}/samples?format=raw`, { headers: ADMIN });
+  const response = await gw.fetch(`/sessions/${id}/samples?format=raw`, { headers: ADMIN });
   assert.equal(response.status, 200);
   return await response.json();
 }
@@ -71,7 +71,7 @@ Deno.test("a session with record_messages keeps what each turn's request added, 
   try {
     const { id, token } = await openSession(gw, { record_messages: true });
     const callId = await converse(gw, token);
-    const view = await (await fetch(`${gw.url}/sessions/${id}`, { headers: ADMIN })).json();
+    const view = await (await gw.fetch(`/sessions/${id}`, { headers: ADMIN })).json();
     assert.equal(view.record_messages, true);
     const exported = await raw(gw, id);
     assert.deepEqual(exported.chains[0].turns.map((turn: { request: unknown }) => turn.request), [
@@ -91,7 +91,7 @@ Deno.test("a session with record_messages keeps what each turn's request added, 
     );
     assert.equal((await messageKeys(gw, id)).length, 2, "one chunk per turn");
     // Deleting the session deletes them.
-    const deleted = await fetch(`${gw.url}/sessions/${id}`, { method: "DELETE", headers: ADMIN });
+    const deleted = await gw.fetch(`/sessions/${id}`, { method: "DELETE", headers: ADMIN });
     assert.equal(deleted.status, 204);
     assert.deepEqual(await messageKeys(gw, id), []);
   } finally {
@@ -104,7 +104,7 @@ Deno.test("a session without record_messages keeps no messages and exports none"
   try {
     const { id, token } = await openSession(gw, {});
     await converse(gw, token);
-    const view = await (await fetch(`${gw.url}/sessions/${id}`, { headers: ADMIN })).json();
+    const view = await (await gw.fetch(`/sessions/${id}`, { headers: ADMIN })).json();
     assert.equal(view.record_messages, false);
     const turns = (await raw(gw, id)).chains[0].turns;
     assert.deepEqual(turns.map((turn: Record<string, unknown>) => "request" in turn), [
@@ -121,7 +121,7 @@ Deno.test("POST /sessions refuses a record_messages that is not a boolean, namin
   const gw = await startGateway();
   try {
     const before = await kvSnapshot(gw.kv);
-    const response = await fetch(`${gw.url}/sessions`, {
+    const response = await gw.fetch("/sessions", {
       method: "POST",
       headers: ADMIN,
       body: JSON.stringify({ record_messages: "yes" }),

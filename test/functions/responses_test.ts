@@ -7,7 +7,7 @@
 import OpenAI from "openai";
 import assert from "node:assert/strict";
 import { assertChainExact } from "../_chain_exact.ts";
-import { startGateway, type TestGateway } from "../_gateway.ts";
+import { GATEWAY_ORIGIN, startGateway, type TestGateway } from "../_gateway.ts";
 
 type Item = OpenAI.Responses.ResponseInputItem;
 
@@ -80,7 +80,8 @@ async function converse(
   const { id, token } = await gw.openSession({ test: "responses" });
   const client = new OpenAI({
     apiKey: token,
-    baseURL: options.baseURL?.(token) ?? `${gw.url}/v1`,
+    baseURL: options.baseURL?.(token) ?? `${GATEWAY_ORIGIN}/v1`,
+    fetch: gw.fetch,
     maxRetries: 0,
   });
   const input: Item[] = [{ role: "user", content: "What is in this repository?" }];
@@ -177,7 +178,7 @@ Deno.test("the per-session base URL serves the Responses API with the token in t
     const { id } = await converse(gw, {
       stream: true,
       echo: keep,
-      baseURL: (token) => `${gw.url}/sessions/${token}/v1`,
+      baseURL: (token) => `${GATEWAY_ORIGIN}/sessions/${token}/v1`,
     });
     assertChainExact(gw.engine.calls, await gw.samples(id), "per-session URL");
   } finally {
@@ -191,7 +192,7 @@ Deno.test("a stream is the Responses event sequence, numbered from 0, ending wit
   });
   try {
     const { token } = await gw.openSession();
-    const response = await fetch(`${gw.url}/v1/responses`, {
+    const response = await gw.fetch("/v1/responses", {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
       body: JSON.stringify({ model: "m", input: "Look", tools: TOOLS, stream: true }),
@@ -260,10 +261,16 @@ Deno.test("the same conversation over the Responses API and Chat Completions ren
     const chatSession = await gw.openSession();
     const responses = new OpenAI({
       apiKey: responsesSession.token,
-      baseURL: `${gw.url}/v1`,
+      baseURL: `${GATEWAY_ORIGIN}/v1`,
+      fetch: gw.fetch,
       maxRetries: 0,
     });
-    const chat = new OpenAI({ apiKey: chatSession.token, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    const chat = new OpenAI({
+      apiKey: chatSession.token,
+      baseURL: `${GATEWAY_ORIGIN}/v1`,
+      fetch: gw.fetch,
+      maxRetries: 0,
+    });
     const first = await responses.responses.create({
       model: "m",
       instructions: INSTRUCTIONS,
@@ -316,7 +323,12 @@ Deno.test("max_output_tokens ends a response as incomplete, with the reason", as
   const gw = await startGateway({ script: ["A rather long answer that goes on."] });
   try {
     const { token } = await gw.openSession();
-    const client = new OpenAI({ apiKey: token, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    const client = new OpenAI({
+      apiKey: token,
+      baseURL: `${GATEWAY_ORIGIN}/v1`,
+      fetch: gw.fetch,
+      maxRetries: 0,
+    });
     const response = await client.responses.create({
       model: "m",
       input: "Talk",

@@ -11,7 +11,7 @@ Deno.test("the samples export shares the reward by reward_allocation, or by its 
   try {
     const { id, token } = await gw.openSession();
     await replayScenario(gw, token, await readScenario("subagent"));
-    const rewarded = await fetch(`${gw.url}/sessions/${id}/reward`, {
+    const rewarded = await gw.fetch(`/sessions/${id}/reward`, {
       method: "POST",
       headers: ADMIN_HEADERS,
       body: JSON.stringify({ score: 1 }),
@@ -19,7 +19,7 @@ Deno.test("the samples export shares the reward by reward_allocation, or by its 
     assert.equal(rewarded.status, 200);
     await rewarded.body?.cancel();
     const rewards = async (query: string) => {
-      const response = await fetch(`${gw.url}/sessions/${id}/samples${query}`, {
+      const response = await gw.fetch(`/sessions/${id}/samples${query}`, {
         headers: ADMIN_HEADERS,
       });
       const body = await response.json();
@@ -34,8 +34,8 @@ Deno.test("the samples export shares the reward by reward_allocation, or by its 
       await rewards("?reward_allocation=copy&allocation=copy"),
       ["final 1", "subagent 1"],
     );
-    const conflict = await fetch(
-      `${gw.url}/sessions/${id}/samples?reward_allocation=copy&allocation=uniform`,
+    const conflict = await gw.fetch(
+      `/sessions/${id}/samples?reward_allocation=copy&allocation=uniform`,
       { headers: ADMIN_HEADERS },
     );
     assert.equal(conflict.status, 400);

@@ -11,7 +11,7 @@ import { episode, replay } from "../_claude_episode.ts";
 import { ADMIN_HEADERS, startGateway, type TestGateway } from "../_gateway.ts";
 
 async function openSession(gw: TestGateway, body: Record<string, unknown>) {
-  const response = await fetch(`${gw.url}/sessions`, {
+  const response = await gw.fetch("/sessions", {
     method: "POST",
     headers: ADMIN_HEADERS,
     body: JSON.stringify(body),
@@ -21,7 +21,7 @@ async function openSession(gw: TestGateway, body: Record<string, unknown>) {
 }
 
 async function trainerGet(gw: TestGateway, path: string) {
-  const response = await fetch(`${gw.url}${path}`, { headers: ADMIN_HEADERS });
+  const response = await gw.fetch(path, { headers: ADMIN_HEADERS });
   assert.equal(response.status, 200);
   assert.match(response.headers.get("content-type") ?? "", /^application\/json/);
   return await response.json();
@@ -61,7 +61,7 @@ Deno.test("the recorded Claude Code episode exports as an xtuner trajectory of t
     const { id, token } = await gw.openSession({ group_id: "g-1" });
     const { replies } = await replay(gw, token);
     const reward = { score: 0.75, tests_passed: 2, judger: "rule" };
-    const rewarded = await fetch(`${gw.url}/sessions/${id}/reward`, {
+    const rewarded = await gw.fetch(`/sessions/${id}/reward`, {
       method: "POST",
       headers: ADMIN_HEADERS,
       body: JSON.stringify(reward),

@@ -15,12 +15,12 @@
  *
  * @module
  */
-import type { MessageParam } from "../lib/anthropic/mod.ts";
 import type { TurnRecord } from "../lib/chain/mod.ts";
 import { keys } from "../lib/kv/mod.ts";
 import { defaultTokenizerPath } from "../lib/config/mod.ts";
 import { loadTokenizer } from "../lib/template/mod.ts";
 import { ADMIN, filler, percentile, startEngineProcess } from "./_harness.ts";
+import { body, opening, RESULT_LINES, sweep } from "./_claude_code_load.ts";
 import { cpuMs, residentMiB } from "../lib/sandbox/mod.ts";
 import { AutoTokenizer, env } from "@huggingface/transformers";
 import { servingPids, spawnGateway } from "../test/process/_gateway_process.ts";
@@ -28,41 +28,8 @@ import { servingPids, spawnGateway } from "../test/process/_gateway_process.ts";
 const SESSIONS = (Deno.env.get("BENCH_LOAD_SESSIONS") ?? "1,16,64,256").split(",").map(Number);
 const WORKERS = (Deno.env.get("BENCH_LOAD_WORKERS") ?? "1,2").split(",").map(Number);
 const TURNS = Number(Deno.env.get("BENCH_LOAD_TURNS") ?? 6);
-/** Lines of tool output per turn: about 14 tokens each, so ~500 tokens. */
-const RESULT_LINES = 36;
-
-const recorded = JSON.parse(
-  await Deno.readTextFile(new URL("../fixtures/claude_code/episode.json", import.meta.url)),
-).requests[0].body;
-const NOTES = "<system-reminder>\nProject notes (CLAUDE.md):\n" +
-  Array.from(
-    { length: 110 },
-    (_, i) => `- Rule ${i}: keep module ${i} small; test it in test/m${i}_test.ts.`,
-  )
-    .join("\n") +
-  "\n</system-reminder>";
-
-/** The first messages of a session: project notes and a task, as Claude Code sends them. */
-function opening(session: number): MessageParam[] {
-  return [{
-    role: "user",
-    content: [{ type: "text", text: NOTES }, {
-      type: "text",
-      text: `Task ${session}: fix the build.`,
-    }],
-  }];
-}
-
-function body(messages: MessageParam[]): string {
-  return JSON.stringify({
-    model: "bench",
-    max_tokens: 256,
-    system: recorded.system,
-    tools: recorded.tools,
-    messages,
-  });
-}
-
+/** Fewest turns in a step for its CPU time per turn to be shown. */
+const MIN_CPU_TURNS = 60;
 /** `functions/serve.ts` with `workers` workers over a fresh KV file. */
 async function startGateway(workers: number, engineUrl: string) {
   const dir = await Deno.makeTempDir({ prefix: "bench-load-" });
@@ -84,45 +51,6 @@ async function startGateway(workers: number, engineUrl: string) {
       await Deno.remove(dir, { recursive: true });
     },
   };
-}
-
-async function post(url: string, path: string, token: string, text: string) {
-  const response = await fetch(`${url}${path}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: text,
-  });
-  const json = await response.json();
-  if (!response.ok) throw new Error(`${path}: ${response.status} ${JSON.stringify(json)}`);
-  return json;
-}
-
-/** Runs `count` sessions of TURNS turns at once; returns their ids and every turn's time. */
-async function sweep(url: string, count: number, salt: number) {
-  const ids: string[] = [];
-  const times: number[] = [];
-  const started = performance.now();
-  await Promise.all(Array.from({ length: count }, async (_, s) => {
-    const session = await post(url, "/sessions", ADMIN, "{}");
-    ids.push(session.id);
-    const messages = opening(s);
-    for (let turn = 0; turn < TURNS; turn++) {
-      const text = body(messages);
-      const at = performance.now();
-      const reply = await post(url, "/v1/messages", session.token, text);
-      times.push(performance.now() - at);
-      messages.push({ role: "assistant", content: reply.content });
-      messages.push({
-        role: "user",
-        content: [{
-          type: "tool_result",
-          tool_use_id: reply.content[0].id,
-          content: filler(RESULT_LINES, salt + s * 31 + turn),
-        }],
-      });
-    }
-  }));
-  return { ids, times, elapsed: (performance.now() - started) / 1000 };
 }
 
 // What the tokenizer alone takes for a turn's new tokens: the tool result, as text.
@@ -175,12 +103,15 @@ console.log(
 );
 for (const workers of WORKERS) {
   const gateway = await startGateway(workers, engine.url);
-  await sweep(gateway.url, 8, 1_000); // warm-up: JIT, caches, connection pools
+  await sweep(gateway.url, 8, TURNS, 1_000); // warm-up: JIT, caches, connection pools
   for (const count of SESSIONS) {
     const cpu = [cpuOf(gateway.pids), cpuOf([engine.process.pid]), cpuOf([Deno.pid])];
-    const { ids, times, elapsed } = await sweep(gateway.url, count, count * 7);
+    const { ids, times, elapsed } = await sweep(gateway.url, count, TURNS, count * 7);
+    // CPU time comes in 10 ms ticks: too coarse for a step of a few turns.
     const perTurn = [cpuOf(gateway.pids), cpuOf([engine.process.pid]), cpuOf([Deno.pid])]
-      .map((used, i) => ((used - cpu[i]) / (count * TURNS)).toFixed(2));
+      .map((used, i) =>
+        count * TURNS < MIN_CPU_TURNS ? "–" : ((used - cpu[i]) / (count * TURNS)).toFixed(2)
+      );
     const rss = gateway.pids.map((pid) => residentMiB(pid) ?? "?").join("+");
     const kv = await Deno.openKv(gateway.kvPath);
     const gatewayMs: number[] = [];

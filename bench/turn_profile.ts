@@ -34,7 +34,7 @@ const PARTS: readonly { name: string; frame: RegExp }[] = [
   {
     name: "encode new text",
     frame:
-      /transformers.*#(pre_tokenize\w*|bpe|encode\w*|_call|regex_split)$|lib\/template\/(byte_level|bpe_cache|section_cache|plain_text)\.ts/,
+      /transformers.*#(pre_tokenize\w*|bpe|encode\w*|_call|regex_split)$|lib\/template\/(byte_level|bpe_cache|split_step|section_cache|plain_text)\.ts/,
   },
   {
     name: "chat template (render)",

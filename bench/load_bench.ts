@@ -10,8 +10,8 @@
  * after the first (the turn minus the engine's part, from the turn records) next to what the
  * tokenizer alone takes to encode that turn's new tokens, both as the gateway encodes (its faster
  * byte-level step, `lib/template/byte_level.ts`) and as the library alone does; the CPU time per
- * turn of the gateway's processes, the engine's and the driver's, which share the cores; and the
- * workers' RSS after each step.
+ * turn of the gateway's processes, the engine's and the driver's, which share the cores, and the
+ * turns/s the gateway's share alone allows on all of them; and the workers' RSS after each step.
  *
  * @module
  */
@@ -30,6 +30,8 @@ const WORKERS = (Deno.env.get("BENCH_LOAD_WORKERS") ?? "1,2").split(",").map(Num
 const TURNS = Number(Deno.env.get("BENCH_LOAD_TURNS") ?? 6);
 /** Fewest turns in a step for its CPU time per turn to be shown. */
 const MIN_CPU_TURNS = 60;
+/** This machine's cores. */
+const CORES = navigator.hardwareConcurrency;
 /** `functions/serve.ts` with `workers` workers over a fresh KV file. */
 async function startGateway(workers: number, engineUrl: string) {
   const dir = await Deno.makeTempDir({ prefix: "bench-load-" });
@@ -98,8 +100,8 @@ console.log(
   } ${"p99 ms".padStart(8)} ${"gateway ms".padStart(10)} ${"encode ms".padStart(9)} ${
     "library ms".padStart(10)
   } ${"CPU ms/turn: gateway".padStart(20)} ${"engine".padStart(6)} ${"driver".padStart(6)} ${
-    "RSS MiB".padStart(12)
-  }`,
+    "gateway alone/s".padStart(15)
+  } ${"RSS MiB".padStart(12)}`,
 );
 for (const workers of WORKERS) {
   const gateway = await startGateway(workers, engine.url);
@@ -108,10 +110,13 @@ for (const workers of WORKERS) {
     const cpu = [cpuOf(gateway.pids), cpuOf([engine.process.pid]), cpuOf([Deno.pid])];
     const { ids, times, elapsed } = await sweep(gateway.url, count, TURNS, count * 7);
     // CPU time comes in 10 ms ticks: too coarse for a step of a few turns.
-    const perTurn = [cpuOf(gateway.pids), cpuOf([engine.process.pid]), cpuOf([Deno.pid])]
-      .map((used, i) =>
-        count * TURNS < MIN_CPU_TURNS ? "–" : ((used - cpu[i]) / (count * TURNS)).toFixed(2)
-      );
+    const used = [cpuOf(gateway.pids), cpuOf([engine.process.pid]), cpuOf([Deno.pid])]
+      .map((now, i) => (now - cpu[i]) / (count * TURNS));
+    const coarse = count * TURNS < MIN_CPU_TURNS;
+    const perTurn = used.map((ms) => coarse ? "–" : ms.toFixed(2));
+    // The turns/s the gateway's own CPU time allows on every core of this machine, were the
+    // engine and the agents elsewhere (as they are in a deployment).
+    const alone = coarse ? "–" : (CORES * 1000 / used[0]).toFixed(0);
     const rss = gateway.pids.map((pid) => residentMiB(pid) ?? "?").join("+");
     const kv = await Deno.openKv(gateway.kvPath);
     const gatewayMs: number[] = [];
@@ -131,8 +136,8 @@ for (const workers of WORKERS) {
       } ${percentile(gatewayMs, 0.5).toFixed(2).padStart(10)} ${encodeMs.toFixed(2).padStart(9)} ${
         libraryEncodeMs.toFixed(2).padStart(10)
       } ${perTurn[0].padStart(20)} ${perTurn[1].padStart(6)} ${perTurn[2].padStart(6)} ${
-        rss.padStart(12)
-      }`,
+        alone.padStart(15)
+      } ${rss.padStart(12)}`,
     );
   }
   await gateway.stop();
@@ -143,5 +148,7 @@ console.log(
   `\ngateway ms: a later turn's time in the gateway (its record's total minus the engine call), ` +
     `p50; encode ms: the gateway's tokenizer alone on that turn's ${deltaTokens}-token tool ` +
     `result, p50; library ms: the same with @huggingface/transformers' own tokenizer; CPU ms/turn: ` +
-    `CPU time of the gateway's processes, the engine's and this driver's, over the step's turns`,
+    `CPU time of the gateway's processes, the engine's and this driver's, over the step's turns; ` +
+    `gateway alone/s: the turns/s the gateway's CPU time per turn allows on all ${CORES} cores, ` +
+    `were the engine and the agents on other machines`,
 );

@@ -32,6 +32,8 @@ export interface BenchGateway {
   readonly tokenizer: ChatTokenizer;
   readonly engineUrl: string;
   readonly kvPath: string;
+  /** The gateway app's request handler, to serve on a socket (`Deno.serve`). */
+  readonly handler: (request: Request) => Response | Promise<Response>;
   /** POSTs `body` (an object, or JSON already serialized) and returns the JSON answer. */
   // deno-lint-ignore no-explicit-any
   call(path: string, token: string, body: unknown): Promise<any>;
@@ -58,6 +60,7 @@ export async function startBenchGateway(env: Record<string, string> = {}): Promi
     tokenizer,
     engineUrl: engine.url,
     kvPath,
+    handler: (request) => app.fetch(request),
     call: async (path, token, body) => {
       const response = await app.fetch(
         new Request(`http://gateway${path}`, {

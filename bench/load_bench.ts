@@ -18,11 +18,10 @@
 import type { TurnRecord } from "../lib/chain/mod.ts";
 import { keys } from "../lib/kv/mod.ts";
 import { defaultTokenizerPath } from "../lib/config/mod.ts";
-import { loadTokenizer } from "../lib/template/mod.ts";
+import { libraryTokenizer, loadTokenizer } from "../lib/template/mod.ts";
 import { ADMIN, filler, percentile, startEngineProcess } from "./_harness.ts";
 import { body, opening, RESULT_LINES, sweep } from "./_claude_code_load.ts";
 import { cpuMs, residentMiB } from "../lib/sandbox/mod.ts";
-import { AutoTokenizer, env } from "@huggingface/transformers";
 import { servingPids, spawnGateway } from "../test/process/_gateway_process.ts";
 
 const SESSIONS = (Deno.env.get("BENCH_LOAD_SESSIONS") ?? "1,16,64,256").split(",").map(Number);
@@ -76,13 +75,6 @@ function encodeTime(encode: (text: string) => number[]): number {
   return percentile(times, 0.5);
 }
 
-async function libraryTokenizer(path: string) {
-  env.allowRemoteModels = false;
-  env.allowLocalModels = true;
-  const slash = path.lastIndexOf("/");
-  env.localModelPath = path.slice(0, slash + 1);
-  return await AutoTokenizer.from_pretrained(path.slice(slash + 1), { local_files_only: true });
-}
 
 /** CPU milliseconds used so far by `pids` together. */
 const cpuOf = (pids: readonly number[]) => pids.reduce((sum, pid) => sum + (cpuMs(pid) ?? 0), 0);

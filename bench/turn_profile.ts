@@ -1,7 +1,7 @@
 /**
- * `deno task profile`: where a Claude-Code-sized turn's CPU time goes in the gateway. A gateway
- * app serves on a socket in this process, with a KV file, against the zero-latency scripted engine
- * in its own process. A driver in another process runs the load bench's conversation
+ * `deno task profile`: where a Claude-Code-sized turn's CPU time goes in the gateway. The bench
+ * gateway (`_harness.ts`: a KV file, the zero-latency scripted engine in its own process) serves on
+ * a socket in this process. A driver in another process runs the load bench's conversation
  * (`_claude_code_load.ts`; 64 sessions of 6 turns by default). V8's sampling profiler
  * (`node:inspector`) records this process's main thread meanwhile.
  *
@@ -16,11 +16,7 @@
  * @module
  */
 import { Session } from "node:inspector/promises";
-import { resolveConfig } from "../lib/config/mod.ts";
-import { loadTokenizer } from "../lib/template/mod.ts";
-import { buildDeps } from "../functions/_deps.ts";
-import { createGatewayApp } from "../functions/serve.ts";
-import { ADMIN, startEngineProcess } from "./_harness.ts";
+import { startBenchGateway } from "./_harness.ts";
 import { sweep } from "./_claude_code_load.ts";
 
 const SESSIONS = Number(Deno.env.get("PROFILE_SESSIONS") ?? 64);
@@ -77,20 +73,8 @@ if (Deno.args[0] === "--drive") {
   Deno.exit(0);
 }
 
-const engine = await startEngineProcess();
-const dir = await Deno.makeTempDir({ prefix: "bench-profile-" });
-const config = resolveConfig({
-  KV_PATH: `${dir}/bench.kv`,
-  ADMIN_TOKEN: ADMIN,
-  SGLANG_URL: engine.url,
-  CONTEXT_LENGTH: "200000",
-  ROLLOUT_WORKER: "false",
-});
-const deps = await buildDeps(config, { tokenizer: await loadTokenizer(config.tokenizerPath) });
-const server = Deno.serve(
-  { hostname: "127.0.0.1", port: 0, onListen() {} },
-  createGatewayApp(deps).fetch,
-);
+const gateway = await startBenchGateway({ ROLLOUT_WORKER: "false" });
+const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, gateway.handler);
 const url = `http://127.0.0.1:${server.addr.port}`;
 
 /** Runs the driver in its own process, so its work is not in the profile. */
@@ -113,10 +97,7 @@ const elapsed = await drive(SESSIONS, 2);
 const { profile } = await inspector.post("Profiler.stop") as { profile: Profile };
 inspector.disconnect();
 await server.shutdown();
-await deps.close();
-engine.process.kill("SIGTERM");
-await engine.process.status;
-await Deno.remove(dir, { recursive: true });
+await gateway.close();
 const out = Deno.env.get("PROFILE_OUT");
 if (out) await Deno.writeTextFile(out, JSON.stringify(profile));
 

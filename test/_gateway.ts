@@ -27,6 +27,8 @@ import {
 import { buildDeps, type Deps } from "../functions/_deps.ts";
 import { createGatewayApp } from "../functions/serve.ts";
 import type { Hono } from "hono";
+import Anthropic from "@anthropic-ai/sdk";
+import OpenAI from "openai";
 import type { SandboxBackend } from "../lib/sandbox/mod.ts";
 
 let tokenizer: Promise<ChatTokenizer> | null = null;
@@ -66,6 +68,13 @@ export interface TestGateway {
    * `exchanges`. An SDK takes it as its `fetch` option, with `GATEWAY_ORIGIN` in its base URL.
    */
   readonly fetch: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+  /**
+   * The Anthropic SDK with `apiKey`, talking to this gateway through {@linkcode TestGateway.fetch}
+   * (base URL {@linkcode GATEWAY_ORIGIN} unless given); no retries unless asked for.
+   */
+  anthropic(apiKey: string, options?: ClientOptions): Anthropic;
+  /** The OpenAI SDK likewise, with base URL `${GATEWAY_ORIGIN}/v1` unless given. */
+  openai(apiKey: string, options?: ClientOptions): OpenAI;
   readonly app: Hono;
   readonly deps: Deps;
   readonly engine: ScriptedEngine;
@@ -81,6 +90,12 @@ export interface TestGateway {
   // deno-lint-ignore no-explicit-any
   session(id: string): Promise<any>;
   close(): Promise<void>;
+}
+
+/** What a test changes in an SDK client of the gateway. */
+export interface ClientOptions {
+  readonly baseURL?: string;
+  readonly maxRetries?: number;
 }
 
 /** One request to the gateway and its response (the body read in full, streams included). */
@@ -182,6 +197,20 @@ export async function startGateway(
       return listen();
     },
     fetch: send,
+    anthropic: (apiKey, options = {}) =>
+      new Anthropic({
+        apiKey,
+        baseURL: options.baseURL ?? GATEWAY_ORIGIN,
+        fetch: send,
+        maxRetries: options.maxRetries ?? 0,
+      }),
+    openai: (apiKey, options = {}) =>
+      new OpenAI({
+        apiKey,
+        baseURL: options.baseURL ?? `${GATEWAY_ORIGIN}/v1`,
+        fetch: send,
+        maxRetries: options.maxRetries ?? 0,
+      }),
     app,
     deps,
     engine,

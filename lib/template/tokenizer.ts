@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { AutoTokenizer, env } from "@huggingface/transformers";
+import { AutoTokenizer, env, type PreTrainedTokenizer } from "@huggingface/transformers";
 import type { ChatPrompt } from "../chat/mod.ts";
 import {
   detectFormats,
@@ -109,13 +109,7 @@ export async function loadTokenizer(
       throw new Error(`Cannot load tokenizer: "${path}/${file}" is missing`);
     }
   }
-  env.allowRemoteModels = false;
-  env.allowLocalModels = true;
-  const slash = path.replace(/\/+$/, "").lastIndexOf("/");
-  env.localModelPath = slash >= 0 ? path.slice(0, slash + 1) : "./";
-  const inner = await AutoTokenizer.from_pretrained(path.slice(slash + 1), {
-    local_files_only: true,
-  });
+  const inner = await libraryTokenizer(path);
   const eosToken: string | undefined = inner.eos_token;
   if (!eosToken) throw new Error(`Cannot load tokenizer: "${path}" defines no eos_token`);
   const eosId = inner.encode(eosToken, { add_special_tokens: false });
@@ -192,6 +186,19 @@ export async function loadTokenizer(
     if (!(error instanceof ModelFormatError)) throw error;
   }
   return withTextTokens(tokenizer, options.textTokens ?? "plain");
+}
+
+/**
+ * The tokenizer in folder `path` as `@huggingface/transformers` loads it, from local files only,
+ * with nothing of the gateway's installed: {@linkcode loadTokenizer} builds on it, and tests and
+ * the bench compare against it.
+ */
+export async function libraryTokenizer(path: string): Promise<PreTrainedTokenizer> {
+  env.allowRemoteModels = false;
+  env.allowLocalModels = true;
+  const slash = path.replace(/\/+$/, "").lastIndexOf("/");
+  env.localModelPath = slash >= 0 ? path.slice(0, slash + 1) : "./";
+  return await AutoTokenizer.from_pretrained(path.slice(slash + 1), { local_files_only: true });
 }
 
 /**

@@ -4,7 +4,7 @@
  */
 import OpenAI from "openai";
 import assert from "node:assert/strict";
-import { GATEWAY_ORIGIN, startGateway, type TestGateway } from "../_gateway.ts";
+import { startGateway, type TestGateway } from "../_gateway.ts";
 import {
   bad,
   type ExpectedError,
@@ -171,12 +171,7 @@ Deno.test("a prompt over the context window is worded as OpenAI words it, and th
   const gw = await startGateway({ env: { CONTEXT_LENGTH: "256" } });
   try {
     const { token } = await gw.openSession();
-    const client = new OpenAI({
-      apiKey: token,
-      baseURL: `${GATEWAY_ORIGIN}/v1`,
-      fetch: gw.fetch,
-      maxRetries: 2,
-    });
+    const client = gw.openai(token, { maxRetries: 2 });
     const error = await client.chat.completions.create({
       model: "m",
       messages: [{ role: "user", content: "word ".repeat(400) }],
@@ -195,12 +190,7 @@ Deno.test("GET /v1/models answers both SDKs", async () => {
   const gw = await startGateway({ env: { MODEL_ID: "qwen3-test" } });
   try {
     const { token } = await gw.openSession();
-    const openai = new OpenAI({
-      apiKey: token,
-      baseURL: `${GATEWAY_ORIGIN}/v1`,
-      fetch: gw.fetch,
-      maxRetries: 0,
-    });
+    const openai = gw.openai(token);
     const models = [];
     for await (const model of openai.models.list()) models.push(model);
     assert.deepEqual(models.map((model) => [model.id, model.object]), [["qwen3-test", "model"]]);

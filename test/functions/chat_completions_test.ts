@@ -73,12 +73,7 @@ async function converse(
   options: { stream: boolean; echo: Echo; baseURL?: (token: string) => string },
 ) {
   const { id, token } = await gw.openSession({ test: "chat" });
-  const client = new OpenAI({
-    apiKey: token,
-    baseURL: options.baseURL?.(token) ?? `${GATEWAY_ORIGIN}/v1`,
-    fetch: gw.fetch,
-    maxRetries: 0,
-  });
+  const client = gw.openai(token, { baseURL: options.baseURL?.(token) });
   const messages: Message[] = [
     { role: "system", content: "You are a careful coding agent." },
     { role: "user", content: "What is in this repository?" },
@@ -182,12 +177,7 @@ Deno.test("usage.prompt_tokens is what the engine read; stream_options.include_u
   const gw = await startGateway({ script: ["Hello there.", "Hello again."] });
   try {
     const { token } = await gw.openSession();
-    const client = new OpenAI({
-      apiKey: token,
-      baseURL: `${GATEWAY_ORIGIN}/v1`,
-      fetch: gw.fetch,
-      maxRetries: 0,
-    });
+    const client = gw.openai(token);
     const messages: Message[] = [{ role: "user", content: "Hi" }];
     const json = await client.chat.completions.create({ model: "m", messages });
     assert.equal(json.usage!.prompt_tokens, gw.engine.calls[0].inputIds.length);
@@ -278,12 +268,7 @@ Deno.test("the openai SDK retries an overloaded engine (529) and then succeeds",
   try {
     const { id, token } = await gw.openSession();
     gw.engine.fault({ kind: "unavailable" });
-    const client = new OpenAI({
-      apiKey: token,
-      baseURL: `${GATEWAY_ORIGIN}/v1`,
-      fetch: gw.fetch,
-      maxRetries: 2,
-    });
+    const client = gw.openai(token, { maxRetries: 2 });
     const reply = await client.chat.completions.create({
       model: "m",
       messages: [{ role: "user", content: "Hi" }],

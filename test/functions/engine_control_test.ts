@@ -5,11 +5,9 @@
  * mask or drop what `max_staleness` calls stale; the calls fan out to every engine worker.
  */
 import assert from "node:assert/strict";
-import Anthropic from "@anthropic-ai/sdk";
 import { type PauseMode, scriptedLogprob } from "../../lib/scripted_engine/mod.ts";
 import {
   ADMIN_HEADERS,
-  GATEWAY_ORIGIN,
   qwen3,
   type SampleJson,
   startGateway,
@@ -53,12 +51,7 @@ for (const mode of ["abort", "retract", "in_place"] as PauseMode[]) {
     });
     try {
       const { id, token } = await gw.openSession();
-      const client = new Anthropic({
-        baseURL: GATEWAY_ORIGIN,
-        fetch: gw.fetch,
-        apiKey: token,
-        maxRetries: 0,
-      });
+      const client = gw.anthropic(token);
       const stream = client.messages.stream({
         model: "qwen3",
         max_tokens: 500,
@@ -179,12 +172,7 @@ Deno.test("max_staleness wants integer weight versions, and says which one is no
   try {
     gw.engine.setWeightVersion("v2");
     const { id, token } = await gw.openSession();
-    const client = new Anthropic({
-      baseURL: GATEWAY_ORIGIN,
-      fetch: gw.fetch,
-      apiKey: token,
-      maxRetries: 0,
-    });
+    const client = gw.anthropic(token);
     await client.messages.create({
       model: "m",
       max_tokens: 50,

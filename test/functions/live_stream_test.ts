@@ -8,7 +8,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import assert from "node:assert/strict";
 import { parseKey } from "../../lib/kv/mod.ts";
-import { GATEWAY_ORIGIN, type SampleJson, startGateway, type TestGateway } from "../_gateway.ts";
+import { type SampleJson, startGateway, type TestGateway } from "../_gateway.ts";
 import { assertChainExact } from "../_chain_exact.ts";
 import { sseEvents } from "../_sse.ts";
 import { until } from "../engine/_client.ts";
@@ -45,12 +45,7 @@ function tokensOf(samples: SampleJson[]) {
 /** A tool loop over the Messages API: the SDK's stream helper, or plain JSON. */
 async function anthropicLoop(gw: TestGateway, stream: boolean) {
   const { id, token } = await gw.openSession();
-  const client = new Anthropic({
-    apiKey: token,
-    baseURL: GATEWAY_ORIGIN,
-    fetch: gw.fetch,
-    maxRetries: 0,
-  });
+  const client = gw.anthropic(token);
   const messages: Anthropic.MessageParam[] = [{ role: "user", content: "What is here?" }];
   const replies: Anthropic.Message[] = [];
   for (let turn = 0; turn < REPLIES.length; turn++) {
@@ -73,12 +68,7 @@ async function anthropicLoop(gw: TestGateway, stream: boolean) {
 /** A tool loop over the Responses API, streamed events read back into each response's output. */
 async function responsesLoop(gw: TestGateway, stream: boolean) {
   const { id, token } = await gw.openSession();
-  const client = new OpenAI({
-    apiKey: token,
-    baseURL: `${GATEWAY_ORIGIN}/v1`,
-    fetch: gw.fetch,
-    maxRetries: 0,
-  });
+  const client = gw.openai(token);
   const input: OpenAI.Responses.ResponseInputItem[] = [{ role: "user", content: "What is here?" }];
   const outputs: unknown[] = [];
   for (let turn = 0; turn < REPLIES.length; turn++) {
@@ -227,12 +217,7 @@ Deno.test("a stop sequence is never streamed: the text ends where the reply's do
   const gw = await startGateway({ script: ["Count: one two three STOP four five", "x"] });
   try {
     const { token } = await gw.openSession();
-    const client = new Anthropic({
-      apiKey: token,
-      baseURL: GATEWAY_ORIGIN,
-      fetch: gw.fetch,
-      maxRetries: 0,
-    });
+    const client = gw.anthropic(token);
     const stream = client.messages.stream({
       model: "m",
       max_tokens: 64,

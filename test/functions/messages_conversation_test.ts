@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { lowerMessages, lowerSystem, lowerTools } from "../../lib/anthropic/mod.ts";
 import type { MessageParam } from "../../lib/anthropic/mod.ts";
 import { scriptedLogprob } from "../../lib/scripted_engine/mod.ts";
-import { GATEWAY_ORIGIN, qwen3, startGateway, type TestGateway } from "../_gateway.ts";
+import { qwen3, startGateway, type TestGateway } from "../_gateway.ts";
 
 const SYSTEM = "You are a careful coding agent.";
 const TOOLS: Anthropic.Tool[] = [
@@ -47,12 +47,7 @@ async function replies() {
 /** Runs the conversation; returns the requests' messages and the replies the client got. */
 async function converse(gw: TestGateway, stream: boolean) {
   const { id, token } = await gw.openSession({ test: "conversation" });
-  const client = new Anthropic({
-    apiKey: token,
-    baseURL: GATEWAY_ORIGIN,
-    fetch: gw.fetch,
-    maxRetries: 0,
-  });
+  const client = gw.anthropic(token);
   const messages: MessageParam[] = [];
   const requests: MessageParam[][] = [];
   const replies: Anthropic.Message[] = [];

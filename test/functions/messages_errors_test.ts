@@ -4,7 +4,7 @@
  */
 import Anthropic from "@anthropic-ai/sdk";
 import assert from "node:assert/strict";
-import { GATEWAY_ORIGIN, kvSnapshot, startGateway, type TestGateway } from "../_gateway.ts";
+import { kvSnapshot, startGateway, type TestGateway } from "../_gateway.ts";
 
 const VALID = { model: "m", max_tokens: 64, messages: [{ role: "user", content: "hi" }] };
 
@@ -185,19 +185,9 @@ Deno.test("/v1/messages errors reach the Anthropic SDK as its typed errors", asy
   const gw = await startGateway();
   try {
     const { token } = await gw.openSession();
-    const wrong = new Anthropic({
-      apiKey: `${token.split(".")[0]}.${"f".repeat(48)}`,
-      baseURL: GATEWAY_ORIGIN,
-      fetch: gw.fetch,
-      maxRetries: 0,
-    });
+    const wrong = gw.anthropic(`${token.split(".")[0]}.${"f".repeat(48)}`);
     await assert.rejects(wrong.messages.create(VALID as never), Anthropic.AuthenticationError);
-    const client = new Anthropic({
-      apiKey: token,
-      baseURL: GATEWAY_ORIGIN,
-      fetch: gw.fetch,
-      maxRetries: 0,
-    });
+    const client = gw.anthropic(token);
     await assert.rejects(
       client.messages.create(
         { ...VALID, messages: [{ role: "user", content: [{ type: "bogus" }] }] } as never,

@@ -5,7 +5,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import assert from "node:assert/strict";
 import { parseKey } from "../../lib/kv/mod.ts";
-import { GATEWAY_ORIGIN, startGateway } from "../_gateway.ts";
+import { startGateway } from "../_gateway.ts";
 import { sseEvents } from "../_sse.ts";
 
 const TOOL_REPLY =
@@ -98,8 +98,7 @@ Deno.test("the SDK's stream helper yields the same message as the JSON path", as
   try {
     const a = await gw.openSession();
     const b = await gw.openSession();
-    const client = (apiKey: string) =>
-      new Anthropic({ apiKey, baseURL: GATEWAY_ORIGIN, fetch: gw.fetch, maxRetries: 0 });
+    const client = (apiKey: string) => gw.anthropic(apiKey);
     const json = await client(a.token).messages.create(REQUEST);
     const stream = client(b.token).messages.stream(REQUEST);
     const inputDeltas: string[] = [];

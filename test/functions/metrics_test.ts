@@ -7,7 +7,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import assert from "node:assert/strict";
 import { startRetailEnv } from "../../fixtures/retail_env.ts";
-import { ADMIN_TOKEN, GATEWAY_ORIGIN, startGateway, type TestGateway } from "../_gateway.ts";
+import { ADMIN_TOKEN, startGateway, type TestGateway } from "../_gateway.ts";
 import { countable, moved, type Parsed, parseExposition } from "../_prometheus.ts";
 import { retailScript } from "../rollout/_retail.ts";
 import { awaitJob, submit } from "../rollout/_rollout.ts";
@@ -82,12 +82,7 @@ Deno.test("a scripted episode moves the counters by exactly its turns, tokens, f
       "Done.",
     ]);
     const { token } = await gw.openSession();
-    const client = new Anthropic({
-      apiKey: token,
-      baseURL: GATEWAY_ORIGIN,
-      fetch: gw.fetch,
-      maxRetries: 0,
-    });
+    const client = gw.anthropic(token);
     const ask = (messages: Anthropic.MessageParam[], extra: { temperature?: number } = {}) =>
       client.messages.create({ model: "m", max_tokens: 256, tools: TOOLS, messages, ...extra });
     const toolResult = (reply: Anthropic.Message, content: string): Anthropic.MessageParam => ({

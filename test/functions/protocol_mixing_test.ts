@@ -27,12 +27,7 @@ const RESULTS = [["a.txt\nb.txt"], ["hello", "hello too"]];
 
 /** The conversation over Chat Completions, every turn. */
 async function overOpenAI(gw: TestGateway, token: string): Promise<void> {
-  const client = new OpenAI({
-    apiKey: token,
-    baseURL: `${GATEWAY_ORIGIN}/v1`,
-    fetch: gw.fetch,
-    maxRetries: 0,
-  });
+  const client = gw.openai(token);
   const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [
     { role: "system", content: SYSTEM },
     { role: "user", content: "Read the files." },
@@ -54,12 +49,7 @@ async function overOpenAI(gw: TestGateway, token: string): Promise<void> {
 
 /** The conversation over the Messages API, every turn. */
 async function overAnthropic(gw: TestGateway, token: string): Promise<void> {
-  const client = new Anthropic({
-    apiKey: token,
-    baseURL: GATEWAY_ORIGIN,
-    fetch: gw.fetch,
-    maxRetries: 0,
-  });
+  const client = gw.anthropic(token);
   const messages: Anthropic.MessageParam[] = [{ role: "user", content: "Read the files." }];
   for (let turn = 0; turn < REPLIES.length; turn++) {
     const reply = await client.messages.create({
@@ -107,19 +97,9 @@ Deno.test("one session switches protocols turn by turn and keeps one exact chain
   const gw = await startGateway({ script: [...REPLIES] });
   try {
     const { id, token } = await gw.openSession();
-    const openai = new OpenAI({
-      apiKey: token,
-      baseURL: `${GATEWAY_ORIGIN}/v1`,
-      fetch: gw.fetch,
-      maxRetries: 0,
-    });
+    const openai = gw.openai(token);
     // The Messages client at the per-session base URL: its token is in the path.
-    const anthropic = new Anthropic({
-      apiKey: "unused",
-      baseURL: `${GATEWAY_ORIGIN}/sessions/${token}`,
-      fetch: gw.fetch,
-      maxRetries: 0,
-    });
+    const anthropic = gw.anthropic("unused", { baseURL: `${GATEWAY_ORIGIN}/sessions/${token}` });
     const tools = [{ type: "function" as const, function: { name: "bash", parameters: SCHEMA } }];
     // Turn 1 over Chat Completions.
     const first = (await openai.chat.completions.create({

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { defaultTokenizerPath } from "../../lib/config/mod.ts";
 import { loadTokenizer } from "../../lib/template/mod.ts";
 import { assertChainExact } from "../_chain_exact.ts";
-import { GATEWAY_ORIGIN, startGateway } from "../_gateway.ts";
+import { startGateway } from "../_gateway.ts";
 
 const TEMPLATE = new URL("../../fixtures/templates/qwen3_coder.jinja", import.meta.url);
 
@@ -59,12 +59,7 @@ Deno.test("a Qwen3-Coder model's XML tool calls are parsed with typed values and
   try {
     assert.deepEqual(gw.deps.formats, { toolCallParser: "qwen3_coder", reasoningParser: null });
     const { id, token } = await gw.openSession();
-    const client = new OpenAI({
-      apiKey: token,
-      baseURL: `${GATEWAY_ORIGIN}/v1`,
-      fetch: gw.fetch,
-      maxRetries: 0,
-    });
+    const client = gw.openai(token);
     const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [
       { role: "system", content: "You are a coding agent." },
       { role: "user", content: "What is here?" },

@@ -5,7 +5,7 @@
  */
 import OpenAI from "openai";
 import assert from "node:assert/strict";
-import { GATEWAY_ORIGIN, startGateway, type TestGateway } from "../_gateway.ts";
+import { startGateway, type TestGateway } from "../_gateway.ts";
 import {
   bad,
   type ExpectedError,
@@ -131,12 +131,7 @@ Deno.test("a prompt over the context window is a 400 the SDK does not retry, wor
   const gw = await startGateway({ env: { CONTEXT_LENGTH: "256" } });
   try {
     const { token } = await gw.openSession();
-    const client = new OpenAI({
-      apiKey: token,
-      baseURL: `${GATEWAY_ORIGIN}/v1`,
-      fetch: gw.fetch,
-      maxRetries: 2,
-    });
+    const client = gw.openai(token, { maxRetries: 2 });
     const error = await client.responses.create({ model: "m", input: "word ".repeat(400) })
       .then(() => null, (error) => error);
     assert.ok(error instanceof OpenAI.BadRequestError, String(error));
@@ -154,12 +149,7 @@ Deno.test("an overloaded engine is a 529 the SDK retries, and the retry is answe
   try {
     gw.engine.fault({ kind: "unavailable" });
     const { id, token } = await gw.openSession();
-    const client = new OpenAI({
-      apiKey: token,
-      baseURL: `${GATEWAY_ORIGIN}/v1`,
-      fetch: gw.fetch,
-      maxRetries: 2,
-    });
+    const client = gw.openai(token, { maxRetries: 2 });
     const response = await client.responses.create({ model: "m", input: "hi" });
     assert.equal(response.output_text, "Fine.");
     const statuses = gw.exchanges.filter((e) => e.path === "/v1/responses").map((e) => e.status);

@@ -78,12 +78,7 @@ async function converse(
   options: { stream: boolean; echo: Echo; baseURL?: (token: string) => string },
 ) {
   const { id, token } = await gw.openSession({ test: "responses" });
-  const client = new OpenAI({
-    apiKey: token,
-    baseURL: options.baseURL?.(token) ?? `${GATEWAY_ORIGIN}/v1`,
-    fetch: gw.fetch,
-    maxRetries: 0,
-  });
+  const client = gw.openai(token, { baseURL: options.baseURL?.(token) });
   const input: Item[] = [{ role: "user", content: "What is in this repository?" }];
   const responses: OpenAI.Responses.Response[] = [];
   const ask = async () => {
@@ -259,18 +254,8 @@ Deno.test("the same conversation over the Responses API and Chat Completions ren
   try {
     const responsesSession = await gw.openSession();
     const chatSession = await gw.openSession();
-    const responses = new OpenAI({
-      apiKey: responsesSession.token,
-      baseURL: `${GATEWAY_ORIGIN}/v1`,
-      fetch: gw.fetch,
-      maxRetries: 0,
-    });
-    const chat = new OpenAI({
-      apiKey: chatSession.token,
-      baseURL: `${GATEWAY_ORIGIN}/v1`,
-      fetch: gw.fetch,
-      maxRetries: 0,
-    });
+    const responses = gw.openai(responsesSession.token);
+    const chat = gw.openai(chatSession.token);
     const first = await responses.responses.create({
       model: "m",
       instructions: INSTRUCTIONS,
@@ -323,12 +308,7 @@ Deno.test("max_output_tokens ends a response as incomplete, with the reason", as
   const gw = await startGateway({ script: ["A rather long answer that goes on."] });
   try {
     const { token } = await gw.openSession();
-    const client = new OpenAI({
-      apiKey: token,
-      baseURL: `${GATEWAY_ORIGIN}/v1`,
-      fetch: gw.fetch,
-      maxRetries: 0,
-    });
+    const client = gw.openai(token);
     const response = await client.responses.create({
       model: "m",
       input: "Talk",

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { AutoTokenizer, env } from "@huggingface/transformers";
+import { libraryTokenizer as loadLibraryTokenizer } from "../../lib/template/mod.ts";
 import { seeded } from "../../bench/_random.ts";
 
 /** The npm tokenizer folders of the three families that ship one. */
@@ -22,13 +22,7 @@ export interface LibraryTokenizer {
 
 /** The library's own tokenizer for `path`, as it loads it, with nothing installed. */
 export async function libraryTokenizer(path: string): Promise<LibraryTokenizer> {
-  env.allowRemoteModels = false;
-  env.allowLocalModels = true;
-  const slash = path.lastIndexOf("/");
-  env.localModelPath = path.slice(0, slash + 1);
-  return await AutoTokenizer.from_pretrained(path.slice(slash + 1), {
-    local_files_only: true,
-  }) as unknown as LibraryTokenizer;
+  return await loadLibraryTokenizer(path) as unknown as LibraryTokenizer;
 }
 
 /** Texts where byte-level mapping could go wrong: controls, whitespace, every plane, halves. */

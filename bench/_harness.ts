@@ -49,7 +49,7 @@ export async function startBenchGateway(env: Record<string, string> = {}): Promi
     KV_PATH: kvPath,
     ADMIN_TOKEN: ADMIN,
     SGLANG_URL: engine.url,
-    CONTEXT_LENGTH: "200000",
+    CONTEXT_LENGTH: "300000", // the turn bench grows a history to 256k
     ...env,
   });
   const tokenizer = await loadTokenizer(config.tokenizerPath);
@@ -62,12 +62,17 @@ export async function startBenchGateway(env: Record<string, string> = {}): Promi
     kvPath,
     handler: (request) => app.fetch(request),
     call: async (path, token, body) => {
+      const bytes = new TextEncoder().encode(
+        typeof body === "string" ? body : JSON.stringify(body),
+      );
+      // As a client sends it: with its length, which the gateway reads the body by.
+      const headers = {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        "content-length": String(bytes.length),
+      };
       const response = await app.fetch(
-        new Request(`http://gateway${path}`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-          body: typeof body === "string" ? body : JSON.stringify(body),
-        }),
+        new Request(`http://gateway${path}`, { method: "POST", headers, body: bytes }),
       );
       const json = await response.json();
       if (!response.ok) throw new Error(`${path}: ${response.status} ${JSON.stringify(json)}`);

@@ -75,7 +75,6 @@ function encodeTime(encode: (text: string) => number[]): number {
   return percentile(times, 0.5);
 }
 
-
 /** CPU milliseconds used so far by `pids` together. */
 const cpuOf = (pids: readonly number[]) => pids.reduce((sum, pid) => sum + (cpuMs(pid) ?? 0), 0);
 const firstPrompt = tokenizer.encode(body(opening(0))).length;

@@ -1,7 +1,7 @@
 /**
- * `deno task bench`: the gateway's time per turn at histories of about 1k, 30k and 120k tokens,
- * against the zero-latency scripted engine in its own process, beside a naive baseline that
- * re-renders and re-tokenizes the whole history each turn (what T4 rules out).
+ * `deno task bench`: the gateway's time per turn at histories of about 1k, 30k, 120k and 256k
+ * tokens, against the zero-latency scripted engine in its own process, beside a naive baseline
+ * that re-renders and re-tokenizes the whole history each turn (what T4 rules out).
  *
  * Figures are medians over the measured turns. "turn" is the whole `/v1/messages` request as the
  * agent sees it (body parsing, routing, delta rendering, the engine round trip, the KV commit);
@@ -27,7 +27,9 @@ import {
 } from "./_harness.ts";
 
 /** History sizes measured, in tokens (`BENCH_TARGETS=1000,120000` to choose). */
-const TARGETS = (Deno.env.get("BENCH_TARGETS") ?? "1000,30000,120000").split(",").map(Number);
+const TARGETS = (Deno.env.get("BENCH_TARGETS") ?? "1000,30000,120000,256000").split(",").map(
+  Number,
+);
 const MEASURED_TURNS = Number(Deno.env.get("BENCH_TURNS") ?? 40);
 const WARMUP_TURNS = 5;
 const NAIVE_RUNS = 5;

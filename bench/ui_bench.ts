@@ -14,7 +14,7 @@ import { createGatewayApp } from "../functions/serve.ts";
 const TARGET = Number(Deno.env.get("BENCH_UI_TOKENS") ?? 190_000);
 const RUNS = 7;
 
-const gateway = await startBenchGateway();
+const gateway = await startBenchGateway({ CONTEXT_LENGTH: "200000" });
 const { call, deps } = gateway;
 const app = createGatewayApp(deps);
 

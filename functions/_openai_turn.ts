@@ -71,7 +71,10 @@ export async function serveOpenAITurn<Body extends { stream?: boolean | null }, 
       lowering: loweringOptions(deps),
     });
     if (resolved.kind === "open") await storeOpenedSession(deps.kv, resolved.session);
-    const turn = await startTurn(deps, input, raw.signal, { live: request.stream === true });
+    const turn = await startTurn(deps, input, raw.signal, {
+      live: request.stream === true,
+      session: resolved.kind === "session" ? resolved.entry : undefined,
+    });
     const done = turn.completion ?? Promise.resolve(protocol.nothingSampled(request, turn));
     if (!request.stream) {
       return Response.json(await done, {

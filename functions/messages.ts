@@ -88,7 +88,10 @@ export function createMessagesApp(deps: MessagesDeps): Hono {
       const raw = c.req.raw;
       const { resolved, request, input } = await readTurn(raw, MessageCreateParams);
       if (resolved.kind === "open") await storeOpenedSession(deps.kv, resolved.session);
-      const turn = await startTurn(deps, input, raw.signal, { live: request.stream === true });
+      const turn = await startTurn(deps, input, raw.signal, {
+        live: request.stream === true,
+        session: resolved.kind === "session" ? resolved.entry : undefined,
+      });
       const head = messageHead(turn.rid, request.model, turn.promptTokens);
       if (turn.completion === null) {
         return c.json({ ...head, stop_reason: "max_tokens" }, 200, { "request-id": requestId });

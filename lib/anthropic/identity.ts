@@ -13,6 +13,7 @@
  * @module
  */
 import { WeightedLru } from "../cache/mod.ts";
+import { extendDigest } from "../chat/mod.ts";
 import type { OutputBlock } from "../template/mod.ts";
 import type { ContentBlock, ContentBlockParam, MessageParam } from "./types.ts";
 
@@ -209,32 +210,35 @@ export function stableJson(value: unknown): string {
   return JSON.stringify(sortKeys(value)) ?? "null";
 }
 
-/** Characters of settings JSON {@linkcode settingsJson} keeps: the tools of a few agents. */
+/** Characters of settings JSON {@linkcode settingsDigest} keeps: the tools of a few agents. */
 const SETTINGS_CACHE_CHARS = 4 * 1024 * 1024;
 const settingsCache = new WeightedLru<string, string>(
   SETTINGS_CACHE_CHARS,
-  (json, stable) => json.length + stable.length,
+  (json, digest) => json.length + digest.length,
 );
 
 /**
- * {@linkcode stableJson} of a request's settings, tools included, remembered by their plain
- * JSON. Every turn of an agent sends the same tool list (a Claude Code request holds ~50 KB of
- * it). Plain JSON is native and a lookup; sorting keys is neither.
+ * The identity of a request's settings, tools included: a digest of their
+ * {@linkcode stableJson}, remembered by their plain JSON. Every turn of an agent sends the same
+ * tool list (a Claude Code request holds ~50 KB of it): plain JSON is native and a lookup, while
+ * sorting keys and hashing 50 KB are neither. A retry's body digest extends this short string.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { settingsJson } from "./identity.ts";
+ * import { settingsDigest } from "./identity.ts";
  * const settings = { model: "m", tools: [{ name: "Bash", input_schema: { type: "object" } }] };
- * assert.equal(settingsJson(settings), settingsJson(structuredClone(settings)));
- * assert.equal(settingsJson({ b: 1, a: 2 }), '{"a":2,"b":1}');
+ * assert.equal(settingsDigest(settings), settingsDigest(structuredClone(settings)));
+ * assert.equal(settingsDigest({ b: 1, a: 2 }), settingsDigest({ a: 2, b: 1 }));
+ * assert.notEqual(settingsDigest({ a: 1 }), settingsDigest({ a: 2 }));
+ * assert.equal(settingsDigest({ a: 1 }).length, 32);
  * ```
  */
-export function settingsJson(settings: Record<string, unknown>): string {
+export function settingsDigest(settings: Record<string, unknown>): string {
   const json = JSON.stringify(settings);
   const known = settingsCache.get(json);
   if (known !== undefined) return known;
-  const stable = stableJson(settings);
-  settingsCache.set(json, stable);
-  return stable;
+  const digest = extendDigest("settings", stableJson(settings));
+  settingsCache.set(json, digest);
+  return digest;
 }

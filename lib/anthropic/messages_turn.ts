@@ -7,7 +7,7 @@
 import type { ChatMessage, ChatTool } from "../chat/mod.ts";
 import type { TurnInput, TurnOutput } from "../session/mod.ts";
 import { buildMessage, type Finish, toolUseId } from "./build_response.ts";
-import { messageIdentities, outputIdentity, settingsJson, startIdentity } from "./identity.ts";
+import { messageIdentities, outputIdentity, settingsDigest, startIdentity } from "./identity.ts";
 import {
   InvalidRequestError,
   lowerMessages,
@@ -153,7 +153,7 @@ function settingsIdentity(request: MessageCreateParams, tools: readonly ChatTool
     cache_control: _cache,
     ...settings
   } = request;
-  return settingsJson({ ...settings, tools });
+  return settingsDigest({ ...settings, tools });
 }
 
 /**

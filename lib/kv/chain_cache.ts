@@ -18,6 +18,7 @@ import { WeightedLru } from "../cache/mod.ts";
  * cache.put("s1/c0", "00000000000000010000", [1, 2]);
  * assert.deepEqual(cache.get("s1/c0", "00000000000000010000"), [1, 2]);
  * assert.equal(cache.get("s1/c0", "00000000000000020000"), null); // the chain moved on
+ * assert.equal(cache.latest("s1/c0")?.versionstamp, "00000000000000010000");
  * ```
  */
 export class ChainCache<T> {
@@ -31,6 +32,14 @@ export class ChainCache<T> {
   get(chain: string, versionstamp: string): T | null {
     const entry = this.#entries.get(chain);
     return entry && entry.versionstamp === versionstamp ? entry.value : null;
+  }
+
+  /**
+   * The chain's value as last cached and the versionstamp it is at, which another process may
+   * have moved past since: a caller checks it (an atomic check, or a read of the header).
+   */
+  latest(chain: string): { readonly versionstamp: string; readonly value: T } | null {
+    return this.#entries.get(chain) ?? null;
   }
 
   /** Caches the chain's value at `versionstamp`, evicting the least recently used chains. */

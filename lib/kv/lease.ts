@@ -165,18 +165,51 @@ export async function handOverLease(
   checks: readonly Deno.AtomicCheck[] = [],
 ): Promise<HeldLease | null> {
   await from.pause();
+  const taken = await leaseIfUnchanged(kv, key, holder, options, [from.entry, ...checks], [
+    from.entry.key,
+  ]);
+  if (taken) from.released();
+  return taken;
+}
+
+/**
+ * Takes the free lease at `key` in one commit, if `checks` (entries the caller read, or keys it
+ * read absent) still hold, deleting `deletes` in the same commit. Resolves to `null`, writing
+ * nothing, when `key` is taken (or left over by a dead holder: {@linkcode tryLease} handles
+ * that) or a check failed.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { leaseIfUnchanged } from "./lease.ts";
+ * const kv = await Deno.openKv(":memory:");
+ * const options = { ttlMs: 15_000, waitMs: 30_000 };
+ * const read = await kv.get(["chain", "c0"]);
+ * const lease = await leaseIfUnchanged(kv, ["chain_lease", "c0"], "pid-1/req-1", options, [read]);
+ * assert.ok(lease?.held);
+ * await lease.release();
+ * await kv.set(["chain", "c0"], "moved");
+ * assert.equal(await leaseIfUnchanged(kv, ["chain_lease", "c0"], "pid-1/req-2", options, [read]), null);
+ * kv.close();
+ * ```
+ */
+export async function leaseIfUnchanged(
+  kv: Deno.Kv,
+  key: Deno.KvKey,
+  holder: string,
+  options: LeaseOptions,
+  checks: readonly Deno.AtomicCheck[],
+  deletes: readonly Deno.KvKey[] = [],
+): Promise<HeldLease | null> {
   const taken = (options.now ?? Date.now)();
   const lease: Lease = { holder, acquiredAt: taken, expiresAt: taken + options.ttlMs };
   const result = await commit(() => {
-    const op = kv.atomic().check(from.entry).delete(from.entry.key).check({
-      key,
-      versionstamp: null,
-    });
+    const op = kv.atomic().check({ key, versionstamp: null });
     for (const check of checks) op.check(check);
+    for (const gone of deletes) op.delete(gone);
     return op.set(key, lease);
   }, options.metrics);
   if (!result.ok) return null;
-  from.released();
   return holdLease(kv, key, { key, value: lease, versionstamp: result.versionstamp }, options);
 }
 

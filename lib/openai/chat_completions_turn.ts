@@ -13,7 +13,7 @@ import {
   type LowerOptions,
   type MessageCreateParams,
   outputIdentity,
-  settingsJson,
+  settingsDigest,
 } from "../anthropic/mod.ts";
 import type { TurnInput } from "../session/mod.ts";
 import { buildChatCompletion, toolCallId } from "./build_response.ts";
@@ -152,5 +152,5 @@ function settingsIdentity(request: ChatCompletionCreateParams): string {
     return_token_ids: _tokenIds,
     ...settings
   } = request;
-  return settingsJson({ protocol: "chat.completions", ...settings });
+  return settingsDigest({ protocol: "chat.completions", ...settings });
 }

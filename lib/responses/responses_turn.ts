@@ -11,7 +11,7 @@ import {
   InvalidRequestError,
   type LowerOptions,
   outputIdentity,
-  settingsJson,
+  settingsDigest,
 } from "../anthropic/mod.ts";
 import { translatedTurnInput } from "../openai/mod.ts";
 import type { TurnInput } from "../session/mod.ts";
@@ -131,5 +131,5 @@ function settingsIdentity(request: ResponseCreateParams): string {
     metadata: _metadata,
     ...settings
   } = request;
-  return settingsJson({ protocol: "responses", ...settings });
+  return settingsDigest({ protocol: "responses", ...settings });
 }

@@ -104,8 +104,21 @@ export async function liveSession(
 ): Promise<Deno.KvEntry<SessionRecord>> {
   // An id no session can have is not looked up (KV refuses keys over 2 KiB).
   const entry = SESSION_ID.test(sessionId) ? await getSession(kv, sessionId) : null;
-  if (!entry?.value || isExpired(entry.value, now)) throw new SessionNotFoundError(sessionId);
-  return entry as Deno.KvEntry<SessionRecord>;
+  if (!entry?.value) throw new SessionNotFoundError(sessionId);
+  return liveEntry(entry as Deno.KvEntry<SessionRecord>, now);
+}
+
+/**
+ * `entry`, read a moment ago, if its session has not expired.
+ *
+ * @throws {SessionNotFoundError}
+ */
+export function liveEntry(
+  entry: Deno.KvEntry<SessionRecord>,
+  now = Date.now(),
+): Deno.KvEntry<SessionRecord> {
+  if (isExpired(entry.value, now)) throw new SessionNotFoundError(entry.value.id);
+  return entry;
 }
 
 /**

@@ -9,11 +9,20 @@
  */
 import { type ChainHeader, deltaAfter, type TurnMessages, type TurnRecord } from "../chain/mod.ts";
 import { PromptIds } from "../engine/mod.ts";
-import { keys, readLiveTurns, readTurnTokens, registerChain, reopenChain } from "../kv/mod.ts";
+import {
+  getChain,
+  keys,
+  readLiveTurns,
+  readTurnTokens,
+  registerChain,
+  reopenChain,
+} from "../kv/mod.ts";
 import { LimitError, MAX_CHAINS_PER_SESSION, MAX_TOOLS } from "../limits/mod.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
 import { opensReasoning, renderDelta, renderPrompt } from "../template/mod.ts";
 import { ContextOverflowError } from "./errors.ts";
+import { liveEntry } from "./lifecycle.ts";
+import type { SessionRecord } from "./records.ts";
 import {
   type ExtendPlan,
   newChainHeader,
@@ -27,6 +36,7 @@ import {
 } from "./route_plan.ts";
 import {
   cacheKey,
+  firstSnapshot,
   readNeed,
   readRouteSnapshot,
   type ReadSnapshot,
@@ -169,6 +179,67 @@ export async function routeTurn<Reply>(
       throw new Error(`Cannot route a turn in session "${input.sessionId}": it keeps changing`);
     }
   }
+}
+
+/**
+ * Routes the common turn without the session's lease: a request of the main agent that extends
+ * its chain, when the session entry `session` (read a moment ago) and that chain are all the plan
+ * needs and it writes nothing. `null` when the plan needs more. `reads` are the two entries as
+ * routed on: the caller takes the chain's lease in one commit that checks them (and that the
+ * session's lease is free), so a route on a state that has moved since is never used.
+ *
+ * The chain is read from KV while the route is built on the header this process cached, which is
+ * usually what KV holds; when it is not, the route is built again on what was read.
+ *
+ * @throws what {@linkcode routeTurn} throws, judged on that read.
+ */
+export async function routeExtension<Reply>(
+  deps: RouteDeps,
+  input: TurnInput<Reply>,
+  options: { session: Deno.KvEntry<SessionRecord>; contextLength?: number },
+): Promise<{ route: RoutedTurn; reads: Deno.AtomicCheck[] } | null> {
+  const session = liveEntry(options.session);
+  const chainId = session.value.mainChain;
+  if (input.agent.id !== null || chainId === null) return null;
+  const reading = getChain(deps.kv, input.sessionId, chainId);
+  reading.catch(() => {}); // awaited below unless routing throws first
+  const cached = deps.cache.latest(cacheKey({ sessionId: input.sessionId, id: chainId }));
+  if (cached) {
+    const own = { header: cached.value.header, versionstamp: cached.versionstamp };
+    const routed = await routeOn(deps, input, session, own, options.contextLength);
+    if ((await reading).versionstamp === cached.versionstamp) return routed;
+  }
+  const read = await reading;
+  if (read.value === null) return null;
+  const own = { header: read.value, versionstamp: read.versionstamp! };
+  return await routeOn(deps, input, session, own, options.contextLength);
+}
+
+/** {@linkcode routeExtension} on the session and chain entries given. */
+async function routeOn<Reply>(
+  deps: RouteDeps,
+  input: TurnInput<Reply>,
+  session: Deno.KvEntry<SessionRecord>,
+  own: RouteChain,
+  contextLength = Infinity,
+): Promise<{ route: RoutedTurn; reads: Deno.AtomicCheck[] } | null> {
+  const read = firstSnapshot(deps, session, own);
+  const { snapshot } = read;
+  const plan = planRoute(snapshot, routeRequest(input), deps.routePolicy);
+  if ("need" in plan || plan.act !== "extend" || plan.reopen) return null;
+  const routed = await extendChain(deps, input, read, snapshot, plan, false, contextLength);
+  if (routed === null) return null;
+  const route = fits(
+    { ...routed, recordMessages: snapshot.session.recordMessages === true },
+    contextLength,
+  );
+  return {
+    route,
+    reads: [
+      { key: session.key, versionstamp: session.versionstamp },
+      { key: route.chain.key, versionstamp: own.versionstamp },
+    ],
+  };
 }
 
 /** The route, if its prompt leaves room for at least one token of output. */
@@ -371,7 +442,7 @@ async function readChainPrompt(deps: RouteDeps, chain: RouteChain): Promise<Prom
   const header = chain.header;
   const turns = chain.turns ?? await readLiveTurns(deps.kv, header);
   const prompt = await readTurnsPrompt(deps, header, turns);
-  deps.cache.put(cacheKey(header), chain.versionstamp, { prompt, conversation: null });
+  deps.cache.put(cacheKey(header), chain.versionstamp, { header, prompt, conversation: null });
   return prompt;
 }
 

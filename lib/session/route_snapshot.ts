@@ -19,6 +19,7 @@ import {
 import type { PromptIds } from "../engine/mod.ts";
 import type { ChatTokenizer } from "../template/mod.ts";
 import { liveSession } from "./lifecycle.ts";
+import type { SessionRecord } from "./records.ts";
 import { parseTurnOutput, untypedTools } from "./output.ts";
 import {
   DISPATCH_LOOKBACK_TURNS,
@@ -36,6 +37,8 @@ import type { TurnInput } from "./turn_input.ts";
  * with them instead of hashed again.
  */
 export interface CachedChain {
+  /** The chain's header at this version. */
+  readonly header: ChainHeader;
   readonly prompt: PromptIds;
   /** Identities of the start and of every message, the last reply included; `null` after a KV read. */
   readonly conversation: { readonly start: string; readonly messages: readonly string[] } | null;
@@ -81,26 +84,45 @@ export async function readRouteSnapshot<Reply>(
       ? getAgentChain(kv, input.sessionId, input.agent.parentId)
       : null,
   ]);
-  const session = entry.value;
-  const ownId = input.agent.id ? agentChain : session.mainChain;
+  const ownId = input.agent.id ? agentChain : entry.value.mainChain;
   const own = ownId ? await getChain(kv, input.sessionId, ownId) : null;
+  return firstSnapshot(
+    deps,
+    entry,
+    own?.value ? { header: own.value, versionstamp: own.versionstamp! } : null,
+    { agentChain, parentChain },
+  );
+}
+
+/**
+ * The first stage from entries the caller has: the session's, and its own chain's (`null` when
+ * it has none yet).
+ */
+export function firstSnapshot(
+  deps: Pick<SnapshotDeps, "cache">,
+  session: Deno.KvEntry<SessionRecord>,
+  own: RouteChain | null,
+  agents: { agentChain: string | null; parentChain: string | null } = {
+    agentChain: null,
+    parentChain: null,
+  },
+): ReadSnapshot {
   const chains = new Map<string, RouteChain>();
   let cached: RouteSnapshot["cached"] = null;
-  if (own?.value) {
-    chains.set(own.value.id, { header: own.value, versionstamp: own.versionstamp! });
-    cached = deps.cache.get(cacheKey(own.value), own.versionstamp!)?.conversation ?? null;
+  if (own) {
+    chains.set(own.header.id, own);
+    cached = deps.cache.get(cacheKey(own.header), own.versionstamp)?.conversation ?? null;
   }
   return {
     snapshot: {
-      session,
-      agentChain,
-      parentChain,
+      session: session.value,
+      ...agents,
       chains,
       complete: false,
       cached,
       dispatches: new Map(),
     },
-    sessionVersionstamp: entry.versionstamp,
+    sessionVersionstamp: session.versionstamp,
   };
 }
 

@@ -31,6 +31,7 @@ import {
   handOverLease,
   type HeldLease,
   keys,
+  leaseIfUnchanged,
   type LeaseOptions,
   readAllTurns,
   readTurnTokens,
@@ -43,7 +44,8 @@ import { ChainConflictError } from "./errors.ts";
 import { LiveOutput } from "./live_output.ts";
 import { OutputFeed } from "./output_feed.ts";
 import { parseTurnOutput, turnText } from "./output.ts";
-import { type RouteDeps, type RoutedTurn, routeTurn } from "./route.ts";
+import type { SessionRecord } from "./records.ts";
+import { type RouteDeps, type RoutedTurn, routeExtension, routeTurn } from "./route.ts";
 import { cacheKey } from "./route_snapshot.ts";
 import type { TurnInput } from "./turn_input.ts";
 
@@ -76,11 +78,13 @@ interface PreparedTurn<Reply> {
 }
 
 /**
- * Routes the request under the session's lease (registering a new chain if it starts one) and
- * takes its chain's lease, so turns of one chain run one at a time while other chains of the
- * session generate in parallel. A request whose chain is busy waits for it and is routed again
- * (it may have become a replay). Throws before anything is generated, holding no lease; stops
- * waiting when `signal` aborts.
+ * Routes the request and takes its chain's lease, so turns of one chain run one at a time while
+ * other chains of the session generate in parallel. The common turn (the main agent extending its
+ * chain) is routed on the session entry the caller read (`session`) and takes the chain's lease in
+ * one commit that checks nothing moved. Otherwise, or when something did, the request is routed
+ * under the session's lease (registering a new chain if it starts one). A request whose chain is
+ * busy waits for it and is routed again (it may have become a replay). Throws before anything is
+ * generated, holding no lease; stops waiting when `signal` aborts.
  *
  * @throws {LeaseTimeoutError} when the session or the chain stays busy past the wait;
  * {SessionNotFoundError}, {SessionClosedError}, {ContextOverflowError}, and the adapter's own
@@ -90,12 +94,34 @@ async function prepareTurn<Reply>(
   deps: TurnDeps,
   input: TurnInput<Reply>,
   signal?: AbortSignal,
+  session?: Deno.KvEntry<SessionRecord>,
 ): Promise<PreparedTurn<Reply>> {
   const started = performance.now();
   const deadline = Date.now() + deps.lease.waitMs;
   const holder = `${deps.holder}/${crypto.randomUUID()}`;
   const lease: LeaseOptions = { ...deps.lease, metrics: deps.metrics };
   const wait = () => ({ ...lease, waitMs: Math.max(0, deadline - Date.now()), signal });
+  const prepared = (route: RoutedTurn, chainLease: HeldLease | null): PreparedTurn<Reply> => {
+    const promptTokens = route.replay ? route.replay.record.inputLen : route.prompt.length;
+    return {
+      input,
+      route,
+      rid: route.replay?.record.rid ?? newRid(),
+      promptTokens,
+      sampling: samplingParams(input.sampling, {
+        promptLength: promptTokens,
+        contextLength: deps.contextLength,
+        stopIds: deps.tokenizer.ending.stopIds,
+      }),
+      lease: chainLease,
+      started,
+      renderMs: performance.now() - started,
+    };
+  };
+  if (session) {
+    const quick = await extendWithoutSessionLease(deps, input, session, holder, lease);
+    if (quick) return prepared(quick.route, quick.lease);
+  }
   let waited: { chainId: string; lease: HeldLease } | null = null;
   for (;;) {
     const sessionLease = await acquireLease(deps.kv, keys.lease(input.sessionId), holder, wait());
@@ -127,23 +153,7 @@ async function prepareTurn<Reply>(
     } finally {
       await sessionLease.release();
     }
-    if (route.replay || chainLease) {
-      const promptTokens = route.replay ? route.replay.record.inputLen : route.prompt.length;
-      return {
-        input,
-        route,
-        rid: route.replay?.record.rid ?? newRid(),
-        promptTokens,
-        sampling: samplingParams(input.sampling, {
-          promptLength: promptTokens,
-          contextLength: deps.contextLength,
-          stopIds: deps.tokenizer.ending.stopIds,
-        }),
-        lease: chainLease,
-        started,
-        renderMs: performance.now() - started,
-      };
-    }
+    if (route.replay || chainLease) return prepared(route, chainLease);
     // The chain is busy: wait for it outside the session's lease, then route again.
     const chainKey = keys.chainLease(input.sessionId, route.chainId);
     waited = {
@@ -151,6 +161,35 @@ async function prepareTurn<Reply>(
       lease: await acquireLease(deps.kv, chainKey, holder, wait()),
     };
   }
+}
+
+/**
+ * The common turn in two KV operations (its chain read, and one commit taking its chain's lease)
+ * instead of four: routed on `session` without the session's lease, which the commit checks is
+ * free (a close or a registration holds it), along with the session and the chain as routed on.
+ * `null` when the plan needs more than that read or anything moved: the caller routes under the
+ * session's lease. An error judged on this read is left for that route to judge again.
+ */
+async function extendWithoutSessionLease<Reply>(
+  deps: TurnDeps,
+  input: TurnInput<Reply>,
+  session: Deno.KvEntry<SessionRecord>,
+  holder: string,
+  lease: LeaseOptions,
+): Promise<{ route: RoutedTurn; lease: HeldLease } | null> {
+  const routed = await routeExtension(deps, input, {
+    session,
+    contextLength: deps.contextLength,
+  }).catch(() => null);
+  if (routed === null) return null;
+  const chainLease = await leaseIfUnchanged(
+    deps.kv,
+    keys.chainLease(input.sessionId, routed.route.chainId),
+    holder,
+    lease,
+    [...routed.reads, { key: keys.lease(input.sessionId), versionstamp: null }],
+  );
+  return chainLease ? { route: routed.route, lease: chainLease } : null;
 }
 
 /** The chain's lease if it is free and the chain has not moved since it was routed. */
@@ -194,7 +233,9 @@ export interface StartedTurn<Reply> {
  * The one entry point of a turn: routes it and takes its chain's lease (everything that can
  * refuse the request happens before this resolves), then generates and records in the
  * background. A request for no tokens (`max_tokens: 0`, a context probe) releases the lease at
- * once. When `signal` aborts (the client left) the turn is cancelled.
+ * once. When `signal` aborts (the client left) the turn is cancelled. `options.session` is the
+ * session's entry as the caller has just read it (checking the token): the common turn is routed
+ * on it instead of reading it again under the session's lease.
  *
  * @example
  * ```ts
@@ -222,9 +263,9 @@ export async function startTurn<Reply>(
   deps: TurnDeps,
   input: TurnInput<Reply>,
   signal?: AbortSignal,
-  options: { live?: boolean } = {},
+  options: { live?: boolean; session?: Deno.KvEntry<SessionRecord> } = {},
 ): Promise<StartedTurn<Reply>> {
-  const prepared = await prepareTurn(deps, input, signal);
+  const prepared = await prepareTurn(deps, input, signal, options.session);
   const abort = new AbortController();
   const live = options.live === true && prepared.route.replay === null;
   const head = {
@@ -426,6 +467,7 @@ async function generateAndRecord<Reply>(
   if (versionstamp === null) throw new ChainConflictError(input.sessionId, route.chainId);
   lease.released(); // the commit deleted it
   deps.cache.put(cacheKey(header), versionstamp, {
+    header,
     prompt: route.prompt.concat([...output, ...closing]),
     conversation: { start: input.startIdentity, messages: [...input.messageIdentities, identity] },
   });

@@ -61,6 +61,13 @@ Deno.test("PromptIds.concat() grows past its first buffer and matches a join of 
   assert.equal(ascii(ids), all.join(","));
 });
 
+Deno.test("PromptIds writes every digit count exactly, at each power of ten", () => {
+  const ids = [0, 1, 4_294_967_295];
+  for (let power = 10; power <= 1_000_000_000; power *= 10) ids.push(power - 1, power, power + 1);
+  assert.equal(ascii(PromptIds.from(ids)), ids.join(","));
+  assert.deepEqual(PromptIds.from(ids).toArray(), ids);
+});
+
 Deno.test("PromptIds.concat() rejects ids that are not token ids", () => {
   assert.throws(() => PromptIds.from([1.5]), RangeError);
   assert.throws(() => PromptIds.from([-1]), RangeError);

@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import FakeTimers from "@sinonjs/fake-timers";
-import { acquireLease, type Lease, LeaseTimeoutError } from "../../lib/kv/mod.ts";
+import {
+  acquireLease,
+  handOverLease,
+  type Lease,
+  leaseIfUnchanged,
+  LeaseTimeoutError,
+} from "../../lib/kv/mod.ts";
 import { CATALOGUE, createMetrics, workerFamilies } from "../../lib/metrics/mod.ts";
 import { nonZero } from "../_prometheus.ts";
 
@@ -180,6 +186,74 @@ Deno.test("acquireLease() counts a wait once, by lease, with how long it lasted;
     assert.ok(waited >= 1000 && chainWaited >= 500);
   } finally {
     await first.release();
+    kv.close();
+  }
+});
+
+Deno.test("leaseIfUnchanged() takes a free lease only while what the caller read still holds", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const clock = fakeClock();
+  const options = { ttlMs: 3000, waitMs: 1000, ...clock };
+  await kv.set(["chain", "c0"], "v1");
+  const read = await kv.get(["chain", "c0"]);
+  const absent = { key: ["lease", "s1"], versionstamp: null };
+  try {
+    // Each way the commit can fail writes nothing.
+    await kv.set(["chain", "c0"], "v2");
+    assert.equal(await leaseIfUnchanged(kv, ["chain_lease", "c0"], "p1/r1", options, [read]), null);
+    assert.equal((await kv.get(["chain_lease", "c0"])).versionstamp, null);
+    const fresh = await kv.get(["chain", "c0"]);
+    await kv.set(["lease", "s1"], { holder: "p2/r2", acquiredAt: 0, expiresAt: 2_000_000 });
+    assert.equal(
+      await leaseIfUnchanged(kv, ["chain_lease", "c0"], "p1/r1", options, [fresh, absent]),
+      null,
+    );
+    await kv.delete(["lease", "s1"]);
+    const held = await acquireLease(kv, ["chain_lease", "c0"], "p3/r3", options);
+    assert.equal(
+      await leaseIfUnchanged(kv, ["chain_lease", "c0"], "p1/r1", options, [fresh]),
+      null,
+    );
+    assert.equal((await kv.get<Lease>(["chain_lease", "c0"])).value?.holder, "p3/r3");
+    await held.release();
+    // Nothing moved and nobody holds it: taken, with its holder and expiry.
+    const lease = await leaseIfUnchanged(kv, ["chain_lease", "c0"], "p1/r1", options, [
+      fresh,
+      absent,
+    ]);
+    assert.ok(lease);
+    const stored = await kv.get<Lease>(["chain_lease", "c0"]);
+    assert.deepEqual(stored.value, {
+      holder: "p1/r1",
+      acquiredAt: 1_000_000,
+      expiresAt: 1_003_000,
+    });
+    assert.equal(lease.entry.versionstamp, stored.versionstamp);
+    await lease.release();
+    assert.equal((await kv.get(["chain_lease", "c0"])).versionstamp, null);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("handOverLease() trades one lease for another in one commit, or keeps the first", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const options = { ttlMs: 3000, waitMs: 1000, ...fakeClock() };
+  const session = await acquireLease(kv, KEY, "p1/r1", options);
+  const other = await acquireLease(kv, ["chain_lease", "c0"], "p2/r2", options);
+  try {
+    // The chain's lease is held: the session's stays with its holder.
+    assert.equal(await handOverLease(kv, session, ["chain_lease", "c0"], "p1/r1", options), null);
+    assert.equal((await kv.get<Lease>(KEY)).value?.holder, "p1/r1");
+    await other.release();
+    const chain = await handOverLease(kv, session, ["chain_lease", "c0"], "p1/r1", options);
+    assert.ok(chain);
+    assert.equal((await kv.get(KEY)).versionstamp, null);
+    assert.equal(session.held, false);
+    assert.equal((await kv.get<Lease>(["chain_lease", "c0"])).value?.holder, "p1/r1");
+    await chain.release();
+  } finally {
+    await session.release();
     kv.close();
   }
 });

@@ -1,9 +1,11 @@
 /**
  * How a turn recognises the history it extends: by the identities this process remembers, or,
  * with a cold cache (another process, a restart), by the prefix digests stored in KV. Both must
- * agree, or a conversation would fork.
+ * agree, or a conversation would fork. And how a turn takes its chain's lease: the common turn in
+ * one commit, never while its session's lease is held.
  */
 import assert from "node:assert/strict";
+import { keys } from "../../lib/kv/mod.ts";
 import { startGateway, type TestGateway } from "../_gateway.ts";
 
 const TOOLS = [{ name: "Bash", input_schema: { type: "object" } }];
@@ -12,7 +14,7 @@ const call = (command: string) =>
 
 /** Sends the conversation so far; appends the reply to it. */
 async function turn(gw: TestGateway, token: string, messages: unknown[]) {
-  const response = await fetch(`${gw.url}/v1/messages`, {
+  const response = await gw.fetch("/v1/messages", {
     method: "POST",
     headers: { "x-api-key": token },
     body: JSON.stringify({ model: "m", max_tokens: 64, tools: TOOLS, messages }),
@@ -92,5 +94,110 @@ Deno.test("moving cache_control markers does not change the recognised history",
     assert.deepEqual((await gw.samples(id)).map((s) => [s.chain_id, s.turns.length]), [["c0", 2]]);
   } finally {
     await gw.close();
+  }
+});
+
+/**
+ * The keys, by kind, that each commit on `kv` touching session `id` writes (`set:kind`,
+ * `delete:kind`), failed commits included, from now on.
+ */
+function commitsOf(kv: Deno.Kv, id: string): string[][] {
+  const commits: string[][] = [];
+  const atomic = kv.atomic.bind(kv);
+  kv.atomic = () => {
+    const op = atomic();
+    const writes: string[] = [];
+    const [set, del, commit] = [op.set.bind(op), op.delete.bind(op), op.commit.bind(op)];
+    op.set = (
+      key,
+      value,
+      options,
+    ) => (writes.push(`set:${String(key[0])}:${String(key[1])}`), set(key, value, options));
+    op.delete = (key) => (writes.push(`delete:${String(key[0])}:${String(key[1])}`), del(key));
+    op.commit = () => {
+      const mine = writes.filter((w) => w.endsWith(`:${id}`)).map((w) =>
+        w.slice(0, -id.length - 1)
+      );
+      if (mine.length > 0) commits.push(mine);
+      return commit();
+    };
+    return op;
+  };
+  return commits;
+}
+
+Deno.test("a later turn takes its chain's lease in one commit, without its session's", async () => {
+  const gw = await startGateway({ script: [call("ls"), call("cat a"), "Done."] });
+  try {
+    const { id, token } = await gw.openSession();
+    const messages: unknown[] = [{ role: "user", content: "Look around." }];
+    answer(messages, await turn(gw, token, messages), "a b");
+    const commits = commitsOf(gw.kv, id);
+    answer(messages, await turn(gw, token, messages), "alpha");
+    assert.deepEqual(commits, [
+      ["set:chain_lease"],
+      ["delete:chain_lease", "set:turn_chunk", "set:turn", "set:replay", "set:chain"],
+    ]);
+    const samples = await gw.samples(id);
+    assert.deepEqual(samples.map((s) => [s.chain_id, s.turns.length]), [["c0", 2]]);
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("a later turn waits while its session's lease is held, as a close holds it", async () => {
+  const gw = await startGateway({ script: [call("ls"), "Done."], env: { LOCK_WAIT_MS: "40" } });
+  try {
+    const { id, token } = await gw.openSession();
+    const messages: unknown[] = [{ role: "user", content: "Look around." }];
+    answer(messages, await turn(gw, token, messages), "a b");
+    const lease = { holder: "closer", acquiredAt: Date.now(), expiresAt: Date.now() + 60_000 };
+    await gw.kv.set(keys.lease(id), lease);
+    const body = JSON.stringify({ model: "m", max_tokens: 64, tools: TOOLS, messages });
+    const refused = await gw.fetch("/v1/messages", {
+      method: "POST",
+      headers: { "x-api-key": token },
+      body,
+    });
+    assert.equal(refused.status, 529);
+    assert.equal((await refused.json()).error.type, "overloaded_error");
+    assert.equal(gw.engine.calls.length, 1);
+    await gw.kv.delete(keys.lease(id));
+    await turn(gw, token, messages);
+    const samples = await gw.samples(id);
+    assert.deepEqual(samples.map((s) => [s.chain_id, s.turns.length]), [["c0", 2]]);
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("gateways taking turns on one session route on what KV holds, not a stale cache", async () => {
+  const first = await startGateway({ script: [call("ls"), call("cat b")] });
+  const second = await startGateway({ script: [call("cat a"), "Done."], kv: first.kv });
+  try {
+    const { id, token } = await first.openSession();
+    const messages: unknown[] = [{ role: "user", content: "Look around." }];
+    answer(messages, await turn(first, token, messages), "a b");
+    answer(messages, await turn(second, token, messages), "alpha");
+    // The first gateway cached the chain before the second extended it.
+    const commits = commitsOf(first.kv, id);
+    answer(messages, await turn(first, token, messages), "beta");
+    // Still one commit for the lease: the route was built again on the header read from KV.
+    assert.deepEqual(commits, [
+      ["set:chain_lease"],
+      ["delete:chain_lease", "set:turn_chunk", "set:turn", "set:replay", "set:chain"],
+    ]);
+    await turn(second, token, messages);
+    const calls = [first.engine.calls[0], second.engine.calls[0], first.engine.calls[1]];
+    calls.push(second.engine.calls[1]);
+    for (let i = 1; i < calls.length; i++) {
+      const before = [...calls[i - 1].inputIds, ...calls[i - 1].output!];
+      assert.deepEqual(calls[i].inputIds.slice(0, before.length), before);
+    }
+    const samples = await first.samples(id);
+    assert.deepEqual(samples.map((s) => [s.chain_id, s.turns.length]), [["c0", 4]]);
+  } finally {
+    await second.close();
+    await first.close();
   }
 });

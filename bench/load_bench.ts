@@ -63,10 +63,13 @@ const encodeMs = encodeTime((text) => tokenizer.encode(text));
 const library = await libraryTokenizer(defaultTokenizerPath());
 const libraryEncodeMs = encodeTime((text) => library.encode(text, { add_special_tokens: false }));
 
-/** The p50 time `encode` takes on a turn's tool result, warmed up first. */
+/**
+ * The p50 time `encode` takes on a turn's tool result, warmed up first (the library's time moved
+ * by 2× between runs with less).
+ */
 function encodeTime(encode: (text: string) => number[]): number {
-  for (let i = 0; i < 20; i++) encode(filler(RESULT_LINES, i));
-  const times = Array.from({ length: 50 }, (_, i) => {
+  for (let i = 0; i < 100; i++) encode(filler(RESULT_LINES, i));
+  const times = Array.from({ length: 200 }, (_, i) => {
     const text = filler(RESULT_LINES, 100 + i);
     const at = performance.now();
     encode(text);

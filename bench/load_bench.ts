@@ -12,6 +12,8 @@
  * byte-level step, `lib/template/byte_level.ts`) and as the library alone does; the CPU time per
  * turn of the gateway's processes, the engine's and the driver's, which share the cores, and the
  * turns/s the gateway's share alone allows on all of them; and the workers' RSS after each step.
+ * Last, one worker's RSS as rounds of 64 new sessions accumulate, none closed, with the default
+ * chain cache and with a small one.
  *
  * @module
  */
@@ -27,12 +29,15 @@ import { servingPids, spawnGateway } from "../test/process/_gateway_process.ts";
 const SESSIONS = (Deno.env.get("BENCH_LOAD_SESSIONS") ?? "1,16,64,256").split(",").map(Number);
 const WORKERS = (Deno.env.get("BENCH_LOAD_WORKERS") ?? "1,2").split(",").map(Number);
 const TURNS = Number(Deno.env.get("BENCH_LOAD_TURNS") ?? 6);
+/** Rounds of new sessions, and sessions per round, of the open-sessions memory step. */
+const OPEN_ROUNDS = Number(Deno.env.get("BENCH_OPEN_ROUNDS") ?? 10);
+const OPEN_PER_ROUND = 64;
 /** Fewest turns in a step for its CPU time per turn to be shown. */
 const MIN_CPU_TURNS = 60;
 /** This machine's cores. */
 const CORES = navigator.hardwareConcurrency;
 /** `functions/serve.ts` with `workers` workers over a fresh KV file. */
-async function startGateway(workers: number, engineUrl: string) {
+async function startGateway(workers: number, engineUrl: string, env: Record<string, string> = {}) {
   const dir = await Deno.makeTempDir({ prefix: "bench-load-" });
   const kvPath = `${dir}/bench.kv`;
   const gateway = await spawnGateway({
@@ -42,6 +47,7 @@ async function startGateway(workers: number, engineUrl: string) {
     SGLANG_URL: engineUrl,
     CONTEXT_LENGTH: "200000",
     ROLLOUT_WORKER: "false",
+    ...env,
   });
   return {
     url: gateway.url,
@@ -135,6 +141,24 @@ for (const workers of WORKERS) {
     );
   }
   await gateway.stop();
+}
+
+// Memory against sessions held open: rounds of new sessions on one worker, none ever closed; with
+// the default chain cache, then with one small enough to fill early.
+for (const cache of [null, "1000000"]) {
+  const gateway = await startGateway(1, engine.url, cache ? { CHAIN_CACHE_TOKENS: cache } : {});
+  const open: string[] = [];
+  for (let round = 1; round <= OPEN_ROUNDS; round++) {
+    await sweep(gateway.url, OPEN_PER_ROUND, TURNS, 100_000 + round * OPEN_PER_ROUND);
+    open.push(
+      `${round * OPEN_PER_ROUND}: ${gateway.pids.map((pid) => residentMiB(pid)).join("+")}`,
+    );
+  }
+  await gateway.stop();
+  console.log(
+    `${cache ? "" : "\n"}RSS MiB of one worker by sessions open (${TURNS} turns each), ` +
+      `CHAIN_CACHE_TOKENS=${cache ?? "default"}: ${open.join(", ")}`,
+  );
 }
 engine.process.kill("SIGTERM");
 await engine.process.status;

@@ -189,7 +189,8 @@ export async function handOverLease(
  * assert.ok(lease?.held);
  * await lease.release();
  * await kv.set(["chain", "c0"], "moved");
- * assert.equal(await leaseIfUnchanged(kv, ["chain_lease", "c0"], "pid-1/req-2", options, [read]), null);
+ * const again = await leaseIfUnchanged(kv, ["chain_lease", "c0"], "pid-1/req-2", options, [read]);
+ * assert.equal(again, null); // the chain moved since it was read
  * kv.close();
  * ```
  */

@@ -5,7 +5,7 @@
  * @module
  */
 import type { ChatMessage, ChatTool } from "../chat/mod.ts";
-import type { TurnInput, TurnOutput } from "../session/mod.ts";
+import type { AgentIds, TurnInput, TurnOutput } from "../session/mod.ts";
 import { buildMessage, type Finish, toolUseId } from "./build_response.ts";
 import { messageIdentities, outputIdentity, settingsDigest, startIdentity } from "./identity.ts";
 import {
@@ -25,7 +25,7 @@ export interface AnthropicTurnContext {
   readonly signingSecret: string;
   readonly lowering?: LowerOptions;
   /** The client's agent ids (Claude Code's `x-claude-code-agent-id` and parent), if sent. */
-  readonly agent?: { readonly id: string | null; readonly parentId: string | null };
+  readonly agent?: AgentIds;
 }
 
 /**

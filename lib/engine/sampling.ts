@@ -34,6 +34,12 @@ export interface SamplingRequest {
 }
 
 /**
+ * `maxTokens` for a request that sets no limit (OpenAI's APIs make it optional): as many tokens as
+ * the context has left, since {@linkcode samplingParams} clamps it to that.
+ */
+export const UNTIL_CONTEXT_ENDS = Number.MAX_SAFE_INTEGER;
+
+/**
  * Sampling parameters for a prompt of `promptLength` tokens: `max_new_tokens` is the client's
  * `max_tokens` clamped to the context left.
  *

@@ -15,7 +15,8 @@ import {
   outputIdentity,
   settingsDigest,
 } from "../anthropic/mod.ts";
-import type { TurnInput } from "../session/mod.ts";
+import { UNTIL_CONTEXT_ENDS } from "../engine/mod.ts";
+import type { AgentIds, TurnInput } from "../session/mod.ts";
 import { buildChatCompletion, toolCallId } from "./build_response.ts";
 import { toMessagesRequest } from "./translate.ts";
 import type { ChatCompletion, ChatCompletionCreateParams, ToolChoice } from "./types.ts";
@@ -27,14 +28,8 @@ export interface OpenAITurnContext {
   /** The text of one token, for `logprobs`. */
   readonly decodeToken: (id: number) => string;
   /** The client's agent ids, if it sent them. */
-  readonly agent?: { readonly id: string | null; readonly parentId: string | null };
+  readonly agent?: AgentIds;
 }
-
-/**
- * A request for as many tokens as the context has left: `max_tokens` is optional in this API.
- * {@linkcode samplingParams} clamps it to the room left after the prompt.
- */
-const UNTIL_CONTEXT_ENDS = Number.MAX_SAFE_INTEGER;
 
 /**
  * The turn a Chat Completions request asks for.

@@ -14,7 +14,8 @@ import {
   settingsDigest,
 } from "../anthropic/mod.ts";
 import { translatedTurnInput } from "../openai/mod.ts";
-import type { TurnInput } from "../session/mod.ts";
+import { UNTIL_CONTEXT_ENDS } from "../engine/mod.ts";
+import type { AgentIds, TurnInput } from "../session/mod.ts";
 import { buildResponse } from "./build_response.ts";
 import { toMessagesRequest } from "./translate.ts";
 import type { ResponseCreateParams, ResponseObject } from "./types.ts";
@@ -24,14 +25,8 @@ export interface ResponsesTurnContext {
   readonly sessionId: string;
   readonly lowering?: LowerOptions;
   /** The client's agent ids, if it sent them. */
-  readonly agent?: { readonly id: string | null; readonly parentId: string | null };
+  readonly agent?: AgentIds;
 }
-
-/**
- * A request for as many tokens as the context has left: `max_output_tokens` is optional.
- * `samplingParams` clamps it to the room left after the prompt.
- */
-const UNTIL_CONTEXT_ENDS = Number.MAX_SAFE_INTEGER;
 
 /**
  * The turn a Responses API request asks for.

@@ -9,11 +9,16 @@ import type { SamplingRequest } from "../engine/mod.ts";
 import type { TurnEnd } from "../chain/mod.ts";
 import type { OutputBlock, ToolSchemas } from "../template/mod.ts";
 
+/** The client's agent ids (`x-claude-code-agent-id`, `…-parent-agent-id`), when it sent them. */
+export interface AgentIds {
+  readonly id: string | null;
+  readonly parentId: string | null;
+}
+
 /** A request as the protocol adapter presents it to the session. */
 export interface TurnInput<Reply> {
   readonly sessionId: string;
-  /** The client's agent ids (`x-claude-code-agent-id`, `…-parent-agent-id`), when it sent them. */
-  readonly agent: { readonly id: string | null; readonly parentId: string | null };
+  readonly agent: AgentIds;
   /** Identity of the conversation's start (the system prompt). */
   readonly startIdentity: string;
   /** Identity of each message of the request (an assistant message's as echoes keep it). */

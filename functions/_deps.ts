@@ -6,6 +6,7 @@
  */
 import { Hono } from "hono";
 import type { LowerOptions } from "../lib/anthropic/mod.ts";
+import { IdentityMemo } from "../lib/chat/mod.ts";
 import { type Config, ConfigError, resolveConfig } from "../lib/config/mod.ts";
 import { type Engine, EngineControl, SglangClient } from "../lib/engine/mod.ts";
 import { ChainCache, sharedSecret } from "../lib/kv/mod.ts";
@@ -79,6 +80,8 @@ export interface Deps extends TurnDeps {
   readonly judgers: ReadonlyMap<string, Judger>;
   /** Evaluations running in this process, at most `EVAL_CONCURRENCY`. */
   readonly evalSlots: Slots;
+  /** The message identities of each conversation's last request (`CHAIN_CACHE_TOKENS` × 2). */
+  readonly identities: IdentityMemo;
   /** This process's metrics (one registry per process), counted by everything above. */
   readonly metrics: GatewayMetrics;
   /** Releases the engine pool, the scripted engine, live sandboxes and KV. */
@@ -92,7 +95,7 @@ export interface Deps extends TurnDeps {
 export type AdminDeps = Pick<Deps, "kv" | "adminToken" | "config" | "metrics">;
 
 /** What an agent route needs: a turn's dependencies, configuration and the error count. */
-export type AgentRouteDeps = TurnDeps & Pick<Deps, "config" | "metrics">;
+export type AgentRouteDeps = TurnDeps & Pick<Deps, "config" | "metrics" | "identities">;
 
 /** Parts a caller (a test, the bench) may supply instead of having them built. */
 export interface DepsOverrides {
@@ -193,6 +196,9 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     tokenizer,
     engine,
     cache: new ChainCache<CachedChain>(config.chainCacheTokens, cachedChainTokens),
+    // Characters of held messages and their identities, about 8 a token of history: sixteen
+    // conversations of 256k tokens, or some 250 of Claude Code's early turns.
+    identities: new IdentityMemo(2 * config.chainCacheTokens),
     contextLength,
     roundtripPolicy: config.roundtripPolicy,
     routePolicy: {

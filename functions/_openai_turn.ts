@@ -7,6 +7,7 @@
  *
  * @module
  */
+import type { IdentityMemo } from "../lib/chat/mod.ts";
 import type { z } from "zod";
 import type { LowerOptions } from "../lib/anthropic/mod.ts";
 import type { GatewayMetrics } from "../lib/metrics/mod.ts";
@@ -35,7 +36,7 @@ export interface OpenAIProtocol<Body extends { stream?: boolean | null }, Reply>
   /** The turn the request asks for. */
   turnInput(
     request: Body,
-    context: { sessionId: string; lowering: LowerOptions },
+    context: { sessionId: string; lowering: LowerOptions; identities: IdentityMemo },
   ): TurnInput<Reply>;
   /** The reply when nothing is sampled (a request for no tokens). */
   nothingSampled(request: Body, turn: StartedTurn<Reply>): Reply;
@@ -69,6 +70,7 @@ export async function serveOpenAITurn<Body extends { stream?: boolean | null }, 
     const input = protocol.turnInput(request, {
       sessionId: resolved.session.id,
       lowering: loweringOptions(deps),
+      identities: deps.identities,
     });
     if (resolved.kind === "open") await storeOpenedSession(deps.kv, resolved.session);
     const turn = await startTurn(deps, input, raw.signal, {

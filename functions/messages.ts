@@ -9,6 +9,7 @@
  *
  * @module
  */
+import type { IdentityMemo } from "../lib/chat/mod.ts";
 import { Hono } from "hono";
 import type { z } from "zod";
 import {
@@ -59,10 +60,15 @@ export function createMessagesApp(deps: MessagesDeps): Hono {
   const lowering = loweringOptions(deps);
   const errors = errorOptions(deps);
 
-  /** The token's session (checked first, writing nothing), the validated body, and its turn. */
+  /**
+   * The token's session (checked first, writing nothing), the validated body, and its turn.
+   * `identities` is left out for requests that are not turns, so they do not displace a
+   * conversation's last request.
+   */
   const readTurn = async (
     raw: Request,
     schema: z.ZodType<z.infer<typeof MessageCountTokensParams>>,
+    identities?: IdentityMemo,
   ) => {
     const resolved = await resolveToken(deps.kv, credential(raw), {
       devOpenSessions: deps.config.devOpenSessions,
@@ -78,6 +84,7 @@ export function createMessagesApp(deps: MessagesDeps): Hono {
         id: agentHeader(raw, "x-claude-code-agent-id"),
         parentId: agentHeader(raw, "x-claude-code-parent-agent-id"),
       },
+      identities,
     });
     return { resolved, request, input };
   };
@@ -86,7 +93,11 @@ export function createMessagesApp(deps: MessagesDeps): Hono {
     const requestId = newRequestId();
     try {
       const raw = c.req.raw;
-      const { resolved, request, input } = await readTurn(raw, MessageCreateParams);
+      const { resolved, request, input } = await readTurn(
+        raw,
+        MessageCreateParams,
+        deps.identities,
+      );
       if (resolved.kind === "open") await storeOpenedSession(deps.kv, resolved.session);
       const turn = await startTurn(deps, input, raw.signal, {
         live: request.stream === true,

@@ -22,7 +22,9 @@ type AnyMessage = { role: string; content: MessageParam["content"] | ContentBloc
 
 /**
  * Canonical JSON of each message of a conversation, in order. A message's identity depends
- * only on it and the messages before it, so equal prefixes give equal identities.
+ * only on it and the messages before it, so equal prefixes give equal identities: `known` gives
+ * those of a leading run of messages already identified (as `IdentityMemo` finds them), and
+ * only the rest are built.
  *
  * @example
  * ```ts
@@ -39,11 +41,14 @@ type AnyMessage = { role: string; content: MessageParam["content"] | ContentBloc
  * assert.equal(reply, plain[1]);
  * ```
  */
-export function messageIdentities(messages: readonly AnyMessage[]): string[] {
+export function messageIdentities(
+  messages: readonly AnyMessage[],
+  known: readonly string[] = [],
+): string[] {
   /** Client tool-use id → [index of the assistant message that made the call, call index]. */
   const calls = new Map<string, [number, number]>();
   return messages.map((message, i) => {
-    const identity = messageIdentity(message, (id) => {
+    const identity = i < known.length ? known[i] : messageIdentity(message, (id) => {
       const call = calls.get(id);
       return call ? { back: i - call[0], call: call[1] } : { id };
     });

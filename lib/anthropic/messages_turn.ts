@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { ChatMessage, ChatTool } from "../chat/mod.ts";
+import type { ChatMessage, ChatTool, IdentityMemo } from "../chat/mod.ts";
 import type { AgentIds, TurnInput, TurnOutput } from "../session/mod.ts";
 import { buildMessage, type Finish, toolUseId } from "./build_response.ts";
 import { messageIdentities, outputIdentity, settingsDigest, startIdentity } from "./identity.ts";
@@ -26,6 +26,8 @@ export interface AnthropicTurnContext {
   readonly lowering?: LowerOptions;
   /** The client's agent ids (Claude Code's `x-claude-code-agent-id` and parent), if sent. */
   readonly agent?: AgentIds;
+  /** Identities of each conversation's last request, so resent messages are not built again. */
+  readonly identities?: IdentityMemo;
 }
 
 /**
@@ -65,7 +67,13 @@ export function anthropicTurnInput(
     sessionId: context.sessionId,
     agent: context.agent ?? { id: null, parentId: null },
     startIdentity: startIdentity(system),
-    messageIdentities: messageIdentities(request.messages),
+    messageIdentities: context.identities
+      ? context.identities.identities(
+        `${context.sessionId}\n${context.agent?.id ?? ""}`,
+        request.messages,
+        (known) => messageIdentities(request.messages, known),
+      )
+      : messageIdentities(request.messages),
     lastQueryIndex: lastQueryIndex(request),
     settingsIdentity: settingsIdentity(request, tools),
     prompt: () => ({

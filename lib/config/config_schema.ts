@@ -171,10 +171,15 @@ export const ConfigSchema = z.object({
     meaning: "secret of thinking-block signatures (≥ 16 characters); unset: generated once and " +
       "kept in KV",
   }),
-  /** Tokens of recent chains kept in memory so a turn need not read its history from KV. */
+  /**
+   * Tokens of recent chains kept in memory so a turn need not read its history from KV; also
+   * bounds the identity memo (twice as many characters).
+   */
   chainCacheTokens: variable("CHAIN_CACHE_TOKENS", int(0, 1 << 30), {
     fallback: String(16 * 1024 * 1024),
-    meaning: "tokens of recent chains kept in memory so a turn need not re-read its history",
+    meaning: "tokens of recent chains kept in memory so a turn need not re-read its history; " +
+      "twice as many characters of each conversation's last request are kept so its resent " +
+      "messages are not identified again",
   }),
   /** Per-token latency of the built-in scripted engine, in milliseconds. */
   scriptedLatencyMs: variable("SCRIPTED_LATENCY_MS", int(0, 60_000), {

@@ -15,6 +15,7 @@ import {
   outputIdentity,
   settingsDigest,
 } from "../anthropic/mod.ts";
+import type { IdentityMemo } from "../chat/mod.ts";
 import { UNTIL_CONTEXT_ENDS } from "../engine/mod.ts";
 import type { AgentIds, TurnInput } from "../session/mod.ts";
 import { buildChatCompletion, toolCallId } from "./build_response.ts";
@@ -29,6 +30,8 @@ export interface OpenAITurnContext {
   readonly decodeToken: (id: number) => string;
   /** The client's agent ids, if it sent them. */
   readonly agent?: AgentIds;
+  /** Identities of each conversation's last request, so resent messages are not built again. */
+  readonly identities?: IdentityMemo;
 }
 
 /**
@@ -93,7 +96,7 @@ export function openaiTurnInput(
  */
 export function translatedTurnInput(
   translated: MessageCreateParams,
-  context: { sessionId: string; lowering?: LowerOptions; agent?: OpenAITurnContext["agent"] },
+  context: Pick<OpenAITurnContext, "sessionId" | "lowering" | "agent" | "identities">,
 ): Omit<TurnInput<unknown>, "settingsIdentity" | "sampling" | "reply"> {
   const { settingsIdentity: _settings, sampling: _sampling, reply: _reply, ...base } =
     anthropicTurnInput(translated, {
@@ -101,6 +104,7 @@ export function translatedTurnInput(
       signingSecret: "",
       lowering: context.lowering,
       agent: context.agent,
+      identities: context.identities,
     });
   return { ...base, toolUseId: toolCallId, verifyHistory: () => {} };
 }

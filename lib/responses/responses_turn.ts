@@ -13,6 +13,7 @@ import {
   outputIdentity,
   settingsDigest,
 } from "../anthropic/mod.ts";
+import type { IdentityMemo } from "../chat/mod.ts";
 import { translatedTurnInput } from "../openai/mod.ts";
 import { UNTIL_CONTEXT_ENDS } from "../engine/mod.ts";
 import type { AgentIds, TurnInput } from "../session/mod.ts";
@@ -26,6 +27,8 @@ export interface ResponsesTurnContext {
   readonly lowering?: LowerOptions;
   /** The client's agent ids, if it sent them. */
   readonly agent?: AgentIds;
+  /** Identities of each conversation's last request, so resent messages are not built again. */
+  readonly identities?: IdentityMemo;
 }
 
 /**

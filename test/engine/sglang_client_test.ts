@@ -5,6 +5,7 @@ import {
   newRid,
   SglangClient,
 } from "../../lib/engine/sglang_client.ts";
+import { PromptIds } from "../../lib/engine/prompt_ids.ts";
 import { type Script, scriptedLogprob } from "../../lib/scripted_engine/mod.ts";
 import { PROMPT, RID, sampling, until, withEngine } from "./_client.ts";
 
@@ -204,5 +205,33 @@ Deno.test("SglangClient.generate() throws EngineRejectedError on empty input_ids
       (error) =>
         error instanceof EngineRejectedError && /input_ids cannot be empty/.test(error.message),
     );
+  });
+});
+
+Deno.test("SglangClient.generate() sends a long prompt whole, streamed or not, on one connection", async () => {
+  await withEngine({ script: ["Done."] }, async ({ engine }) => {
+    const client = new SglangClient(engine.url, { connections: 1, timeoutMs: 30_000 });
+    try {
+      // 40k ids: over 200 KB of digits, past the size a body is copied at.
+      const long = Array.from({ length: 40_000 }, (_, i) => (i * 7_919) % 151_000);
+      const history = PromptIds.from(long.slice(0, 30_000));
+      assert.ok(history.concat(long.slice(30_000)).ascii().length > 200_000);
+      const sent = [
+        { inputIds: new Uint32Array(long), expected: long },
+        { inputIds: history.concat(long.slice(30_000)), expected: long, stream: true },
+        { inputIds: history.concat([7, 8]), expected: [...long.slice(0, 30_000), 7, 8] },
+      ];
+      for (const { inputIds, stream } of sent) {
+        const generation = await client.generate({
+          inputIds,
+          sampling: sampling(16),
+          onTokens: stream ? () => {} : undefined,
+        });
+        assert.ok(generation.outputIds.length > 0);
+      }
+      assert.deepEqual(engine.calls.map((call) => call.inputIds), sent.map((s) => s.expected));
+    } finally {
+      await client.close();
+    }
   });
 });

@@ -80,7 +80,7 @@ export interface Deps extends TurnDeps {
   readonly judgers: ReadonlyMap<string, Judger>;
   /** Evaluations running in this process, at most `EVAL_CONCURRENCY`. */
   readonly evalSlots: Slots;
-  /** The message identities of each conversation's last request (`CHAIN_CACHE_TOKENS` × 2). */
+  /** Each conversation's last request and its message identities (characters: 2 × `CHAIN_CACHE_TOKENS`). */
   readonly identities: IdentityMemo;
   /** This process's metrics (one registry per process), counted by everything above. */
   readonly metrics: GatewayMetrics;

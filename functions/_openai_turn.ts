@@ -7,9 +7,9 @@
  *
  * @module
  */
-import type { IdentityMemo } from "../lib/chat/mod.ts";
 import type { z } from "zod";
 import type { LowerOptions } from "../lib/anthropic/mod.ts";
+import type { IdentityMemo } from "../lib/chat/mod.ts";
 import type { GatewayMetrics } from "../lib/metrics/mod.ts";
 import {
   resolveToken,

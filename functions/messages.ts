@@ -9,7 +9,6 @@
  *
  * @module
  */
-import type { IdentityMemo } from "../lib/chat/mod.ts";
 import { Hono } from "hono";
 import type { z } from "zod";
 import {
@@ -26,6 +25,7 @@ import {
   storeOpenedSession,
 } from "../lib/session/mod.ts";
 import { LimitError, MAX_AGENT_ID_CHARS } from "../lib/limits/mod.ts";
+import type { IdentityMemo } from "../lib/chat/mod.ts";
 import { type AgentRouteDeps, type Deps, lazyApp, loweringOptions } from "./_deps.ts";
 import {
   credential,

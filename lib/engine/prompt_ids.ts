@@ -1,7 +1,8 @@
 /**
  * Prompt token ids kept as the comma-separated ASCII digits of the engine's JSON body, so that
- * sending a long history costs a copy of bytes, and extending it costs work proportional to the
- * new tokens (T4), instead of formatting every id again on every turn.
+ * sending a long history costs a write of bytes kept (`SglangClient` sends them as they are), and
+ * extending it costs work proportional to the new tokens (T4), instead of formatting every id
+ * again on every turn.
  *
  * @module
  */

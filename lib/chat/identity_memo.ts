@@ -35,7 +35,7 @@ interface Seen {
  * const first = ["hi", "hello"];
  * assert.deepEqual(memo.identities("s1", first, identify(first)), ["<hi>", "<hello>"]);
  * const next = ["hi", "hello", "how are you?"];
- * assert.deepEqual(memo.identities("s1", next, identify(next)).length, 3);
+ * assert.equal(memo.identities("s1", next, identify(next)).length, 3);
  * assert.deepEqual(computed, [2, 1]); // the second request's first two messages were known
  * ```
  */
@@ -69,7 +69,8 @@ export class IdentityMemo {
       while (same < end && jsonEqual(seen.messages[same], messages[same])) same++;
     }
     const identities = identify(seen ? seen.identities.slice(0, same) : []);
-    // Weighed by what is held, new messages only: a client cannot pass a heavy message as light.
+    // Each new message weighs its own strings and keys, thinking included, which its identity
+    // leaves out: a client cannot make a heavy message weigh little.
     const chars = seen ? seen.chars.slice(0, same) : [];
     for (let i = same; i < messages.length; i++) {
       chars.push((chars.at(-1) ?? 0) + jsonChars(messages[i]) + identities[i].length);
@@ -78,7 +79,7 @@ export class IdentityMemo {
     return identities;
   }
 
-  /** Characters of identity held. */
+  /** Characters held: messages' strings and keys, identities, and the conversations' keys. */
   get held(): number {
     return this.#seen.held;
   }

@@ -1,6 +1,6 @@
 /**
  * How single turns are recorded: closing tokens (T5), masking, ill-formed tool calls (T6),
- * context limits, engine failures and dev sessions.
+ * context limits, engine failures and dev sessions; and which requests the identity memo keeps.
  */
 import assert from "node:assert/strict";
 import { kvSnapshot, qwen3, startGateway, type TestGateway } from "../_gateway.ts";
@@ -205,6 +205,34 @@ Deno.test("a request that no longer extends the chain starts a new chain and kee
     const samples = await gw.samples(id);
     assert.deepEqual(samples.map((s) => [s.chain_id, s.kind]), [["c0", "wipe"], ["c1", "final"]]);
     assert.deepEqual(samples[1].prompt_ids, gw.engine.calls[1].inputIds);
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("turns over both protocols keep their conversation in the identity memo; count_tokens does not", async () => {
+  const gw = await startGateway({ script: ["ok", "ok"] });
+  try {
+    const { token } = await gw.openSession();
+    assert.equal(gw.deps.identities.held, 0);
+    assert.equal((await ask(gw, token, { messages: HI })).status, 200);
+    const afterTurn = gw.deps.identities.held;
+    assert.ok(afterTurn > 0);
+    const count = await gw.fetch("/v1/messages/count_tokens", {
+      method: "POST",
+      headers: { "x-api-key": token, "content-type": "application/json" },
+      body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "x".repeat(500) }] }),
+    });
+    assert.equal(count.status, 200);
+    assert.equal(gw.deps.identities.held, afterTurn);
+    const other = await gw.openSession();
+    const chat = await gw.fetch("/v1/chat/completions", {
+      method: "POST",
+      headers: { authorization: `Bearer ${other.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "m", messages: HI }),
+    });
+    assert.equal(chat.status, 200);
+    assert.ok(gw.deps.identities.held > afterTurn);
   } finally {
     await gw.close();
   }

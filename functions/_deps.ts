@@ -7,6 +7,7 @@
 import { Hono } from "hono";
 import type { LowerOptions } from "../lib/anthropic/mod.ts";
 import { IdentityMemo } from "../lib/chat/mod.ts";
+import { dispatchToolsOf, KNOWN_CLIENTS } from "../lib/clients/mod.ts";
 import { type Config, ConfigError, resolveConfig } from "../lib/config/mod.ts";
 import { type Engine, EngineControl, SglangClient } from "../lib/engine/mod.ts";
 import { ChainCache, sharedSecret } from "../lib/kv/mod.ts";
@@ -196,6 +197,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     tokenizer,
     engine,
     cache: new ChainCache<CachedChain>(config.chainCacheTokens, cachedChainTokens),
+    dispatch: dispatchToolsOf(KNOWN_CLIENTS),
     // Characters of held messages and their identities, about 8 a token of history: sixteen
     // conversations of 256k tokens, or some 250 of Claude Code's early turns.
     identities: new IdentityMemo(2 * config.chainCacheTokens),

@@ -10,8 +10,10 @@
 import type { z } from "zod";
 import type { LowerOptions } from "../lib/anthropic/mod.ts";
 import type { IdentityMemo } from "../lib/chat/mod.ts";
+import { agentIdsOf, KNOWN_CLIENTS } from "../lib/clients/mod.ts";
 import type { GatewayMetrics } from "../lib/metrics/mod.ts";
 import {
+  type AgentIds,
   resolveToken,
   type StartedTurn,
   startTurn,
@@ -36,7 +38,12 @@ export interface OpenAIProtocol<Body extends { stream?: boolean | null }, Reply>
   /** The turn the request asks for. */
   turnInput(
     request: Body,
-    context: { sessionId: string; lowering: LowerOptions; identities: IdentityMemo },
+    context: {
+      sessionId: string;
+      lowering: LowerOptions;
+      agent: AgentIds;
+      identities: IdentityMemo;
+    },
   ): TurnInput<Reply>;
   /** The reply when nothing is sampled (a request for no tokens). */
   nothingSampled(request: Body, turn: StartedTurn<Reply>): Reply;
@@ -70,6 +77,7 @@ export async function serveOpenAITurn<Body extends { stream?: boolean | null }, 
     const input = protocol.turnInput(request, {
       sessionId: resolved.session.id,
       lowering: loweringOptions(deps),
+      agent: agentIdsOf(raw.headers, KNOWN_CLIENTS),
       identities: deps.identities,
     });
     if (resolved.kind === "open") await storeOpenedSession(deps.kv, resolved.session);

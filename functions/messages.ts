@@ -24,7 +24,7 @@ import {
   startTurn,
   storeOpenedSession,
 } from "../lib/session/mod.ts";
-import { LimitError, MAX_AGENT_ID_CHARS } from "../lib/limits/mod.ts";
+import { agentIdsOf, KNOWN_CLIENTS } from "../lib/clients/mod.ts";
 import type { IdentityMemo } from "../lib/chat/mod.ts";
 import { type AgentRouteDeps, type Deps, lazyApp, loweringOptions } from "./_deps.ts";
 import {
@@ -36,20 +36,6 @@ import {
   validate,
 } from "./_http.ts";
 import { settleWithin, sseResponse } from "./_sse.ts";
-
-/**
- * An agent id header: `null` when absent or empty.
- *
- * @throws {LimitError} past {@linkcode MAX_AGENT_ID_CHARS}.
- */
-function agentHeader(request: Request, name: string): string | null {
-  const value = request.headers.get(name);
-  if (value === null || value === "") return null;
-  if (value.length > MAX_AGENT_ID_CHARS) {
-    throw new LimitError(name, `${value.length} characters, at most ${MAX_AGENT_ID_CHARS}`);
-  }
-  return value;
-}
 
 /** What the messages app uses: a turn's dependencies and the thinking-signature secret. */
 export type MessagesDeps = AgentRouteDeps & Pick<Deps, "signingSecret">;
@@ -79,11 +65,8 @@ export function createMessagesApp(deps: MessagesDeps): Hono {
       sessionId: resolved.session.id,
       signingSecret: deps.signingSecret,
       lowering,
-      // Claude Code names its sub-agents; these headers route their requests to their chains.
-      agent: {
-        id: agentHeader(raw, "x-claude-code-agent-id"),
-        parentId: agentHeader(raw, "x-claude-code-parent-agent-id"),
-      },
+      // Clients that name their sub-agents (Claude Code) route their requests to their chains.
+      agent: agentIdsOf(raw.headers, KNOWN_CLIENTS),
       identities,
     });
     return { resolved, request, input };

@@ -85,10 +85,11 @@ export function anthropicTurnInput(
       enableThinking: lowerThinking(request.thinking),
     }),
     lower: (from, shown) => {
-      const added = tools.filter((tool) => !shown.includes(tool.function.name));
-      const note = added.length > 0 ? [{ role: "system" as const, content: toolsNote(added) }] : [];
+      const note = toolsNote(tools, shown);
       return lowerMessages(
-        [...request.messages.slice(from), ...note],
+        note === null
+          ? request.messages.slice(from)
+          : [...request.messages.slice(from), { role: "system", content: note }],
         from,
         context.lowering,
         request.messages[from - 1],
@@ -165,13 +166,41 @@ function settingsIdentity(request: MessageCreateParams, tools: readonly ChatTool
 }
 
 /**
- * What the model reads when a request offers tools its chain has not shown it yet (Claude Code
- * loads deferred tools mid-conversation): their definitions, as a system reminder in the delta,
- * so the history before stays as it was sampled.
+ * What the model reads when a request's tools differ from those its chain last showed it
+ * (`shown`), as a system reminder in the delta, so the history before stays as it was sampled:
+ * the tools withdrawn, by name (a removed or renamed tool must not be called), and the
+ * definitions of the tools added (Claude Code and Qwen Code load deferred tools
+ * mid-conversation). `null` when the tools are the same.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { toolsNote } from "./messages_turn.ts";
+ * const tool = (name: string) => ({ type: "function" as const, function: { name, parameters: {} } });
+ * assert.equal(toolsNote([tool("Bash")], ["Bash"]), null);
+ * assert.equal(
+ *   toolsNote([tool("Shell")], ["Bash"]),
+ *   'These tools are no longer available: "Bash". Do not call them.\n' +
+ *     "These tools are available from now on:\n<tools>\n" +
+ *     '{"type":"function","function":{"name":"Shell","parameters":{}}}\n</tools>',
+ * );
+ * ```
  */
-function toolsNote(tools: readonly ChatTool[]): string {
-  const lines = tools.map((tool) => JSON.stringify(tool)).join("\n");
-  return `These tools are available from now on, in addition to those listed before:\n<tools>\n${lines}\n</tools>`;
+export function toolsNote(tools: readonly ChatTool[], shown: readonly string[]): string | null {
+  const offered = new Set(tools.map((tool) => tool.function.name));
+  const known = new Set(shown);
+  const added = tools.filter((tool) => !known.has(tool.function.name));
+  const withdrawn = [...known].filter((name) => !offered.has(name));
+  if (added.length === 0 && withdrawn.length === 0) return null;
+  const definitions = added.map((tool) => JSON.stringify(tool)).join("\n");
+  if (withdrawn.length === 0) {
+    return `These tools are available from now on, in addition to those listed before:\n<tools>\n${definitions}\n</tools>`;
+  }
+  const names = withdrawn.map((name) => JSON.stringify(name)).join(", ");
+  const gone = `These tools are no longer available: ${names}. Do not call them.`;
+  return added.length === 0
+    ? gone
+    : `${gone}\nThese tools are available from now on:\n<tools>\n${definitions}\n</tools>`;
 }
 
 /**

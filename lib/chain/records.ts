@@ -11,7 +11,7 @@ import type { VersionSpan } from "../engine/mod.ts";
 /**
  * What a turn's request added to its chain, as the canonical messages the template rendered into
  * its delta: the whole conversation and its tools on a chain's first turn, the new messages
- * (and a note defining tools the chain had not shown) after. A chain's turns' messages, each
+ * (and a note on the tools added or withdrawn since the turn before) after. A chain's turns' messages, each
  * followed by its reply, make up the conversation.
  */
 export interface TurnMessages {
@@ -48,7 +48,10 @@ export interface ChainHeader {
   readonly agentId: string | null;
   /** The model name of the request that started the chain. */
   readonly model: string;
-  /** Names of the tools the chain's prompt has shown the model so far. */
+  /**
+   * Names of the tools the model was last told are offered: its first request's, then each
+   * turn's (a delta that changes them tells the model which tools came and which went).
+   */
   readonly tools: readonly string[];
   /** Some live turn's output holds reasoning (which templates drop at a new user query). */
   readonly reasoning: boolean;

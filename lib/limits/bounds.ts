@@ -16,7 +16,7 @@ export const MAX_JSON_DEPTH = 128;
 export const MAX_AGENT_ID_CHARS = 256;
 /** Longest model name a request may give, in characters. */
 export const MAX_MODEL_CHARS = 256;
-/** Most tools one request may offer, and most distinct tools one chain may show the model. */
+/** Most tools one request may offer (a chain keeps the names of those its last request offered). */
 export const MAX_TOOLS = 256;
 /** Longest tool name, in characters. */
 export const MAX_TOOL_NAME_CHARS = 128;

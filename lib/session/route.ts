@@ -17,7 +17,7 @@ import {
   registerChain,
   reopenChain,
 } from "../kv/mod.ts";
-import { LimitError, MAX_CHAINS_PER_SESSION, MAX_TOOLS } from "../limits/mod.ts";
+import { LimitError, MAX_CHAINS_PER_SESSION } from "../limits/mod.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
 import { opensReasoning, renderDelta, renderPrompt } from "../template/mod.ts";
 import { ContextOverflowError } from "./errors.ts";
@@ -81,7 +81,10 @@ export interface RoutedTurn {
   /** Tokens this turn adds before its output (the whole prompt on a chain's first turn). */
   readonly delta: number[];
   readonly startsInReasoning: boolean;
-  /** Names of the tools the chain's prompt has shown once this turn is recorded. */
+  /**
+   * Names of the tools the model has been told are offered once this turn is recorded: the
+   * request's (a delta's note tells the model of tools added and withdrawn since the last turn).
+   */
   readonly tools: readonly string[];
   /** The canonical messages rendered into `delta` (`null` for a replay). */
   readonly messages: TurnMessages | null;
@@ -282,7 +285,10 @@ async function extendChain<Reply>(
     const history = whole
       ? cacheHit(deps, chain) ?? await readChainPrompt(deps, chain)
       : await readTurnsPrompt(deps, header, turns!);
-    routed = delta(deps, input, plan, entry, history, base);
+    // The tools the model knew at the end of the kept turns: a rewind goes back past the notes
+    // of the turns it drops.
+    const known = whole ? header.tools : turns!.at(-1)!.toolNames;
+    routed = delta(deps, input, plan, entry, history, base, known);
   }
   if (!plan.reopen || !register) return routed;
   // A replaced chain becomes current again; its replacement is wiped, in one commit.
@@ -354,7 +360,9 @@ async function startChain<Reply>(
     agentId: input.agent.id,
     retire: replaced
       ? {
-        header: { ...replaced.header, wipedAt: now, updatedAt: now },
+        header: plan.retireAs === "side"
+          ? { ...replaced.header, role: "side", updatedAt: now }
+          : { ...replaced.header, wipedAt: now, updatedAt: now },
         versionstamp: replaced.versionstamp,
       }
       : null,
@@ -393,7 +401,10 @@ function wholePrompt<Reply>(
   };
 }
 
-/** A later turn: the chain's kept tokens plus the messages from `plan.from` rendered. */
+/**
+ * A later turn: the chain's kept tokens plus the messages from `plan.from` rendered, with a note
+ * on how the request's tools differ from `known`, those the kept tokens told the model of.
+ */
 function delta<Reply>(
   deps: RouteDeps,
   input: TurnInput<Reply>,
@@ -401,17 +412,10 @@ function delta<Reply>(
   chain: Deno.KvEntryMaybe<ChainHeader>,
   history: PromptIds,
   base: ChainBase,
+  known: readonly string[],
 ): RoutedTurn {
   const header = chain.value!;
-  const shown = header.tools;
-  const tools = [...new Set([...shown, ...input.toolNames])];
-  if (tools.length > MAX_TOOLS) {
-    throw new LimitError(
-      "tools",
-      `chain "${header.id}" would have shown ${tools.length} distinct tools, at most ${MAX_TOOLS}`,
-    );
-  }
-  const messages = input.lower(plan.from, shown);
+  const messages = input.lower(plan.from, known);
   const rendered = renderDelta(deps.tokenizer, messages, input.enableThinking);
   const tokens = deltaAfter(history.last(), rendered.tokens, deps.tokenizer.ending.stopIds);
   return {
@@ -426,7 +430,7 @@ function delta<Reply>(
     prompt: history.concat(tokens),
     delta: tokens,
     startsInReasoning: opensReasoning(rendered.text),
-    tools,
+    tools: input.toolNames,
     messages: { messages },
     recordMessages: false,
   };

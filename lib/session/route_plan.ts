@@ -18,9 +18,6 @@ import { extendDigest, prefixDigests } from "../chat/mod.ts";
 import { SessionClosedError } from "./errors.ts";
 import type { SessionRecord } from "./records.ts";
 
-/** Tool names that dispatch a sub-agent (Claude Code's Agent, formerly Task). */
-export const DISPATCH_TOOLS: ReadonlySet<string> = new Set(["Agent", "Task"]);
-
 /** How a request was routed. */
 export type RouteKind =
   /** Continues its chain: the new messages are rendered after the chain's tokens. */
@@ -84,10 +81,13 @@ export interface RouteChain {
   readonly turns?: readonly TurnRecord[];
 }
 
-/** An Agent/Task call that may have dispatched a sub-agent: the client's id for it, its task. */
+/**
+ * A call that may have dispatched a sub-agent (a dispatch tool of some client, `lib/clients`):
+ * the client's id for it, and its task.
+ */
 export interface DispatchCall {
   readonly id: string;
-  readonly prompt: string;
+  readonly task: string;
 }
 
 /** The conversation a chain's cached tokens render: identities of its start and messages. */
@@ -110,7 +110,7 @@ export interface RouteSnapshot {
   readonly cached: CachedConversation | null;
   /** The live turn that answered this body before (`undefined` until looked up). */
   readonly replay?: { readonly chainId: string; readonly record: TurnRecord } | null;
-  /** Agent/Task calls of a chain's latest turns, latest first, by chain, once read. */
+  /** Dispatching calls of a chain's latest turns, latest first, by chain, once read. */
   readonly dispatches: ReadonlyMap<string, readonly DispatchCall[]>;
 }
 
@@ -158,8 +158,13 @@ export interface RegisterPlan extends PlanDigests {
   /** The dispatching chain, or the chain this one replaces. */
   readonly parent: string | null;
   readonly dispatch: string | null;
-  /** The chain this one replaces (wiped in the same commit). */
+  /** The chain this one replaces (wiped in the same commit, or made a side chain). */
   readonly replaces: string | null;
+  /**
+   * What the replaced chain becomes: `wiped` (a conversation the agent replaced, a `wipe`
+   * segment) or `side` (a helper's conversation that had held the main chain's place).
+   */
+  readonly retireAs: "wiped" | "side";
   /** Whether the session's main chain becomes this one. */
   readonly becomesMain: boolean;
   readonly startDigest: string;
@@ -243,7 +248,9 @@ export function planRoute(
   if (session.status !== "open") throw new SessionClosedError(session.id);
   const ownId = request.agentId ? snapshot.agentChain : session.mainChain;
   const own = ownId ? snapshot.chains.get(ownId) ?? null : null;
-  const ownHeader = own && own.header.turnCount > 0 ? own.header : null;
+  const ownHeader = own && own.header.turnCount > 0 && mayContinue(own.header, request)
+    ? own.header
+    : null;
 
   // 1. The common case: the request repeats the conversation this process cached, and adds to it.
   if (ownHeader && snapshot.cached && extendsConversation(request, snapshot.cached)) {
@@ -295,7 +302,7 @@ export function planRoute(
     if (back === "too_far") forked = own;
     else if (back) return back;
   }
-  if (own && own.header.turnCount === 0) {
+  if (own && own.header.turnCount === 0 && mayContinue(own.header, request)) {
     // Registered by an earlier attempt whose turn was never recorded: start it now.
     return extendPlan("start", own, 0, 0, request, requestDigest, null);
   }
@@ -305,7 +312,7 @@ export function planRoute(
   const candidates = [...snapshot.chains.values()]
     .filter((chain) =>
       chain.header.id !== ownId && chain.header.turnCount > 0 &&
-      chain.header.agentId === request.agentId
+      chain.header.agentId === request.agentId && mayContinue(chain.header, request)
     )
     .sort((a, b) =>
       b.header.updatedAt - a.header.updatedAt || b.header.id.localeCompare(a.header.id)
@@ -468,6 +475,7 @@ function newChain(
     parent: string | null,
     dispatch: string | null,
     replaces: string | null,
+    retireAs: RegisterPlan["retireAs"] = "wiped",
   ): RegisterPlan => {
     const becomesMain = role === "main";
     const taken = new Set(headers.map((header) => header.id));
@@ -482,6 +490,7 @@ function newChain(
       parent,
       dispatch,
       replaces,
+      retireAs,
       becomesMain,
       startDigest: digests[0],
       requestDigest,
@@ -508,21 +517,49 @@ function newChain(
     return plan("subagent", "subagent", parentId, dispatch, null);
   }
   if (!main || main.turnCount === 0) return plan("start", "main", null, null, null);
-  if (digests[0] !== main.startDigest) {
+  const sameStart = digests[0] === main.startDigest;
+  if (!sameStart) {
     const dispatch = dispatchOf(snapshot, request, main.id, claimed);
     if (dispatch !== null && typeof dispatch === "object") return dispatch;
     if (dispatch) return plan("subagent", "subagent", main.id, dispatch, null);
   }
-  if (request.model !== main.model || (request.toolNames.length === 0 && main.tools.length > 0)) {
+  const offers = request.toolNames.length > 0;
+  const mainOffers = main.tools.length > 0;
+  // Another model's request, or one with no tools where the agent has some: a helper.
+  if (request.model !== main.model || (!offers && mainOffers)) {
     return plan("side", "side", main.id, null, null);
   }
-  return plan("wipe", "main", main.id, null, main.id);
+  if (sameStart || (offers && sameTools(request.toolNames, main.tools))) {
+    // The agent's own new conversation (a compaction, an edit, a system prompt it changed).
+    return plan("wipe", "main", main.id, null, main.id);
+  }
+  // Another system prompt and other tools: a helper with its own question (a memory extractor,
+  // a summarizer, a title), never the agent's own conversation. The one exception: a main chain
+  // that offers no tools was a helper that came first, and yields to the first that does.
+  if (offers && !mainOffers) return plan("start", "main", null, null, main.id, "side");
+  return plan("side", "side", main.id, null, null);
 }
 
 /**
- * The Agent/Task call on `parentId` that dispatched the sub-agent making this request: the
- * latest one, not claimed by another chain, whose `prompt` is in the request's first user
- * message. A need when the parent's calls are not read yet.
+ * Whether a request may continue a chain: a request that offers no tools is never the
+ * continuation of a chain that offered some (it is a helper asking its own question over the
+ * agent's history, as forked queries and compaction summaries do).
+ */
+function mayContinue(header: ChainHeader, request: RouteRequest): boolean {
+  return request.toolNames.length > 0 || header.tools.length === 0;
+}
+
+/** Whether two lists name the same tools, in any order. */
+function sameTools(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  const names = new Set(a);
+  return names.size === new Set(b).size && b.every((name) => names.has(name));
+}
+
+/**
+ * The dispatching call on `parentId` that started the sub-agent making this request: the latest
+ * one, not claimed by another chain, whose task is in the request's first user message. A need
+ * when the parent's calls are not read yet.
  */
 function dispatchOf(
   snapshot: RouteSnapshot,
@@ -536,8 +573,8 @@ function dispatchOf(
   const calls = snapshot.dispatches.get(parentId);
   if (!calls) return { need: "dispatch", chain: parentId };
   for (const call of calls) {
-    const prompt = call.prompt.trim();
-    if (prompt !== "" && task.includes(prompt) && !claimed.has(call.id)) return call.id;
+    const asked = call.task.trim();
+    if (asked !== "" && task.includes(asked) && !claimed.has(call.id)) return call.id;
   }
   return null;
 }

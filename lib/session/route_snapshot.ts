@@ -23,7 +23,6 @@ import type { SessionRecord } from "./records.ts";
 import { parseTurnOutput, untypedTools } from "./output.ts";
 import {
   DISPATCH_LOOKBACK_TURNS,
-  DISPATCH_TOOLS,
   type DispatchCall,
   type RouteChain,
   type RouteNeed,
@@ -54,11 +53,21 @@ export function cacheKey(chain: { sessionId: string; id: string }): string {
   return `${chain.sessionId}/${chain.id}`;
 }
 
+/**
+ * Which tool calls start a sub-agent, by the agent clients' descriptors (`lib/clients`): the
+ * planner knows no client's tool names.
+ */
+export interface DispatchTools {
+  /** The task a call of tool `name` with `input` starts a sub-agent with; `null` for any other call. */
+  taskOf(name: string, input: Readonly<Record<string, unknown>>): string | null;
+}
+
 /** What reading a snapshot needs. */
 export interface SnapshotDeps {
   readonly kv: Deno.Kv;
   readonly tokenizer: ChatTokenizer;
   readonly cache: ChainCache<CachedChain>;
+  readonly dispatch: DispatchTools;
 }
 
 /** A snapshot and the session record's versionstamp, which a registration is checked against. */
@@ -181,7 +190,7 @@ async function findReplay(
   return record?.rid === entry.rid ? { chainId: entry.chainId, record } : null;
 }
 
-/** The Agent/Task calls of the chain's latest turns with a `prompt`, latest first. */
+/** The calls of the chain's latest turns that start a sub-agent with a task, latest first. */
 async function dispatchCalls<Reply>(
   deps: SnapshotDeps,
   input: TurnInput<Reply>,
@@ -198,15 +207,15 @@ async function dispatchCalls<Reply>(
       Array.from(tokens.output),
       end,
       turn.startsInReasoning,
-      // A dispatch's prompt is text: names are enough.
+      // A dispatch's task is text: names are enough.
       untypedTools(turn.toolNames),
     );
     const calls = blocks.filter((block) => block.type === "tool_call");
     for (let i = calls.length - 1; i >= 0; i--) {
       const call = calls[i];
-      if (call.type !== "tool_call" || !DISPATCH_TOOLS.has(call.name)) continue;
-      const prompt = call.input.prompt;
-      if (typeof prompt === "string") out.push({ id: input.toolUseId(turn.rid, i), prompt });
+      if (call.type !== "tool_call") continue;
+      const task = deps.dispatch.taskOf(call.name, call.input);
+      if (task !== null) out.push({ id: input.toolUseId(turn.rid, i), task });
     }
   }
   return out;

@@ -30,8 +30,9 @@ export interface TurnInput<Reply> {
   /** The whole conversation as the template renders it, for a chain's first turn. */
   prompt(): ChatPrompt;
   /**
-   * Messages `from..` lowered, for a delta, followed by a note defining the request's tools the
-   * chain has not shown the model yet (`shown` names those it has).
+   * Messages `from..` lowered, for a delta, followed by a note on how the request's tools differ
+   * from `shown`, those the model was last told of: the tools withdrawn, and the definitions of
+   * the tools added.
    */
   lower(from: number, shown: readonly string[]): ChatMessage[];
   /** The text of the request's first user message, where a sub-agent's task would be. */

@@ -84,25 +84,26 @@ Deno.test("oversized agent ids, model names, tool lists and tool names are refus
   }
 });
 
-Deno.test("a chain refuses a request that would show it more distinct tools than the bound", async () => {
+Deno.test("a chain keeps the tools its last request offered: replacing all of them is served, the chain's record bounded", async () => {
   const gw = await startGateway({ script: () => "Done." });
   try {
-    const { token } = await gw.openSession();
+    const { id, token } = await gw.openSession();
     const history: unknown[] = [{ role: "user", content: "Hello" }];
     const first = await messages(gw, token, { messages: history, tools: tools(MAX_TOOLS) });
     assert.equal(first.status, 200);
     history.push({ role: "assistant", content: (await first.json()).content });
     history.push({ role: "user", content: "More" });
-    const before = await kvSnapshot(gw.kv);
-    await assertRefused(
-      await messages(gw, token, { messages: history, tools: tools(1, "extra") }),
-      new RegExp(
-        `^tools: chain "c0" would have shown ${
-          MAX_TOOLS + 1
-        } distinct tools, at most ${MAX_TOOLS}$`,
-      ),
+    const second = await messages(gw, token, { messages: history, tools: tools(1, "extra") });
+    assert.equal(second.status, 200, await second.clone().text());
+    const chain = await gw.kv.get<{ tools: string[]; turnCount: number }>(keys.chain(id, "c0"));
+    assert.equal(chain.value?.turnCount, 2);
+    assert.deepEqual(chain.value?.tools, ["extra_0"]);
+    // The model was told which went, by name, and what came.
+    const delta = gw.tokenizer.decode(
+      gw.engine.calls[1].inputIds.slice(gw.engine.calls[0].inputIds.length),
     );
-    assert.deepEqual(await kvSnapshot(gw.kv), before);
+    assert.match(delta, /These tools are no longer available: "tool_0", "tool_1", /);
+    assert.match(delta, /"tool_255"\. Do not call them\.\nThese tools are available from now on:/);
   } finally {
     await gw.close();
   }

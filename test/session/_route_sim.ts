@@ -9,9 +9,9 @@
 import { messageIdentities, type MessageParam, startIdentity } from "../../lib/anthropic/mod.ts";
 import { type ChainHeader, segmentKind, type TurnRecord } from "../../lib/chain/mod.ts";
 import { extendDigest } from "../../lib/chat/mod.ts";
+import { dispatchToolsOf, KNOWN_CLIENTS } from "../../lib/clients/mod.ts";
 import {
   DISPATCH_LOOKBACK_TURNS,
-  DISPATCH_TOOLS,
   type DispatchCall,
   newChainHeader,
   planRoute,
@@ -22,6 +22,9 @@ import {
   type RouteSnapshot,
 } from "../../lib/session/mod.ts";
 import { session as sessionRecord } from "../kv/_store.ts";
+
+/** The dispatch tools of every known client, as the gateway reads them. */
+const DISPATCH = dispatchToolsOf(KNOWN_CLIENTS);
 
 /** One request of a scenario: labelled messages, who sends them, and the reply it gets. */
 export interface Step {
@@ -205,9 +208,9 @@ export class RouteSim {
         for (const turn of live.slice(-DISPATCH_LOOKBACK_TURNS).reverse()) {
           const blocks = typeof turn.reply.content === "string" ? [] : turn.reply.content;
           for (const block of [...blocks].reverse()) {
-            if (block.type !== "tool_use" || !DISPATCH_TOOLS.has(block.name)) continue;
-            const prompt = (block.input as { prompt?: unknown }).prompt;
-            if (typeof prompt === "string") calls.push({ id: block.id, prompt });
+            if (block.type !== "tool_use") continue;
+            const task = DISPATCH.taskOf(block.name, block.input as Record<string, unknown>);
+            if (task !== null) calls.push({ id: block.id, task });
           }
         }
         return { ...snapshot, dispatches: new Map(snapshot.dispatches).set(need.chain, calls) };
@@ -234,7 +237,10 @@ export class RouteSim {
     let from: number;
     if (plan.act === "register") {
       const replaced = plan.replaces ? this.#chains.get(plan.replaces) : undefined;
-      if (replaced) this.#wipe(replaced, now);
+      if (replaced && plan.retireAs === "side") {
+        replaced.header = { ...replaced.header, role: "side", updatedAt: now };
+        replaced.version++;
+      } else if (replaced) this.#wipe(replaced, now);
       chain = {
         header: newChainHeader(this.#session.id, plan, request, now),
         all: [],
@@ -294,6 +300,7 @@ export class RouteSim {
       messageCount: record.messageCount,
       digest: record.digest,
       lastRid: record.rid,
+      tools: request.toolNames,
       reasoning: kept.some((t) => t.record.reasoning) || reasoning,
       updatedAt: now,
     };

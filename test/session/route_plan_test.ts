@@ -56,6 +56,13 @@ const REPLIES: Record<string, Reply> = {
   H1: sampled(said("Helper verdict: safe.")),
   H2: sampled(said("Helper verdict: still safe.")),
   T1: sampled(said("Fix login bug")),
+  M1: sampled(
+    said("Reading the memory index.", { calls: [["m1", "Read", { path: "MEMORY.md" }]] }),
+  ),
+  M2: sampled(said("Nothing worth remembering.")),
+  Q1: sampled(
+    said("Delegating.", { calls: [["q1", "agent", { prompt: "TASK-A: list files" }]] }),
+  ),
 };
 
 /** The client's messages, and the echoes it sends of replies (rewritten as clients do). */
@@ -70,6 +77,9 @@ const MESSAGES: Record<string, MessageParam> = {
   r9: result("t9", "/repo"),
   rs1: result("s1", "a b"),
   rd1: result("d1", "Sub-agent report: a b."),
+  rq1: result("q1", "Sub-agent report: a b."),
+  rm1: result("m1", "(empty)"),
+  mem: user("Update durable memory from the conversation above."),
   task: user("TASK-A: list files"),
   h1: user("Is this command safe? ls"),
   h2: user("Is this command safe? cat"),
@@ -113,6 +123,9 @@ interface Row {
 }
 
 const HELPER = { system: "You judge commands.", tools: [] as string[] };
+const JUDGE = { system: "You judge commands.", tools: ["Read"] };
+/** A memory extractor: its own system prompt and tools, the agent's history re-sent, its question. */
+const EXTRACTOR = { system: "You extract durable memories.", tools: ["Read", "Write"] };
 const SUB = { system: "You are a sub-agent." };
 
 const MATRIX: readonly Row[] = [
@@ -315,25 +328,25 @@ const MATRIX: readonly Row[] = [
   },
   // Interleaving.
   {
-    name: "23. a helper call with another system prompt, then the conversation resumes in place",
+    name: "23. a helper with another system prompt and tools of its own is a side chain",
     steps: [
       { send: ["u1"], reply: "A1", expect: "start c0" },
-      { send: ["h1"], system: "You judge commands.", reply: "H1", expect: "wipe c1" },
-      { send: ["u1", "A1", "r1"], reply: "A2", expect: "resume c0" },
+      { send: ["h1"], ...JUDGE, reply: "H1", expect: "side c1" },
+      { send: ["u1", "A1", "r1"], reply: "A2", expect: "append c0" },
       { send: ["u1", "A1", "r1", "A2", "r2"], reply: "A3", expect: "append c0" },
     ],
-    segments: ["c0 final: [u1] A1 [r1] A2 [r2] A3", "c1 wipe: [h1] H1"],
+    segments: ["c0 final: [u1] A1 [r1] A2 [r2] A3", "c1 side: [h1] H1"],
   },
   {
     name: "24. conversations that keep interleaving each continue their own chain",
     steps: [
       { send: ["u1"], reply: "A1", expect: "start c0" },
-      { send: ["h1"], system: "You judge commands.", reply: "H1", expect: "wipe c1" },
-      { send: ["u1", "A1", "r1"], reply: "A2", expect: "resume c0" },
-      { send: ["h1", "H1", "h2"], system: "You judge commands.", reply: "H2", expect: "resume c1" },
-      { send: ["u1", "A1", "r1", "A2", "r2"], reply: "A3", expect: "resume c0" },
+      { send: ["h1"], ...JUDGE, reply: "H1", expect: "side c1" },
+      { send: ["u1", "A1", "r1"], reply: "A2", expect: "append c0" },
+      { send: ["h1", "H1", "h2"], ...JUDGE, reply: "H2", expect: "append c1" },
+      { send: ["u1", "A1", "r1", "A2", "r2"], reply: "A3", expect: "append c0" },
     ],
-    segments: ["c0 final: [u1] A1 [r1] A2 [r2] A3", "c1 wipe: [h1] H1 [h2] H2"],
+    segments: ["c0 final: [u1] A1 [r1] A2 [r2] A3", "c1 side: [h1] H1 [h2] H2"],
   },
   {
     name: "25. a helper with no tools is a side chain that continues by its history",
@@ -374,6 +387,76 @@ const MATRIX: readonly Row[] = [
       { send: ["u1", "A1", "r1", "A3", "u2", "A4", "u3"], reply: "T1", expect: "append c1" },
     ],
     segments: ["c0 wipe: [u1] A1 [r1] A3", "c1 final: [u1 A1 r1 A3 u2] A4 [u3] T1"],
+  },
+  // Helpers and the agent's own conversation.
+  {
+    name: "29. a trailing helper re-sending the agent's history leaves the agent's chain final",
+    steps: [
+      { send: ["u1"], reply: "A1", expect: "start c0" },
+      { send: ["u1", "A1", "r1"], reply: "A3", expect: "append c0" },
+      { send: ["u1", "A1", "r1", "A3", "mem"], ...EXTRACTOR, reply: "M1", expect: "side c1" },
+      {
+        send: ["u1", "A1", "r1", "A3", "mem", "M1", "rm1"],
+        ...EXTRACTOR,
+        reply: "M2",
+        expect: "append c1",
+      },
+    ],
+    segments: [
+      "c0 final: [u1] A1 [r1] A3",
+      "c1 side: [u1 A1 r1 A3 mem] M1 [rm1] M2",
+    ],
+  },
+  {
+    name: "30. a helper with the agent's system prompt and no tools never appends to its chain",
+    steps: [
+      { send: ["u1"], reply: "A1", expect: "start c0" },
+      { send: ["u1", "A1", "r1"], reply: "A3", expect: "append c0" },
+      { send: ["u1", "A1", "r1", "A3", "title"], tools: [], reply: "T1", expect: "side c1" },
+    ],
+    segments: ["c0 final: [u1] A1 [r1] A3", "c1 side: [u1 A1 r1 A3 title] T1"],
+  },
+  {
+    name: "31. the agent's history under a changed system prompt and the same tools is its own",
+    steps: [
+      { send: ["u1"], reply: "A1", expect: "start c0" },
+      {
+        send: ["u1", "A1", "r1"],
+        system: "You are the main agent (memory: none).",
+        reply: "A2",
+        expect: "wipe c1",
+      },
+    ],
+    segments: ["c0 wipe: [u1] A1", "c1 final: [u1 A1 r1] A2"],
+  },
+  {
+    name: "32. a helper with no tools that came first yields to the agent's conversation",
+    steps: [
+      { send: ["title"], ...HELPER, reply: "T1", expect: "start c0" },
+      { send: ["u1"], reply: "A1", expect: "start c1" },
+      { send: ["u1", "A1", "r1"], reply: "A2", expect: "append c1" },
+      { send: ["h1"], ...HELPER, reply: "H1", expect: "side c2" },
+    ],
+    segments: ["c0 side: [title] T1", "c1 final: [u1] A1 [r1] A2", "c2 side: [h1] H1"],
+  },
+  {
+    name: "33. Qwen Code's agent tool dispatches a sub-agent; the parent resumes in place",
+    steps: [
+      { send: ["u1"], reply: "Q1", expect: "start c0" },
+      { send: ["task"], ...SUB, reply: "S1", expect: "subagent c1" },
+      { send: ["task", "S1", "rs1"], ...SUB, reply: "S2", expect: "append c1" },
+      { send: ["u1", "Q1", "rq1"], reply: "A3", expect: "append c0" },
+    ],
+    segments: ["c0 final: [u1] Q1 [rq1] A3", "c1 subagent: [task] S1 [rs1] S2"],
+  },
+  {
+    name: "34. tools renamed or removed keep the chain: the delta's note says which went",
+    steps: [
+      { send: ["u1"], reply: "A1", expect: "start c0" },
+      { send: ["u1", "A1", "r1"], tools: ["Shell", "Agent"], reply: "A2", expect: "append c0" },
+      { send: ["u1", "A1", "r1", "A2", "r2"], tools: ["Shell"], reply: "A3", expect: "append c0" },
+    ],
+    segments: ["c0 final: [u1] A1 [r1] A2 [r2] A3"],
   },
 ];
 

@@ -1,0 +1,97 @@
+/**
+ * What the gateway knows of an agent client's habits, as a descriptor per client: the headers
+ * that name its sub-agents, and the tool calls that start one. Routing asks the registered
+ * descriptors (`known_clients.ts`) instead of naming any client's tools itself.
+ *
+ * @module
+ */
+import { LimitError, MAX_AGENT_ID_CHARS } from "../limits/mod.ts";
+import type { AgentIds, DispatchTools } from "../session/mod.ts";
+
+/** A tool whose calls start a sub-agent, and the input field that holds the sub-agent's task. */
+export interface DispatchTool {
+  readonly name: string;
+  /** The input field whose string the sub-agent's first user message quotes. */
+  readonly taskField: string;
+}
+
+/** An agent client's habits that routing depends on. */
+export interface AgentClient {
+  /** The client as the docs name it (`claude_code`, `qwen_code`, `codex`). */
+  readonly name: string;
+  /** Headers naming the sub-agent a request comes from, and its parent; `null` when it sends none. */
+  readonly agentHeaders: { readonly id: string; readonly parentId: string } | null;
+  /** Tools whose calls start a sub-agent. */
+  readonly dispatchTools: readonly DispatchTool[];
+}
+
+/**
+ * The agent ids a request's headers carry, read with the first client's headers that name an
+ * agent: `null` ids when none does.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { agentIdsOf, KNOWN_CLIENTS } from "./mod.ts";
+ * const headers = new Headers({ "x-claude-code-agent-id": "a1b2" });
+ * assert.deepEqual(agentIdsOf(headers, KNOWN_CLIENTS), { id: "a1b2", parentId: null });
+ * ```
+ * @throws {LimitError} naming the header when an id is longer than {@linkcode MAX_AGENT_ID_CHARS}.
+ */
+export function agentIdsOf(headers: Headers, clients: readonly AgentClient[]): AgentIds {
+  let found: AgentIds = { id: null, parentId: null };
+  for (const client of clients) {
+    if (!client.agentHeaders) continue;
+    // Every header is checked, read or not: no oversized value passes unseen.
+    const id = header(headers, client.agentHeaders.id);
+    const parentId = header(headers, client.agentHeaders.parentId);
+    if (id !== null && found.id === null) found = { id, parentId };
+  }
+  return found;
+}
+
+/**
+ * The dispatch tools of all `clients` together: a call starts a sub-agent when any client's
+ * table names its tool and its task field holds a string. A client is not told apart by its
+ * requests (proxies and SDKs rewrite user agents), and a dispatch is only taken once a new
+ * conversation quotes the task, so one table serves every request.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { dispatchToolsOf, KNOWN_CLIENTS } from "./mod.ts";
+ * const dispatch = dispatchToolsOf(KNOWN_CLIENTS);
+ * assert.equal(dispatch.taskOf("agent", { prompt: "List the files." }), "List the files.");
+ * assert.equal(dispatch.taskOf("Bash", { command: "ls" }), null);
+ * ```
+ */
+export function dispatchToolsOf(clients: readonly AgentClient[]): DispatchTools {
+  const fields = new Map<string, string[]>();
+  for (const client of clients) {
+    for (const tool of client.dispatchTools) {
+      const known = fields.get(tool.name) ?? [];
+      if (!known.includes(tool.taskField)) known.push(tool.taskField);
+      fields.set(tool.name, known);
+    }
+  }
+  return {
+    taskOf(name, input) {
+      for (const field of fields.get(name) ?? []) {
+        if (!Object.hasOwn(input, field)) continue;
+        const task = input[field];
+        if (typeof task === "string") return task;
+      }
+      return null;
+    },
+  };
+}
+
+/** A header's value: `null` when absent or empty. */
+function header(headers: Headers, name: string): string | null {
+  const value = headers.get(name);
+  if (value === null || value === "") return null;
+  if (value.length > MAX_AGENT_ID_CHARS) {
+    throw new LimitError(name, `${value.length} characters, at most ${MAX_AGENT_ID_CHARS}`);
+  }
+  return value;
+}

@@ -22,6 +22,7 @@ import {
   type Reply,
   type Script,
   type ScriptedEngine,
+  type Spelling,
   startScriptedEngine,
 } from "../lib/scripted_engine/mod.ts";
 import { buildDeps, type Deps } from "../functions/_deps.ts";
@@ -147,6 +148,8 @@ export async function startGateway(
     tokenizer?: ChatTokenizer;
     /** The engine streams deltas (`--incremental-streaming-output`), not cumulative chunks. */
     incrementalStreaming?: boolean;
+    /** How the engine samples scripted text (as the tokenizer encodes it, by default). */
+    spelling?: Spelling;
     /** The fault an engine call plays when none is queued. */
     faultFor?: (call: EngineCall) => Fault | undefined;
   } = {},
@@ -157,6 +160,7 @@ export async function startGateway(
     script: options.script,
     latencyMs: options.latencyMs,
     incrementalStreaming: options.incrementalStreaming,
+    spelling: options.spelling,
     faultFor: options.faultFor,
   });
   const kv = options.kv ?? await Deno.openKv(":memory:");

@@ -52,7 +52,7 @@ export async function generate(request: Request, engine: GenerateContext): Promi
   while (state.pause !== null) await state.pause.continued;
   const script = engine.script;
   const reply = fault?.kind === "hang" ? NOTHING : script(call, () => tokenizer.decode(inputIds));
-  const planned = plan(tokenizer, call, reply);
+  const planned = plan(tokenizer, call, reply, options.spelling);
   let tokens = planned.tokens;
   let finish: Record<string, unknown> = planned.finish;
   if (fault?.kind === "abort") {

@@ -5,7 +5,7 @@
  * @module
  */
 import type { ChatTokenizer } from "../template/mod.ts";
-import type { EngineCall, Reply } from "./script.ts";
+import type { EngineCall, Reply, Spelling } from "./script.ts";
 
 /** The reply of a call that never generated. */
 export const NOTHING: Reply = { tokens: [], eos: false };
@@ -15,9 +15,14 @@ export function plan(
   tokenizer: ChatTokenizer,
   call: EngineCall,
   reply: Reply,
+  spelling: Spelling = "tokenizer",
 ): { tokens: number[]; finish: Record<string, unknown> } {
   const spec = typeof reply === "string" ? { text: reply } : reply;
-  const base = spec.tokens ? [...spec.tokens] : tokenizer.encode(spec.text ?? "");
+  const base = spec.tokens
+    ? [...spec.tokens]
+    : (spec.spelling ?? spelling) === "characters"
+    ? spelledOut(tokenizer, spec.text ?? "")
+    : tokenizer.encode(spec.text ?? "");
   const full = spec.eos === false ? base : [...base, tokenizer.ending.stopIds[0]];
   const stopIds = new Set((call.sampling.stop_token_ids as number[] | undefined) ?? []);
   for (const id of tokenizer.ending.stopIds) stopIds.add(id);
@@ -37,4 +42,34 @@ export function plan(
     }
   }
   return { tokens, finish: { type: "length", length: tokens.length } };
+}
+
+/**
+ * `text` sampled character by character: each run of ordinary tokens as one token per UTF-8
+ * byte (a printable ASCII character is its own byte), added tokens whole.
+ *
+ * @throws {RangeError} when the vocabulary is not byte-level.
+ */
+export function spelledOut(tokenizer: ChatTokenizer, text: string): number[] {
+  const bytes = tokenizer.byteIds;
+  if (bytes === null) {
+    throw new RangeError(`Cannot spell text out: "${tokenizer.path}" has no token for every byte`);
+  }
+  const utf8 = new TextEncoder();
+  const out: number[] = [];
+  let run: number[] = [];
+  const flush = () => {
+    for (const byte of utf8.encode(tokenizer.decode(run))) out.push(bytes[byte]);
+    run = [];
+  };
+  for (const id of tokenizer.encode(text)) {
+    if (!tokenizer.addedIds.has(id)) {
+      run.push(id);
+      continue;
+    }
+    flush();
+    out.push(id);
+  }
+  flush();
+  return out;
 }

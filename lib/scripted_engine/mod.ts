@@ -5,7 +5,14 @@
  *
  * @module
  */
-export { DEFAULT_REPLY, type EngineCall, type Fault, type Reply, type Script } from "./script.ts";
+export {
+  DEFAULT_REPLY,
+  type EngineCall,
+  type Fault,
+  type Reply,
+  type Script,
+  type Spelling,
+} from "./script.ts";
 export { scriptedLogprob, scriptedTopLogprobs } from "./logprobs.ts";
 export type { PauseMode, ScriptedEngine, ScriptedEngineOptions } from "./types.ts";
 export { startScriptedEngine } from "./scripted_engine.ts";

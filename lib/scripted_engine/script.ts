@@ -5,12 +5,22 @@
  * @module
  */
 
+/**
+ * How scripted text becomes the tokens the engine samples: `tokenizer` as the tokenizer encodes
+ * it (canonical); `characters` as a real model often samples it — each character of ordinary text
+ * its own token, a multi-byte character as its bytes' tokens ("hello" as h,e,l,l,o; an emoji as
+ * four byte tokens) — with added tokens (`<think>`, `<tool_call>`, the end of turn) whole.
+ */
+export type Spelling = "tokenizer" | "characters";
+
 /** A scripted reply: model text, or exact token ids (to script non-canonical tokenizations). */
 export type Reply =
   | string
   | {
     readonly text?: string;
     readonly tokens?: readonly number[];
+    /** How `text` is sampled, instead of the engine's spelling. */
+    readonly spelling?: Spelling;
     /** Append the token that ends a turn (default true); `false` to script it in the text. */
     readonly eos?: boolean;
     /** Sleep per output token for this reply, instead of the engine's latency. */

@@ -5,7 +5,7 @@
  * @module
  */
 import type { ChatTokenizer } from "../template/mod.ts";
-import type { EngineCall, Fault, Reply, Script } from "./script.ts";
+import type { EngineCall, Fault, Reply, Script, Spelling } from "./script.ts";
 
 /** Options of {@linkcode startScriptedEngine}. */
 export interface ScriptedEngineOptions {
@@ -14,6 +14,8 @@ export interface ScriptedEngineOptions {
   readonly script?: Script | readonly Reply[];
   /** Sleep per output token, in milliseconds. */
   readonly latencyMs?: number;
+  /** How scripted text is sampled (default `tokenizer`: as the tokenizer encodes it). */
+  readonly spelling?: Spelling;
   readonly weightVersion?: string;
   readonly port?: number;
   /** Keep every call's `input_ids` in {@linkcode ScriptedEngine.calls} (default true). */

@@ -51,6 +51,14 @@ export interface ChatTokenizer {
   readonly textTokens: TextTokens;
   /** Token ids of `text`; special-token strings in it become their special tokens. */
   encode(text: string): number[];
+  /** Ids of the added tokens (the template's markers, `<think>`, `<tool_call>`…), sampled whole. */
+  readonly addedIds: ReadonlySet<number>;
+  /**
+   * Each byte's own token, by byte value, in a byte-level vocabulary (GPT-2's byte alphabet, as
+   * Qwen3, DeepSeek and gpt-oss use): what a model samples when it spells text byte by byte.
+   * `null` when the vocabulary has no token for some byte.
+   */
+  readonly byteIds: readonly number[] | null;
   /**
    * `prompt` ready to render: with `plain` text tokens, every added-token string in its strings
    * replaced by a sentinel that {@linkcode ChatTokenizer.encodeRendered} and
@@ -143,6 +151,8 @@ export async function loadTokenizer(
     text.length === 0 ? [] : inner.encode(text, { add_special_tokens: false });
   const base: Omit<ChatTokenizer, "formats" | "ending"> = {
     path,
+    addedIds: new Set(core.added_tokens.map((token) => token.id)),
+    byteIds: byteTokenIds(core.model.tokens_to_ids),
     eosToken,
     eosId: eosId[0],
     textTokens: "plain",
@@ -236,6 +246,24 @@ export function withFormats(tokenizer: ChatTokenizer, formats: ModelFormats): Ch
       openers: texts.openers,
     },
   };
+}
+
+/**
+ * The id of each byte's token under GPT-2's byte alphabet (`bytes_to_unicode`: printable Latin-1
+ * bytes stand for themselves, the rest for code points from 256 up), or `null` when the
+ * vocabulary lacks one.
+ */
+function byteTokenIds(vocab: ReadonlyMap<string, number>): number[] | null {
+  const ids: number[] = [];
+  let shifted = 0;
+  for (let byte = 0; byte < 256; byte++) {
+    const printable = (byte >= 0x21 && byte <= 0x7e) || (byte >= 0xa1 && byte <= 0xac) ||
+      byte >= 0xae;
+    const id = vocab.get(String.fromCharCode(printable ? byte : 256 + shifted++));
+    if (id === undefined) return null;
+    ids.push(id);
+  }
+  return ids;
 }
 
 /** The formats a template's markers name, Qwen3's where they name none. */

@@ -93,22 +93,38 @@ Deno.test("a malformed tool call comes back as text and flags the turn ill_forme
   }
 });
 
-Deno.test("an output that does not survive decode → encode is recorded exactly and masked by default", async () => {
-  const tok = await qwen3();
-  const tokens = [...tok.encode("There is 1"), ...tok.encode(" fi"), ...tok.encode("le.")];
-  const gw = await startGateway({ script: [{ tokens }] });
-  try {
-    const { id, token } = await gw.openSession();
-    const reply = await ask(gw, token, { messages: HI });
-    assert.deepEqual(reply.body.content, [{ type: "text", text: "There is 1 file." }]);
-    const [sample] = await gw.samples(id);
-    assert.deepEqual(sample.response_ids, [...tokens, tok.eosId]);
-    assert.deepEqual(sample.loss_mask, sample.response_ids.map(() => 0));
-    assert.deepEqual(sample.turns[0].flags, ["roundtrip_mismatch", "masked"]);
-  } finally {
-    await gw.close();
-  }
-});
+for (const policy of [undefined, "keep", "mask"]) {
+  Deno.test(
+    `an output that does not survive decode → encode is recorded exactly, flagged, and ${
+      policy === "mask"
+        ? "masked under ROUNDTRIP_POLICY=mask"
+        : `trained as sampled (${policy ?? "default"})`
+    }`,
+    async () => {
+      const tok = await qwen3();
+      const tokens = [...tok.encode("There is 1"), ...tok.encode(" fi"), ...tok.encode("le.")];
+      const gw = await startGateway({
+        script: [{ tokens }],
+        env: policy ? { ROUNDTRIP_POLICY: policy } : {},
+      });
+      try {
+        const { id, token } = await gw.openSession();
+        const reply = await ask(gw, token, { messages: HI });
+        assert.deepEqual(reply.body.content, [{ type: "text", text: "There is 1 file." }]);
+        const [sample] = await gw.samples(id);
+        assert.deepEqual(sample.response_ids, [...tokens, tok.eosId]);
+        const bit = policy === "mask" ? 0 : 1;
+        assert.deepEqual(sample.loss_mask, sample.response_ids.map(() => bit));
+        assert.deepEqual(
+          sample.turns[0].flags,
+          policy === "mask" ? ["roundtrip_mismatch", "masked"] : ["roundtrip_mismatch"],
+        );
+      } finally {
+        await gw.close();
+      }
+    },
+  );
+}
 
 Deno.test("a prompt over the context window is refused in Anthropic's words; max_tokens is clamped", async () => {
   const gw = await startGateway({ env: { CONTEXT_LENGTH: "300" }, script: ["fine"] });

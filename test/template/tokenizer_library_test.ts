@@ -34,3 +34,26 @@ for (const { name, path } of FOLDERS) {
     }
   });
 }
+
+// What a model samples when it spells text out byte by byte (the scripted engine's
+// `characters` spelling): each byte's own token, decoding to exactly the text spelled.
+for (const { name, path } of FOLDERS) {
+  Deno.test(`the ${name} tokenizer's byte tokens spell any text back exactly`, async () => {
+    const chatTemplate = name === "gptoss"
+      ? await Deno.readTextFile(new URL("../../fixtures/templates/gpt_oss.jinja", import.meta.url))
+      : undefined;
+    const ours = await loadTokenizer(path, { chatTemplate });
+    const bytes = ours.byteIds!;
+    assert.equal(bytes.length, 256);
+    assert.equal(new Set(bytes).size, 256, "one token per byte");
+    for (const id of bytes) assert.ok(!ours.addedIds.has(id));
+    // A printable ASCII character is its own byte's token.
+    for (const char of "az~!") assert.deepEqual([bytes[char.charCodeAt(0)]], ours.encode(char));
+    const utf8 = new TextEncoder();
+    for (const text of EDGES.filter((t) => t.isWellFormed())) {
+      const spelled = [...utf8.encode(text)].map((b) => bytes[b]);
+      assert.equal(ours.decode(spelled), text, JSON.stringify(text));
+    }
+    assert.ok(ours.addedIds.has(ours.eosId));
+  });
+}

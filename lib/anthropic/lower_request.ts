@@ -6,6 +6,7 @@
  */
 import type { CodedError } from "../errors/mod.ts";
 import type { ChatMessage, ChatTool, ChatToolCall } from "../chat/mod.ts";
+import { mediaPlaceholder } from "./media.ts";
 import type { ContentBlockParam, MessageCreateParams, MessageParam, ToolParam } from "./types.ts";
 
 /** A request the gateway understands but cannot serve as sent (HTTP 400). */
@@ -19,8 +20,8 @@ export class InvalidRequestError extends Error implements CodedError {
 
 /** Choices in lowering that are deployment settings. */
 export interface LowerOptions {
-  /** Image and document blocks: refused, or replaced by a text placeholder. */
-  readonly images: "reject" | "placeholder";
+  /** Image and document blocks: replaced by a text placeholder (`media.ts`), or refused. */
+  readonly images: "placeholder" | "reject";
   /** Keep Claude Code's attribution line in the system prompt. */
   readonly keepAttribution: boolean;
   /**
@@ -30,8 +31,11 @@ export interface LowerOptions {
   readonly toolCallIds?: "client" | "functions";
 }
 
-/** Refuse images; keep the attribution line out of the prompt. */
-export const DEFAULT_LOWER_OPTIONS: LowerOptions = { images: "reject", keepAttribution: false };
+/** Images as placeholders; the attribution line kept out of the prompt. */
+export const DEFAULT_LOWER_OPTIONS: LowerOptions = {
+  images: "placeholder",
+  keepAttribution: false,
+};
 
 /**
  * Claude Code's attribution line (`x-anthropic-billing-header: cc_version=…`), kept out of the
@@ -51,11 +55,6 @@ export function lowerSystem(
     ? blocks
     : blocks.map((text) => text.replace(BILLING_HEADER, ""));
   return kept.filter((text) => text.length > 0).join("\n");
-}
-
-/** What the model reads in place of an image or document under the placeholder policy. */
-export function placeholder(type: string): string {
-  return `[${type} omitted: the served model reads text only]`;
 }
 
 /** Client tools in function-calling shape; server tools (no `input_schema`) are dropped. */
@@ -166,7 +165,7 @@ function lowerUser(
       case "image":
       case "document":
         if (options.images === "reject") throw unsupported(block.type, at, "user");
-        texts.push(placeholder(block.type));
+        texts.push(mediaPlaceholder(block));
         break;
       default:
         throw unsupported(block.type, at, "user");
@@ -238,7 +237,7 @@ function toolResultText(content: unknown, at: string, options: LowerOptions): st
       if (options.images === "reject") {
         throw unsupported(block.type, `${at}.content.${k}`, "tool_result");
       }
-      return placeholder(block.type);
+      return mediaPlaceholder(block);
     }
     return nestedText(block as { type: string });
   }).join("\n");

@@ -1,6 +1,7 @@
 /** The Anthropic Messages API adapter: request schemas, lowering, responses, SSE, errors. @module */
 export * from "./types.ts";
 export * from "./lower_request.ts";
+export * from "./media.ts";
 export * from "./identity.ts";
 export * from "./signature.ts";
 export * from "./build_response.ts";

@@ -131,11 +131,15 @@ export const ConfigSchema = z.object({
     fallback: "10000",
     meaning: "`ping` interval of a streaming response while the engine works",
   }),
-  /** Masking policy for turns that fail the decode → encode round trip (T5). */
-  roundtripPolicy: variable("ROUNDTRIP_POLICY", z.enum(["mask", "keep"]), {
-    expected: "mask or keep",
-    fallback: "mask",
-    meaning: "turns whose tokens fail decode → encode: `mask` (mask 0 for that turn) or `keep`",
+  /**
+   * Turns whose sampled tokens fail the decode → encode round trip (T5): `keep` trains them as
+   * sampled (the chain never re-tokenizes them), `mask` gives them mask 0.
+   */
+  roundtripPolicy: variable("ROUNDTRIP_POLICY", z.enum(["keep", "mask"]), {
+    expected: "keep or mask",
+    fallback: "keep",
+    meaning: "turns whose sampled tokens fail decode → encode (a non-canonical split): `keep` " +
+      "(trained as sampled, flagged `roundtrip_mismatch`) or `mask` (mask 0 for that turn)",
   }),
   /**
    * Special-token strings (`<|im_end|>`, `<think>`…) in client text: `plain` encodes them as
@@ -192,12 +196,15 @@ export const ConfigSchema = z.object({
     fallback: "rollout-gateway",
     meaning: "the model id `GET /v1/models` lists; requests may name any model",
   }),
-  /** Image and document blocks: refused with 400, or replaced by a text placeholder. */
-  imagePolicy: variable("IMAGE_POLICY", z.enum(["reject", "placeholder"]), {
-    expected: "reject or placeholder",
-    fallback: "reject",
-    meaning: "image and document blocks: `reject` (400) or `placeholder` (a text placeholder in " +
-      "the prompt)",
+  /**
+   * Image and document blocks for a model that reads text: replaced by a text placeholder naming
+   * their type and size, or refused with 400.
+   */
+  imagePolicy: variable("IMAGE_POLICY", z.enum(["placeholder", "reject"]), {
+    expected: "placeholder or reject",
+    fallback: "placeholder",
+    meaning: "image and document blocks: `placeholder` (a short text naming their type and " +
+      "size, in place of the bytes) or `reject` (400)",
   }),
   /** Keep Claude Code's `x-anthropic-billing-header` line in the system prompt. */
   keepAttribution: variable("KEEP_ATTRIBUTION", bool, {

@@ -1,8 +1,9 @@
 /**
  * Every field and header of a Chat Completions request that Qwen Code (and the OpenAI SDKs it
  * builds on) send, with what the gateway does with it: used, or ignored on purpose and why. A
- * test walks the requests recorded from the real CLI (`fixtures/qwen_code/episode.json`) and
- * fails on any field this table does not account for, so a new CLI version cannot slip one by.
+ * test walks the requests recorded from the real CLI (`fixtures/qwen_code/episode.json`, and
+ * `one_answer.json` with its memory extractor's requests, which send the same fields) and fails
+ * on any field this table does not account for, so a new CLI version cannot slip one by.
  *
  * Paths name object keys with `.` and array items with `[]`. Tool schemas (`parameters`) are
  * opaque: they pass through whole.

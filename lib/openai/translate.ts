@@ -18,6 +18,7 @@ import {
   type LowerOptions,
   type MessageCreateParams,
   type MessageParam,
+  sourceFromUrl,
   type ToolParam,
 } from "../anthropic/mod.ts";
 import { jsonShapeProblem, MAX_JSON_DEPTH } from "../limits/mod.ts";
@@ -47,7 +48,7 @@ const NO_PARAMETERS = { type: "object", properties: {} };
  */
 export function toMessagesRequest(
   request: ChatCompletionCreateParams,
-  options: Pick<LowerOptions, "images"> = { images: "reject" },
+  options: Pick<LowerOptions, "images"> = { images: "placeholder" },
 ): MessageCreateParams {
   const { messages } = request;
   const last = messages.length - 1;
@@ -157,16 +158,18 @@ function userBlocks(
       case "input_audio":
         return mediaBlock("audio", part.type, at, options);
       case "image_url":
-        return mediaBlock("image", part.type, at, options);
+        return mediaBlock("image", part.type, at, options, part.image_url);
       case "file":
-        return mediaBlock("document", part.type, at, options);
+        return mediaBlock("document", part.type, at, options, part.file);
     }
   });
 }
 
 /**
  * A media part at `at` (its protocol's `type` named in the error): audio is refused; an image or
- * file is refused under the reject policy, else lowered to the image policy's placeholder text.
+ * file is refused under the reject policy, else an image or document block whose source, in the
+ * Messages shape, is read from `reference` (see {@linkcode mediaSourceOf}), for the placeholder
+ * that names its format and size.
  *
  * @throws {InvalidRequestError} naming the part.
  */
@@ -175,13 +178,52 @@ export function mediaBlock(
   type: string,
   at: string,
   options: Pick<LowerOptions, "images">,
+  reference?: unknown,
 ): ContentBlockParam {
   if (kind === "audio" || options.images === "reject") {
     throw new InvalidRequestError(
       `${at}: ${type} parts are not supported: the served model reads text only`,
     );
   }
-  return { type: kind, source: null };
+  return { type: kind, source: mediaSourceOf(reference) };
+}
+
+/**
+ * The source of an OpenAI image or file reference in the Messages shape: a URL string or an
+ * object's `url`, `image_url` or `file_url` (a `data:` URL's content as base64), its `file_data`,
+ * or its `file_id`; `null` when it names none.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { mediaSourceOf } from "./translate.ts";
+ * assert.deepEqual(mediaSourceOf({ url: "data:image/gif;base64,R0lGOD" }), {
+ *   type: "base64",
+ *   media_type: "image/gif",
+ *   data: "R0lGOD",
+ * });
+ * assert.deepEqual(mediaSourceOf({ file_id: "file-1" }), { type: "file", file_id: "file-1" });
+ * ```
+ */
+export function mediaSourceOf(reference: unknown): Record<string, string> | null {
+  if (typeof reference === "string") return sourceFromUrl(reference);
+  if (typeof reference !== "object" || reference === null) return null;
+  const field = (name: string): string | null => {
+    const value = Object.hasOwn(reference, name)
+      ? (reference as Record<string, unknown>)[name]
+      : undefined;
+    return typeof value === "string" ? value : null;
+  };
+  const url = field("url") ?? field("image_url") ?? field("file_url");
+  if (url !== null) return sourceFromUrl(url);
+  const data = field("file_data");
+  if (data !== null) {
+    return data.startsWith("data:")
+      ? sourceFromUrl(data)
+      : { type: "base64", media_type: "", data };
+  }
+  const id = field("file_id");
+  return id === null ? null : { type: "file", file_id: id };
 }
 
 function assistantBlocks(

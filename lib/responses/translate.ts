@@ -56,7 +56,7 @@ type Reasoning = Extract<ServedItem, { type: "reasoning" }>;
  */
 export function toMessagesRequest(
   request: ResponseCreateParams,
-  options: Pick<LowerOptions, "images"> = { images: "reject" },
+  options: Pick<LowerOptions, "images"> = { images: "placeholder" },
 ): MessageCreateParams {
   const items: InputItem[] = typeof request.input === "string"
     ? [{ type: "message", role: "user", content: request.input }]
@@ -221,9 +221,9 @@ function resultParts(
       case "input_audio":
         return mediaBlock("audio", part.type, at, options);
       case "input_image":
-        return mediaBlock("image", part.type, at, options);
+        return mediaBlock("image", part.type, at, options, part);
       case "input_file":
-        return mediaBlock("document", part.type, at, options);
+        return mediaBlock("document", part.type, at, options, part);
     }
   });
 }

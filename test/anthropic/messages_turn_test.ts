@@ -131,7 +131,8 @@ Deno.test("anthropicTurnInput() numbers errors of lower() from the request's fir
     ...CONVERSATION.slice(0, 2),
     { role: "user", content: [{ type: "image", source: { type: "base64", data: "AA==" } }] },
   ];
-  const input = anthropicTurnInput(request(messages), CONTEXT);
+  const reject = { images: "reject" as const, keepAttribution: false };
+  const input = anthropicTurnInput(request(messages), { ...CONTEXT, lowering: reject });
   assert.throws(
     () => input.lower(2, []),
     new InvalidRequestError(

@@ -98,11 +98,8 @@ Deno.test("count_tokens counts with the chat template, writes nothing and checks
   }
 });
 
-Deno.test("IMAGE_POLICY=placeholder lets the model read a placeholder where an image was", async () => {
-  const gw = await startGateway({
-    env: { IMAGE_POLICY: "placeholder" },
-    script: ["I cannot see it."],
-  });
+Deno.test("IMAGE_POLICY=placeholder (the default) lets the model read a placeholder where an image was", async () => {
+  const gw = await startGateway({ script: ["I cannot see it."] });
   try {
     const { token } = await gw.openSession();
     const image = {
@@ -122,7 +119,7 @@ Deno.test("IMAGE_POLICY=placeholder lets the model read a placeholder where an i
     await response.body?.cancel();
     assert.match(
       gw.tokenizer.decode(gw.engine.calls[0].inputIds),
-      /What is this\?\n\[image omitted: the served model reads text only\]<\|im_end\|>/,
+      /What is this\?\n\[image omitted \(image\/png, 1 byte\): the served model reads text only\]<\|im_end\|>/,
     );
   } finally {
     await gw.close();

@@ -38,7 +38,7 @@ async function expectError(
 }
 
 Deno.test("/v1/messages rejects bad requests with Anthropic errors and leaves KV unchanged", async (t) => {
-  const gw = await startGateway({ env: { MAX_BODY_BYTES: "4096" } });
+  const gw = await startGateway({ env: { MAX_BODY_BYTES: "4096", IMAGE_POLICY: "reject" } });
   const { id, token } = await gw.openSession();
   const auth = { "x-api-key": token };
   try {

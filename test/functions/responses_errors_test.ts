@@ -26,7 +26,7 @@ const expectError = (
 ) => expectOpenAIError(gw, "/v1/responses", token, body, expected);
 
 Deno.test("/v1/responses refuses bad bodies with 400 in OpenAI's shape and leaves KV unchanged", async (t) => {
-  const gw = await startGateway({ env: { MAX_BODY_BYTES: "8192" } });
+  const gw = await startGateway({ env: { MAX_BODY_BYTES: "8192", IMAGE_POLICY: "reject" } });
   const { token } = await gw.openSession();
   const cases: [string, unknown, ExpectedError][] = [
     ["invalid JSON", '{"model": "m",', bad(/not valid JSON/)],

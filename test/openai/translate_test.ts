@@ -110,20 +110,40 @@ Deno.test("toMessagesRequest() reads chat_template_kwargs.enable_thinking as the
   assert.equal(unset.thinking, undefined);
 });
 
-Deno.test("toMessagesRequest() maps images to the placeholder policy's blocks only when asked", () => {
+Deno.test("toMessagesRequest() maps images and files to blocks with their sources, refused under the reject policy", () => {
+  const png =
+    "iVBORw0KGgoAAAANSUhEUgAAAAIAAAADCAIAAAA2iEnWAAAAEElEQVR4nGP4z8DAwMDAAAAP/gH/lpL+4gAAAABJRU5ErkJggg==";
   const body = parse({
     model: "m",
     messages: [{
       role: "user",
-      content: [{ type: "text", text: "see" }, { type: "image_url", image_url: { url: "x" } }],
+      content: [
+        { type: "text", text: "see" },
+        { type: "image_url", image_url: { url: `data:image/png;base64,${png}` } },
+        { type: "image_url", image_url: { url: "https://example.com/a.png" } },
+        { type: "file", file: { file_data: "data:application/pdf;base64,JVBERi0xLjQK" } },
+      ],
     }],
   });
-  assert.throws(() => toMessagesRequest(body), /messages\.0\.content\.1: image_url parts/);
-  const placed = toMessagesRequest(body, { images: "placeholder" });
-  assert.deepEqual(
-    lowerMessages(placed.messages, 0, { images: "placeholder", keepAttribution: false }),
-    [
-      { role: "user", content: "see\n[image omitted: the served model reads text only]" },
-    ],
+  assert.throws(
+    () => toMessagesRequest(body, { images: "reject" }),
+    /messages\.0\.content\.1: image_url parts/,
   );
+  const placed = toMessagesRequest(body);
+  assert.deepEqual(placed.messages[0].content, [
+    { type: "text", text: "see" },
+    { type: "image", source: { type: "base64", media_type: "image/png", data: png } },
+    { type: "image", source: { type: "url", url: "https://example.com/a.png" } },
+    {
+      type: "document",
+      source: { type: "base64", media_type: "application/pdf", data: "JVBERi0xLjQK" },
+    },
+  ]);
+  assert.deepEqual(lowerMessages(placed.messages), [{
+    role: "user",
+    content: "see\n" +
+      "[image omitted (PNG, 2×3 pixels, 73 bytes): the served model reads text only]\n" +
+      "[image omitted (at a URL): the served model reads text only]\n" +
+      "[document omitted (application/pdf, 9 bytes): the served model reads text only]",
+  }]);
 });

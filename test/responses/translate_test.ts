@@ -168,19 +168,31 @@ Deno.test("toMessagesRequest() refuses what it cannot serve, naming the input's 
     }, /^input\.0\.content\.0: system messages take text parts only/],
   ];
   for (const [body, message] of cases) {
-    assert.throws(() => toMessagesRequest(parse(body)), (error: unknown) => {
+    assert.throws(() => toMessagesRequest(parse(body), { images: "reject" }), (error: unknown) => {
       assert.ok(error instanceof InvalidRequestError, String(error));
       assert.match(error.message, message);
       return true;
     }, JSON.stringify(body));
   }
-  // Under the placeholder policy an image is lowered, not refused.
+  // Under the placeholder policy (the default) an image is lowered with its source, not refused.
   const image = parse({
-    input: [{ role: "user", content: [{ type: "input_image", image_url: "x" }] }],
+    input: [{
+      role: "user",
+      content: [
+        { type: "input_image", image_url: "data:image/gif;base64,R0lGODlh" },
+        { type: "input_image", file_id: "file-1" },
+        { type: "input_file", file_url: "https://example.com/a.pdf" },
+      ],
+    }],
   });
-  assert.deepEqual(toMessagesRequest(image, { images: "placeholder" }).messages, [
-    { role: "user", content: [{ type: "image", source: null }] },
-  ]);
+  assert.deepEqual(toMessagesRequest(image).messages, [{
+    role: "user",
+    content: [
+      { type: "image", source: { type: "base64", media_type: "image/gif", data: "R0lGODlh" } },
+      { type: "image", source: { type: "file", file_id: "file-1" } },
+      { type: "document", source: { type: "url", url: "https://example.com/a.pdf" } },
+    ],
+  }]);
 });
 
 Deno.test("toMessagesRequest() adds nothing for a reasoning item whose text was not echoed", () => {

@@ -115,3 +115,54 @@ Deno.test("Claude Code waits through a generation slower than the ping interval"
     await Deno.remove(repo, { recursive: true });
   }
 });
+
+Deno.test("Claude Code reads a PNG in its work tree and goes on to its next turn; the model reads a placeholder, the chain is token-exact", async () => {
+  const repo = await tempRepo();
+  const png = await Deno.readFile(new URL("../../fixtures/images/plot.png", import.meta.url));
+  await Deno.writeFile(`${repo}/plot.png`, png);
+  const answer = "The plot is a 64 by 48 image.";
+  const gw = await startGateway({
+    script: (_call, text) =>
+      text().endsWith("</tool_response><|im_end|>\n<|im_start|>assistant\n")
+        ? answer
+        : `<tool_call>\n${
+          JSON.stringify({ name: "Read", arguments: { file_path: `${repo}/plot.png` } })
+        }\n</tool_call>`,
+  });
+  try {
+    const { id, token } = await gw.openSession();
+    const run = await runClaude({
+      baseUrl: gw.url,
+      token,
+      cwd: repo,
+      prompt: "Look at plot.png and describe it.",
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.result?.result, answer);
+    const { calls } = await assertTokenExact(gw, id);
+    assert.equal(calls.length, 2, "the Read, then the next turn");
+    // The CLI sent the image itself inside the tool result…
+    const second = JSON.parse(
+      gw.exchanges.filter((e) => e.path.startsWith("/v1/messages"))[1].body,
+    );
+    const [result] = second.messages.at(-1).content;
+    assert.equal(result.type, "tool_result");
+    assert.equal(result.content[0].type, "image");
+    assert.equal(result.content[0].source.media_type, "image/png");
+    const data: string = result.content[0].source.data;
+    // …and the model read a placeholder naming its format and size, not its bytes.
+    const delta = gw.tokenizer.decode(
+      calls[1].inputIds.slice(calls[0].inputIds.length + calls[0].output!.length),
+    );
+    assert.equal(
+      delta,
+      "\n<|im_start|>user\n<tool_response>\n" +
+        "[image omitted (PNG, 64×48 pixels, 6321 bytes): the served model reads text only]\n" +
+        "</tool_response><|im_end|>\n<|im_start|>assistant\n",
+    );
+    assert.ok(!gw.tokenizer.decode(calls[1].inputIds).includes(data.slice(0, 64)));
+  } finally {
+    await gw.close();
+    await Deno.remove(repo, { recursive: true });
+  }
+});

@@ -222,6 +222,8 @@ export interface ResponseStream extends StreamedTurn<ResponseObject> {
   readonly rid: string;
   /** The request asked for `reasoning.encrypted_content`. */
   readonly encrypted: boolean;
+  /** The namespace a called function was offered in (`offeredFunctions`). */
+  readonly namespaceOf: (name: string) => string | null;
 }
 
 /**
@@ -231,7 +233,7 @@ export interface ResponseStream extends StreamedTurn<ResponseObject> {
  */
 export function responseStreamResponse(turn: ResponseStream): Response {
   const sequence = new EventSequence();
-  const writer = new ResponseStreamWriter(sequence, turn.rid, turn.encrypted);
+  const writer = new ResponseStreamWriter(sequence, turn.rid, turn.encrypted, turn.namespaceOf);
   return streamResponse(turn, {
     head: headEvents(turn.head, sequence).map(encodeEvent),
     keepAlive: KEEPALIVE_EVENT,

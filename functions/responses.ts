@@ -10,6 +10,7 @@
  */
 import { Hono } from "hono";
 import {
+  offeredFunctions,
   ResponseCreateParams,
   responseHead,
   type ResponseObject,
@@ -36,6 +37,7 @@ export function createResponsesApp(deps: AgentRouteDeps): Hono {
           head: head(request, turn),
           rid: turn.rid,
           encrypted: wantsEncrypted(request),
+          namespaceOf: offeredFunctions(request.tools).namespaceOf,
           feed: turn.feed,
           cancel: turn.cancel,
           cancelled: () => turn.cancelled,

@@ -35,6 +35,8 @@ export async function runCodex(options: {
   prompt: string;
   model?: string;
   contextWindow?: number;
+  /** Codex's sub-agent tools on (`[agents] enabled`). */
+  agents?: boolean;
 }): Promise<CodexRun> {
   const home = await Deno.makeTempDir({ prefix: "codex-home-" });
   try {
@@ -46,6 +48,7 @@ export async function runCodex(options: {
         contextWindow: options.contextWindow ?? 40_960,
         // The tests want the gateway's first answer.
         maxRetries: 0,
+        agents: options.agents,
       }),
     );
     const output = await new Deno.Command(await codexBinary(), {

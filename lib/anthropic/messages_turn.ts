@@ -215,12 +215,22 @@ function lastQueryIndex(request: MessageCreateParams): number {
   );
 }
 
-/** The text of the first user message: where a sub-agent finds its task. */
+/**
+ * The text of the user messages before the first assistant message, joined by newlines: where a
+ * sub-agent finds its task (Claude Code's and Qwen Code's in their first message; Codex's after a
+ * message of environment context).
+ */
 function firstUserText(request: MessageCreateParams): string {
-  const first = request.messages.find((message) => message.role === "user");
-  if (!first) return "";
-  if (typeof first.content === "string") return first.content;
-  return first.content.flatMap((block) => block.type === "text" ? [block.text] : []).join("\n");
+  const texts: string[] = [];
+  for (const message of request.messages) {
+    if (message.role === "assistant") break;
+    if (message.role !== "user") continue;
+    if (typeof message.content === "string") texts.push(message.content);
+    else {
+      for (const block of message.content) if (block.type === "text") texts.push(block.text);
+    }
+  }
+  return texts.join("\n");
 }
 
 function usage(inputTokens: number, outputTokens: number): Message["usage"] {

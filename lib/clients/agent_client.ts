@@ -11,8 +11,22 @@ import type { AgentIds, DispatchTools } from "../session/mod.ts";
 /** A tool whose calls start a sub-agent, and the input field that holds the sub-agent's task. */
 export interface DispatchTool {
   readonly name: string;
-  /** The input field whose string the sub-agent's first user message quotes. */
+  /**
+   * The input field holding the task the sub-agent's first user messages quote: a string, or
+   * items with `text` (joined by newlines).
+   */
   readonly taskField: string;
+}
+
+/** The headers naming the sub-agent a request comes from, and its parent. */
+export interface AgentHeaders {
+  readonly id: string;
+  readonly parentId: string;
+  /**
+   * The id header names a sub-agent only when the parent header is sent too: the client sends
+   * its root agent's id in the same header (Codex's `thread-id`).
+   */
+  readonly onlyWithParent?: boolean;
 }
 
 /** An agent client's habits that routing depends on. */
@@ -20,7 +34,7 @@ export interface AgentClient {
   /** The client as the docs name it (`claude_code`, `qwen_code`, `codex`). */
   readonly name: string;
   /** Headers naming the sub-agent a request comes from, and its parent; `null` when it sends none. */
-  readonly agentHeaders: { readonly id: string; readonly parentId: string } | null;
+  readonly agentHeaders: AgentHeaders | null;
   /** Tools whose calls start a sub-agent. */
   readonly dispatchTools: readonly DispatchTool[];
 }
@@ -45,6 +59,7 @@ export function agentIdsOf(headers: Headers, clients: readonly AgentClient[]): A
     // Every header is checked, read or not: no oversized value passes unseen.
     const id = header(headers, client.agentHeaders.id);
     const parentId = header(headers, client.agentHeaders.parentId);
+    if (client.agentHeaders.onlyWithParent && parentId === null) continue;
     if (id !== null && found.id === null) found = { id, parentId };
   }
   return found;
@@ -77,13 +92,25 @@ export function dispatchToolsOf(clients: readonly AgentClient[]): DispatchTools 
   return {
     taskOf(name, input) {
       for (const field of fields.get(name) ?? []) {
-        if (!Object.hasOwn(input, field)) continue;
-        const task = input[field];
-        if (typeof task === "string") return task;
+        const task = Object.hasOwn(input, field) ? taskText(input[field]) : null;
+        if (task !== null) return task;
       }
       return null;
     },
   };
+}
+
+/** A task as text: a string, or the `text` of items (`[{type: "text", text}]`) joined by newlines. */
+function taskText(value: unknown): string | null {
+  if (typeof value === "string") return value;
+  if (!Array.isArray(value)) return null;
+  const texts = value.flatMap((item) =>
+    typeof item === "object" && item !== null && Object.hasOwn(item, "text") &&
+      typeof item.text === "string"
+      ? [item.text as string]
+      : []
+  );
+  return texts.length > 0 ? texts.join("\n") : null;
 }
 
 /** A header's value: `null` when absent or empty. */

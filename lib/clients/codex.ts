@@ -1,9 +1,11 @@
 /**
- * Codex (`@openai/codex`): with `[agents]` on, its sub-agent tools (`spawn_agent`, whose
- * `message` is the task, and `send_input`, `wait_agent`…) come inside a `namespace` tool
- * (`multi_agent_v1`), which the Responses adapter does not show the model, so no call of the
- * served model can start one yet; its descriptor names no dispatch tool until namespaced tools
- * are served. Its requests carry `session-id` and `thread-id` headers, equal for the root agent.
+ * Codex (`@openai/codex`): with `[agents]` on, it offers its sub-agent tools in a `namespace`
+ * tool (`multi_agent_v1`, shown to the model by their plain names): `spawn_agent`, whose
+ * `message` (or the text of its `items`) is the sub-agent's task, then `wait_agent`,
+ * `send_input`, `close_agent`. A sub-agent's requests carry its own thread id in `thread-id` and
+ * its parent's in `x-codex-parent-thread-id`; the root agent sends its thread id in `thread-id`
+ * too, with no parent, so only a request naming a parent names a sub-agent. A sub-agent has the
+ * root's system prompt: without its thread id it would look like the root's own new conversation.
  *
  * @module
  */
@@ -12,6 +14,9 @@ import type { AgentClient } from "./agent_client.ts";
 /** Codex's descriptor. */
 export const CODEX: AgentClient = {
   name: "codex",
-  agentHeaders: null,
-  dispatchTools: [],
+  agentHeaders: { id: "thread-id", parentId: "x-codex-parent-thread-id", onlyWithParent: true },
+  dispatchTools: [
+    { name: "spawn_agent", taskField: "message" },
+    { name: "spawn_agent", taskField: "items" },
+  ],
 };

@@ -8,6 +8,7 @@
 import { createHash } from "node:crypto";
 import { toolCallId } from "../openai/mod.ts";
 import type { TurnOutput } from "../session/mod.ts";
+import { offeredFunctions } from "./offered_functions.ts";
 import type { OutputItem, ResponseCreateParams, ResponseObject, ResponseUsage } from "./types.ts";
 
 /**
@@ -38,6 +39,7 @@ export function buildResponse(
 ): ResponseObject {
   const items: OutputItem[] = [];
   const incomplete = output.end.reason === "length";
+  const { namespaceOf } = offeredFunctions(request.tools);
   let calls = 0;
   const encrypted = wantsEncrypted(request);
   for (const block of output.blocks) {
@@ -48,7 +50,9 @@ export function buildResponse(
       if (last?.type === "message") last.content[0].text += `\n${block.text}`;
       else items.push(messageItem(itemId("msg", output.rid, items.length), block.text));
     } else {
-      items.push(functionCallItem(output.rid, items.length, calls++, block));
+      items.push(
+        functionCallItem(output.rid, items.length, calls++, block, namespaceOf(block.name)),
+      );
     }
   }
   // The token limit cut the last item; a message before it was complete when the next began.
@@ -75,18 +79,23 @@ export function reasoningItem(id: string, thinking: string, encrypted: boolean):
   };
 }
 
-/** Tool call `call` of the turn `rid`, the `callIndex`th call, at `outputIndex` in the output. */
+/**
+ * Tool call `call` of the turn `rid`, the `callIndex`th call, at `outputIndex` in the output; with
+ * the `namespace` its function was offered in, if any.
+ */
 export function functionCallItem(
   rid: string,
   outputIndex: number,
   callIndex: number,
   call: { readonly name: string; readonly input: Record<string, unknown> },
+  namespace: string | null = null,
 ): OutputItem {
   return {
     type: "function_call",
     id: itemId("fc", rid, outputIndex),
     call_id: toolCallId(rid, callIndex),
     name: call.name,
+    ...(namespace === null ? {} : { namespace }),
     arguments: JSON.stringify(call.input),
     status: "completed",
   };

@@ -1,8 +1,9 @@
 /**
  * Every field and header of a Responses API request that Codex sends, with what the gateway does
  * with it: used, or ignored on purpose and why. A test walks the requests recorded from the real
- * CLI (`fixtures/codex/episode.json`) and fails on any field this table does not account for, so
- * a new CLI version cannot slip one by.
+ * CLI (`fixtures/codex/episode.json`, and `subagent.json` with `[agents]` on: its namespaced
+ * sub-agent tools and its sub-agent's requests) and fails on any field this table does not
+ * account for, so a new CLI version cannot slip one by.
  *
  * Paths name object keys with `.` and array items with `[]`. Tool schemas (`parameters`) are
  * opaque: they pass through whole.
@@ -42,6 +43,12 @@ export const RESPONSES_REQUEST_FIELDS: ReadonlyMap<string, FieldUse> = new Map([
   ["client_metadata.x-codex-installation-id", ignored("identifies the CLI install")],
   ["client_metadata.x-codex-turn-metadata", ignored("Codex's own bookkeeping")],
   ["client_metadata.x-codex-window-id", ignored("Codex's own bookkeeping")],
+  ["client_metadata.parent_turn_id", ignored("Codex's own bookkeeping (a sub-agent's)")],
+  [
+    "client_metadata.x-codex-parent-thread-id",
+    ignored("the header of the same name is read: it names a sub-agent's parent"),
+  ],
+  ["client_metadata.x-openai-subagent", ignored("what kind of sub-agent Codex runs")],
   ["tools", used("function tools are rendered by the chat template")],
   ["tools[]", used("one tool")],
   ["tools[].type", used("function is rendered; built-in tools are not shown to the model")],
@@ -49,6 +56,21 @@ export const RESPONSES_REQUEST_FIELDS: ReadonlyMap<string, FieldUse> = new Map([
   ["tools[].description", used("rendered")],
   ["tools[].parameters", used("rendered (opaque: passed through whole)")],
   ["tools[].strict", ignored("no constrained decoding: the model's arguments are what it wrote")],
+  [
+    "tools[].tools",
+    used(
+      "a namespace's functions, shown by their plain names (lib/responses/offered_functions.ts)",
+    ),
+  ],
+  ["tools[].tools[]", used("one function of the namespace")],
+  ["tools[].tools[].type", used("function is shown; others are not")],
+  ["tools[].tools[].name", used("rendered; a call of it is answered with the namespace's name")],
+  ["tools[].tools[].description", used("rendered")],
+  ["tools[].tools[].parameters", used("rendered (opaque: passed through whole)")],
+  [
+    "tools[].tools[].strict",
+    ignored("no constrained decoding: the model's arguments are what it wrote"),
+  ],
   ["input", used("the conversation")],
   ["input[]", used("one item")],
   [
@@ -76,6 +98,10 @@ export const RESPONSES_REQUEST_FIELDS: ReadonlyMap<string, FieldUse> = new Map([
   ],
   ["input[].call_id", used("pairs an output with its call; an echo may rename them consistently")],
   ["input[].name", used("the called tool, rendered")],
+  [
+    "input[].namespace",
+    ignored("a namespaced call is rendered by its plain name, as the model called it"),
+  ],
   ["input[].arguments", used("parsed as a JSON object and rendered")],
   ["input[].output", used("the tool's result, rendered")],
 ]);
@@ -88,7 +114,12 @@ export const RESPONSES_REQUEST_HEADERS: ReadonlyMap<string, FieldUse> = new Map(
   ["user-agent", ignored("informational")],
   ["originator", ignored("names the client (codex_exec)")],
   ["session-id", ignored("Codex's thread id; the session token names the session")],
-  ["thread-id", ignored("Codex's thread id")],
+  [
+    "thread-id",
+    used("Codex's thread id: a sub-agent's, when the parent header is sent, names its chain"),
+  ],
+  ["x-codex-parent-thread-id", used("a sub-agent's parent thread: its requests are its own chain")],
+  ["x-openai-subagent", ignored("what kind of sub-agent Codex runs (collab_spawn)")],
   ["x-client-request-id", ignored("Codex's thread id")],
   ["x-codex-beta-features", ignored("features Codex would use with OpenAI's own servers")],
   ["x-codex-turn-metadata", ignored("Codex's own bookkeeping")],

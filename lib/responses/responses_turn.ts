@@ -18,6 +18,7 @@ import { translatedTurnInput } from "../openai/mod.ts";
 import { UNTIL_CONTEXT_ENDS } from "../engine/mod.ts";
 import type { AgentIds, TurnInput } from "../session/mod.ts";
 import { buildResponse } from "./build_response.ts";
+import { offeredFunctions } from "./offered_functions.ts";
 import { toMessagesRequest } from "./translate.ts";
 import type { ResponseCreateParams, ResponseObject } from "./types.ts";
 
@@ -85,11 +86,7 @@ function checkOptions(request: ResponseCreateParams): void {
       "background: not supported: send the request and wait for it (or stream it)",
     );
   }
-  const offered = new Set(
-    (request.tools ?? []).flatMap((tool) =>
-      tool.type === "function" ? [(tool as { name: string }).name] : []
-    ),
-  );
+  const offered = new Set(offeredFunctions(request.tools).functions.map((tool) => tool.name));
   const choice = request.tool_choice;
   if (choice && typeof choice === "object") {
     const named = choice.type === "function"

@@ -136,6 +136,7 @@ export class ResponseStreamWriter {
   readonly #sequence: EventSequence;
   readonly #rid: string;
   readonly #encrypted: boolean;
+  readonly #namespaceOf: (name: string) => string | null;
   #items = 0;
   #calls = 0;
   #block = -1;
@@ -143,12 +144,19 @@ export class ResponseStreamWriter {
 
   /**
    * A writer numbering events with `sequence`, for engine request `rid`; `encrypted` when the
-   * request asked for `reasoning.encrypted_content`.
+   * request asked for `reasoning.encrypted_content`; `namespaceOf` names the namespace a called
+   * function was offered in (`offeredFunctions`).
    */
-  constructor(sequence: EventSequence, rid: string, encrypted: boolean) {
+  constructor(
+    sequence: EventSequence,
+    rid: string,
+    encrypted: boolean,
+    namespaceOf: (name: string) => string | null = () => null,
+  ) {
     this.#sequence = sequence;
     this.#rid = rid;
     this.#encrypted = encrypted;
+    this.#namespaceOf = namespaceOf;
   }
 
   /** The events for output events as sampled. */
@@ -162,7 +170,13 @@ export class ResponseStreamWriter {
       if (event.type === "tool_call") {
         out.push(...this.#close());
         const outputIndex = this.#items++;
-        const item = functionCallItem(this.#rid, outputIndex, this.#calls++, event);
+        const item = functionCallItem(
+          this.#rid,
+          outputIndex,
+          this.#calls++,
+          event,
+          this.#namespaceOf(event.name),
+        );
         out.push(...itemEvents(item, outputIndex, this.#sequence));
         continue;
       }

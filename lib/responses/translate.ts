@@ -4,10 +4,10 @@
  * developer messages become the system prompt; the items of one assistant turn (reasoning,
  * its message, its function calls) become one assistant message of thinking, text and
  * `tool_use` blocks; function call outputs become `tool_result` blocks of one user message
- * (with the user message after them, if any); function tools are shown to the model, built-in
- * ones are not (the model cannot run them). Routing, lowering and echo identities are then
- * the Messages adapter's own, so the same conversation renders the same tokens over every
- * protocol, and one session may mix them.
+ * (with the user message after them, if any); function tools, those of namespaces too, are shown
+ * to the model, built-in ones are not (the model cannot run them). Routing, lowering and echo
+ * identities are then the Messages adapter's own, so the same conversation renders the same
+ * tokens over every protocol, and one session may mix them.
  *
  * Problems are reported with the request's own paths (`input.3.arguments`).
  *
@@ -22,6 +22,7 @@ import {
   type ToolParam,
 } from "../anthropic/mod.ts";
 import { mediaBlock, parseArguments } from "../openai/mod.ts";
+import { offeredFunctions } from "./offered_functions.ts";
 import type {
   ContentPart,
   FunctionTool,
@@ -52,7 +53,7 @@ type Reasoning = Extract<ServedItem, { type: "reasoning" }>;
  * @throws {InvalidRequestError} for what the gateway cannot serve: an item type other than
  * message, reasoning, function_call and function_call_output; audio, or an image or file under
  * the reject policy; an input ending with the assistant's items (prefill); arguments that are not
- * a JSON object; no user message.
+ * a JSON object; no user message. A `LimitError` for more functions than a request may offer.
  */
 export function toMessagesRequest(
   request: ResponseCreateParams,
@@ -140,11 +141,9 @@ export function toMessagesRequest(
   if (out.length === 0) {
     throw new InvalidRequestError("input: at least one user message is required");
   }
-  // Built-in and hosted tools (web_search, namespace, custom…) are the provider's to run: the
-  // served model is shown function tools only, so it never calls the others.
-  const functions = (request.tools ?? []).filter((tool): tool is FunctionTool =>
-    tool.type === "function"
-  );
+  // Built-in and hosted tools (web_search, custom…) are the provider's to run: the served model
+  // is shown function tools only (namespaced ones too), so it never calls the others.
+  const { functions } = offeredFunctions(request.tools);
   if (state.open === "assistant") {
     throw new InvalidRequestError(
       `input.${

@@ -109,10 +109,28 @@ export const FunctionTool = z.looseObject({
 });
 export type FunctionTool = z.infer<typeof FunctionTool>;
 
-/** Any tool: the others than functions (built-in and hosted tools) pass, not shown to the model. */
-const Tool = servedOrOther(new Set(["function"]), FunctionTool);
+/**
+ * A namespace of function tools (Codex offers its sub-agent tools as `multi_agent_v1`); a call of
+ * one of them names the namespace beside the function's name.
+ */
+export const NamespaceTool = z.looseObject({
+  type: z.literal("namespace"),
+  name: z.string().min(1).max(MAX_TOOL_NAME_CHARS),
+  description: z.string().nullish(),
+  tools: z.array(servedOrOther(new Set(["function"]), FunctionTool)).max(MAX_TOOLS),
+});
+export type NamespaceTool = z.infer<typeof NamespaceTool>;
+
+/**
+ * Any tool: functions, and namespaces of them, are shown to the model; the others (built-in and
+ * hosted tools) pass, not shown.
+ */
+const Tool = servedOrOther(
+  new Set(["function", "namespace"]),
+  z.discriminatedUnion("type", [FunctionTool, NamespaceTool]),
+);
 /** A tool of the request. */
-export type Tool = FunctionTool | Other;
+export type Tool = FunctionTool | NamespaceTool | Other;
 
 export const ToolChoice = z.union([
   z.enum(["none", "auto", "required"]),
@@ -183,6 +201,8 @@ export type OutputItem =
     id: string;
     call_id: string;
     name: string;
+    /** The namespace the called function was offered in, for a namespaced one. */
+    namespace?: string;
     arguments: string;
     status: "in_progress" | "completed";
   };

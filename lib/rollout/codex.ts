@@ -49,14 +49,16 @@ export async function findCodex(configured: string | null): Promise<string | nul
  * The config.toml of a run: the gateway as the `gateway` provider (`baseUrl` ends in `/v1`), the
  * served model's context window, approvals off and no sandbox of Codex's own (the rollout's
  * sandbox is the sandbox), and off: update checks, analytics, feedback, history, telemetry, web
- * search, sub-agents, plugins, memories. `maxRetries` caps Codex's request and stream retries
- * (its defaults otherwise).
+ * search, sub-agents (unless `agents`: its `spawn_agent` tools, which the gateway serves as
+ * sub-agent chains), plugins, memories. `maxRetries` caps Codex's request and stream retries (its
+ * defaults otherwise).
  */
 export function codexConfig(options: {
   baseUrl: string;
   model: string;
   contextWindow: number;
   maxRetries?: number;
+  agents?: boolean;
 }): string {
   const retries = options.maxRetries === undefined
     ? ""
@@ -72,7 +74,7 @@ model_context_window = ${options.contextWindow}
 forced_login_method = "api"
 
 [agents]
-enabled = false
+enabled = ${options.agents === true}
 
 [analytics]
 enabled = false

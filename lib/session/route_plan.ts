@@ -68,7 +68,7 @@ export interface RouteRequest {
   readonly lastQueryIndex: number;
   readonly model: string;
   readonly toolNames: readonly string[];
-  /** The text of the first user message, where a sub-agent's task would be. */
+  /** The text of the opening user messages, where a sub-agent's task would be. */
   readonly firstUserText: string;
 }
 
@@ -558,7 +558,7 @@ function sameTools(a: readonly string[], b: readonly string[]): boolean {
 
 /**
  * The dispatching call on `parentId` that started the sub-agent making this request: the latest
- * one, not claimed by another chain, whose task is in the request's first user message. A need
+ * one, not claimed by another chain, whose task is in the request's opening user messages. A need
  * when the parent's calls are not read yet.
  */
 function dispatchOf(

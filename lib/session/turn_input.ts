@@ -35,7 +35,7 @@ export interface TurnInput<Reply> {
    * the tools added.
    */
   lower(from: number, shown: readonly string[]): ChatMessage[];
-  /** The text of the request's first user message, where a sub-agent's task would be. */
+  /** The text of the request's opening user messages, where a sub-agent's task would be. */
   firstUserText(): string;
   /** The id the client was given for tool call `index` of the turn `rid`. */
   toolUseId(rid: string, index: number): string;

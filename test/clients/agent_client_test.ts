@@ -73,3 +73,36 @@ Deno.test("dispatchToolsOf() reads every task field the clients name for one too
   assert.equal(dispatch.taskOf("spawn", { task: "t" }), "t");
   assert.equal(dispatch.taskOf("spawn", { other: "o" }), null);
 });
+
+Deno.test("agentIdsOf() reads Codex's thread id only from a sub-agent's request, one naming its parent", () => {
+  const root = "01a21a75-cddd-7bb2-9629-6c2533d848a7";
+  const child = "01a21a75-944e-7ce1-bbd3-d54da3df21cf";
+  // The root agent sends its own thread id too: it is no sub-agent.
+  assert.deepEqual(
+    agentIdsOf(new Headers({ "thread-id": root, "session-id": root }), KNOWN_CLIENTS),
+    { id: null, parentId: null },
+  );
+  assert.deepEqual(
+    agentIdsOf(
+      new Headers({ "thread-id": child, "session-id": root, "x-codex-parent-thread-id": root }),
+      KNOWN_CLIENTS,
+    ),
+    { id: child, parentId: root },
+  );
+});
+
+Deno.test("dispatchToolsOf() knows Codex's spawn_agent by its message, or the text of its items", () => {
+  const dispatch = dispatchToolsOf(KNOWN_CLIENTS);
+  assert.equal(dispatch.taskOf("spawn_agent", { message: "Run alpha." }), "Run alpha.");
+  assert.equal(
+    dispatch.taskOf("spawn_agent", {
+      items: [{ type: "text", text: "Run" }, { type: "mention", path: "app://x" }, {
+        type: "text",
+        text: "alpha.",
+      }],
+    }),
+    "Run\nalpha.",
+  );
+  assert.equal(dispatch.taskOf("spawn_agent", { items: [{ type: "skill", path: "x" }] }), null);
+  assert.equal(dispatch.taskOf("wait_agent", { targets: ["a"] }), null);
+});

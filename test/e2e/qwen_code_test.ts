@@ -16,6 +16,7 @@ import { assertChainExact, callsOfSample } from "../_chain_exact.ts";
 import { tempRepo } from "../_claude.ts";
 import { ADMIN_HEADERS, type SampleJson, startGateway, type TestGateway } from "../_gateway.ts";
 import { runQwen } from "../_qwen.ts";
+import type { Script } from "../../lib/scripted_engine/mod.ts";
 import {
   episodeScript,
   MEMORY_REPLY,
@@ -99,17 +100,27 @@ for (const perSession of [false, true]) {
   );
 }
 
-Deno.test("Qwen Code's memory extractor after a one-answer episode is a side chain: the agent's conversation is final and gets the reward", async () => {
+/** Runs Qwen Code on `prompt` in a scratch repository against a gateway playing `script`. */
+async function episode(script: Script, prompt: string) {
   const repo = await tempRepo();
-  const gw = await startGateway({ script: oneAnswerScript() });
+  const gw = await startGateway({ script });
+  const close = async () => {
+    await gw.close();
+    await Deno.remove(repo, { recursive: true });
+  };
   try {
     const { id, token } = await gw.openSession({ agent: "qwen_code" });
-    const run = await runQwen({
-      baseUrl: `${gw.url}/v1`,
-      apiKey: token,
-      cwd: repo,
-      prompt: ONE_ANSWER_PROMPT,
-    });
+    const run = await runQwen({ baseUrl: `${gw.url}/v1`, apiKey: token, cwd: repo, prompt });
+    return { gw, id, run, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+Deno.test("Qwen Code's memory extractor after a one-answer episode is a side chain: the agent's conversation is final and gets the reward", async () => {
+  const { gw, id, run, close } = await episode(oneAnswerScript(), ONE_ANSWER_PROMPT);
+  try {
     assert.equal(run.code, 0, run.stderr);
     assert.equal(run.result?.result, "Paris.");
     // The extractor ran after the agent's only turn: its own system prompt and tools, the agent's
@@ -162,22 +173,13 @@ Deno.test("Qwen Code's memory extractor after a one-answer episode is a side cha
       [["final", 1]],
     );
   } finally {
-    await gw.close();
-    await Deno.remove(repo, { recursive: true });
+    await close();
   }
 });
 
 Deno.test("Qwen Code's agent tool starts a sub-agent chain linked to its call; the parent resumes in place", async () => {
-  const repo = await tempRepo();
-  const gw = await startGateway({ script: subagentScript() });
+  const { gw, id, run, close } = await episode(subagentScript(), SUBAGENT_PROMPT);
   try {
-    const { id, token } = await gw.openSession({ agent: "qwen_code" });
-    const run = await runQwen({
-      baseUrl: `${gw.url}/v1`,
-      apiKey: token,
-      cwd: repo,
-      prompt: SUBAGENT_PROMPT,
-    });
     assert.equal(run.code, 0, run.stderr);
     assert.equal(run.result?.result, SUBAGENT_ANSWER);
     const all = await segments(gw, id);
@@ -201,7 +203,6 @@ Deno.test("Qwen Code's agent tool starts a sub-agent chain linked to its call; t
     assert.deepEqual(sub.lineage, { ...sub.lineage, parent: main.chain_id, dispatch: calls[0].id });
     assert.ok(gw.tokenizer.decode(sub.prompt_ids).includes(SUBAGENT_TASK));
   } finally {
-    await gw.close();
-    await Deno.remove(repo, { recursive: true });
+    await close();
   }
 });

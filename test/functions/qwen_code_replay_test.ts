@@ -33,8 +33,16 @@ Deno.test("every field and header Qwen Code sends is used or deliberately ignore
   );
 });
 
-/** Sends the recorded requests in order, each answered by the reply it got when recorded. */
-async function replay(gw: TestGateway, token: string, recorded: RecordedChatEpisode) {
+/**
+ * Sends the recorded requests in order (the engine answers each with the reply it got when
+ * recorded); `check` reads each response's body.
+ */
+async function replay(
+  gw: TestGateway,
+  token: string,
+  recorded: RecordedChatEpisode,
+  check: (text: string) => void = () => {},
+) {
   for (const request of recorded.requests) {
     const response = await gw.fetch(request.path, {
       method: request.method,
@@ -43,6 +51,7 @@ async function replay(gw: TestGateway, token: string, recorded: RecordedChatEpis
     });
     const text = await response.text();
     assert.equal(response.status, 200, text);
+    check(text);
   }
 }
 
@@ -68,18 +77,11 @@ Deno.test("the recorded Qwen Code episode replays as one token-exact chain, in i
   const gw = await startGateway({ script: episode.requests.map((request) => request.reply) });
   try {
     const { id, token } = await gw.openSession();
-    for (const request of episode.requests) {
-      const response = await gw.fetch(request.path, {
-        method: request.method,
-        headers: { ...request.headers, authorization: `Bearer ${token}` },
-        body: JSON.stringify(request.body),
-      });
-      const text = await response.text();
-      assert.equal(response.status, 200, text);
+    await replay(gw, token, episode, (text) => {
       assert.ok(text.trimEnd().endsWith("data: [DONE]"), "a complete chunk stream");
       const usage = JSON.parse(text.trimEnd().split("\n\n").at(-2)!.slice("data: ".length)).usage;
       assert.equal(usage.prompt_tokens, gw.engine.calls.at(-1)!.inputIds.length);
-    }
+    });
     assertChainExact(gw.engine.calls, await gw.samples(id), "Qwen Code replay");
     assert.equal((await gw.session(id)).chains.length, 1, "no fork");
   } finally {

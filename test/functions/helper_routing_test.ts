@@ -198,3 +198,29 @@ Deno.test("a rewind past the turn that added a tool tells the model of it again"
     await gw.close();
   }
 });
+
+Deno.test("a helper with no tools that came first yields the main chain to the agent's conversation", async () => {
+  const gw = await startGateway({ script: ["Fix login bug", "Looking.", "Helper verdict."] });
+  try {
+    const { id, token } = await gw.openSession();
+    const protocol = PROTOCOLS[0];
+    const title = protocol.first({ system: "Write a title.", tools: [], question: "Fix the bug." });
+    await send(gw, protocol, token, title);
+    await send(
+      gw,
+      protocol,
+      token,
+      protocol.first({ system: AGENT, tools: [{ name: "Bash" }], question: "Fix the bug." }),
+    );
+    // Another tool-less helper after it is a side chain: the agent's conversation stays final.
+    await send(gw, protocol, token, { ...title, messages: [{ role: "user", content: "Again." }] });
+    const all = await segments(gw, id, "final_only");
+    assert.deepEqual(all.map((s) => [s.chain_id, s.kind]), [["c0", "side"], ["c1", "final"], [
+      "c2",
+      "side",
+    ]]);
+    assertChainExact(gw.engine.calls.slice(1, 2), await gw.samples(id), "the agent's chain");
+  } finally {
+    await gw.close();
+  }
+});

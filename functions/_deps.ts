@@ -15,11 +15,15 @@ import { type CachedChain, cachedChainTokens, type TurnDeps } from "../lib/sessi
 import {
   type ChatTokenizer,
   checkTemplate,
+  EncoderPool,
+  inProcessEncoder,
   loadTokenizer,
   ModelFormatError,
   type ModelFormats,
+  type PromptEncoder,
   resolveFormats,
   TemplateError,
+  tokenizerSource,
   withFormats,
   withTextTokens,
 } from "../lib/template/mod.ts";
@@ -102,6 +106,11 @@ export type AgentRouteDeps = TurnDeps & Pick<Deps, "config" | "metrics" | "ident
 export interface DepsOverrides {
   readonly kv?: Deno.Kv;
   readonly tokenizer?: ChatTokenizer;
+  /**
+   * Makes the encoder for the served tokenizer (a pool several gateways share); what it makes is
+   * left open on close.
+   */
+  readonly encoder?: (tokenizer: ChatTokenizer, workers: number) => PromptEncoder;
   readonly engine?: Engine;
   readonly sandbox?: SandboxBackend;
 }
@@ -167,6 +176,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     metrics,
   };
   const agents = await agentInstalls(config.rollout);
+  const encoder = (overrides.encoder ?? promptEncoder)(tokenizer, config.tokenizerWorkers);
   let listening: string | null = null;
   const rollout = new RolloutWorker({
     kv,
@@ -198,6 +208,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     engine,
     cache: new ChainCache<CachedChain>(config.chainCacheTokens, cachedChainTokens),
     dispatch: dispatchToolsOf(KNOWN_CLIENTS),
+    encoder,
     // Characters of held messages and their identities, about 8 a token of history: sixteen
     // conversations of 256k tokens, or some 250 of Claude Code's early turns.
     identities: new IdentityMemo(2 * config.chainCacheTokens),
@@ -229,10 +240,29 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       await rollout.stop();
       if (!overrides.sandbox) await Promise.all([...sandboxes.values()].map((s) => s.close()));
       if (!overrides.engine) await engine.close();
+      if (!overrides.encoder) await encoder.close();
       await scripted?.close();
       if (!overrides.kv) kv.close();
     },
   };
+}
+
+/** Texts of more characters than this go to the pool's bulk lane (its last worker). */
+const ENCODE_BULK_CHARS = 64 * 1024;
+/** How long a tokenizer worker may hold on to a cancelled text before it is replaced. */
+const ENCODE_CANCEL_GRACE_MS = 1_000;
+
+/**
+ * What renders and encodes a turn's new text: a pool of `workers` tokenizer workers (started on
+ * the first turn, or by `warm()`), or the event loop itself with 0.
+ */
+export function promptEncoder(tokenizer: ChatTokenizer, workers: number): PromptEncoder {
+  if (workers === 0) return inProcessEncoder(tokenizer);
+  return new EncoderPool(tokenizerSource(tokenizer), {
+    workers,
+    bulkChars: ENCODE_BULK_CHARS,
+    cancelGraceMs: ENCODE_CANCEL_GRACE_MS,
+  });
 }
 
 /**
@@ -426,6 +456,10 @@ export function banner(
     `  KV:         ${deps.config.kvPath}`,
     `  tokenizer:  ${deps.tokenizer.path}${
       deps.config.chatTemplatePath ? ` (template ${deps.config.chatTemplatePath})` : ""
+    }; ${
+      deps.config.tokenizerWorkers === 0
+        ? "new text encoded on the event loop"
+        : `new text encoded by ${deps.config.tokenizerWorkers} tokenizer workers`
     }`,
     `  formats:    tool calls ${deps.formats.toolCallParser}, reasoning ${
       deps.formats.reasoningParser ?? "none"

@@ -234,7 +234,7 @@ export function openaiErrorResponse(
   const body = error instanceof ContextOverflowError
     ? openaiErrorBody(
       type,
-      contextOverflowMessage(error.promptTokens, error.contextLength),
+      contextOverflowMessage(error.promptTokens, error.contextLength, error.atLeast),
       "context_length_exceeded",
     )
     : openaiErrorBody(type, message, codeOf(error));

@@ -105,6 +105,8 @@ async function serveWorker(config: Config, index: number | null): Promise<void> 
     },
   }, app.fetch);
   if (config.rollout.worker) deps.rollout.start();
+  // The tokenizer workers load while the first connections arrive.
+  deps.encoder.warm().catch((error) => console.error(`Tokenizer workers: ${error.message}`));
   // Deletes closed sessions and finished rollout jobs past their retention; any process may
   // run it (it is idempotent), one worker of a supervisor's does.
   const sweeper = index !== null && index > 0 ? undefined : setInterval(() => {

@@ -14,7 +14,12 @@
  */
 import { Buffer } from "node:buffer";
 import { resolveConfig } from "../lib/config/mod.ts";
-import { type ChatTokenizer, loadTokenizer } from "../lib/template/mod.ts";
+import {
+  type ChatTokenizer,
+  loadTokenizer,
+  type PromptEncoder,
+  tokenizerSource,
+} from "../lib/template/mod.ts";
 import { defaultTokenizerPath } from "../lib/config/mod.ts";
 import {
   type EngineCall,
@@ -25,7 +30,7 @@ import {
   type Spelling,
   startScriptedEngine,
 } from "../lib/scripted_engine/mod.ts";
-import { buildDeps, type Deps } from "../functions/_deps.ts";
+import { buildDeps, type Deps, promptEncoder } from "../functions/_deps.ts";
 import { createGatewayApp } from "../functions/serve.ts";
 import type { Hono } from "hono";
 import Anthropic from "@anthropic-ai/sdk";
@@ -33,6 +38,25 @@ import OpenAI from "openai";
 import type { SandboxBackend } from "../lib/sandbox/mod.ts";
 
 let tokenizer: Promise<ChatTokenizer> | null = null;
+
+/** One encoder pool per served tokenizer, shared by this process's test gateways. */
+const encoders = new Map<string, PromptEncoder>();
+
+/**
+ * The encoder a test gateway gets: its configuration's (`TOKENIZER_WORKERS=0` encodes on the
+ * event loop), from a pool this process's gateways share, so each test does not load the
+ * tokenizer into workers again. The pools live as long as the process.
+ */
+function sharedEncoder(served: ChatTokenizer, workers: number): PromptEncoder {
+  if (workers === 0) return promptEncoder(served, 0);
+  const key = JSON.stringify([tokenizerSource(served), workers]);
+  let encoder = encoders.get(key);
+  if (!encoder) {
+    encoder = promptEncoder(served, workers);
+    encoders.set(key, encoder);
+  }
+  return encoder;
+}
 
 /** The Qwen3 tokenizer, loaded once per test process. */
 export function qwen3(): Promise<ChatTokenizer> {
@@ -174,7 +198,12 @@ export async function startGateway(
     SANDBOX_ROOT: sandboxRoot,
     ...options.env,
   });
-  const deps = await buildDeps(config, { kv, tokenizer: tok, sandbox: options.sandbox });
+  const deps = await buildDeps(config, {
+    kv,
+    tokenizer: tok,
+    sandbox: options.sandbox,
+    encoder: sharedEncoder,
+  });
   const app = createGatewayApp(deps);
   const exchanges: Exchange[] = [];
   const handle = (request: Request) => answer(app, request, exchanges);

@@ -185,6 +185,16 @@ export const ConfigSchema = z.object({
       "twice as many characters of each conversation's last request are kept so its resent " +
       "messages are not identified again",
   }),
+  /**
+   * Tokenizer workers per gateway process that render and encode each turn's new text off the
+   * request's event loop; 0 does it on the event loop.
+   */
+  tokenizerWorkers: variable("TOKENIZER_WORKERS", int(0, 16), {
+    fallback: "2",
+    meaning: "tokenizer workers per gateway process that render and encode each turn's new text " +
+      "off the request's event loop (with two or more, the last takes texts over 64 KiB, so a " +
+      "small turn never waits behind a huge one); 0: on the event loop",
+  }),
   /** Per-token latency of the built-in scripted engine, in milliseconds. */
   scriptedLatencyMs: variable("SCRIPTED_LATENCY_MS", int(0, 60_000), {
     fallback: "0",

@@ -50,7 +50,8 @@ export function openaiErrorBody(type: ErrorType, message: string, code: string):
 /**
  * A prompt over the context window, worded as OpenAI words it: LiteLLM (mini-swe-agent,
  * SWE-agent, OpenHands) recognises "This model's maximum context length is" and raises
- * `ContextWindowExceededError`, which such agents do not retry.
+ * `ContextWindowExceededError`, which such agents do not retry. With `atLeast`, `promptTokens`
+ * is a count the prompt is known to exceed (its encoding stopped there).
  *
  * @example
  * ```ts
@@ -64,6 +65,12 @@ export function openaiErrorBody(type: ErrorType, message: string, code: string):
  * );
  * ```
  */
-export function contextOverflowMessage(promptTokens: number, contextLength: number): string {
-  return `This model's maximum context length is ${contextLength} tokens. However, your messages resulted in ${promptTokens} tokens (one token must be left to generate). Please reduce the length of the messages.`;
+export function contextOverflowMessage(
+  promptTokens: number,
+  contextLength: number,
+  atLeast = false,
+): string {
+  return `This model's maximum context length is ${contextLength} tokens. However, your messages resulted in ${
+    atLeast ? "more than " : ""
+  }${promptTokens} tokens (one token must be left to generate). Please reduce the length of the messages.`;
 }

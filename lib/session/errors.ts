@@ -72,8 +72,20 @@ export class SessionClosedError extends Error implements CodedError {
 /** The prompt does not fit the context window (HTTP 400 in Anthropic's wording). */
 export class ContextOverflowError extends Error implements CodedError {
   readonly code = "context_overflow" as const;
-  constructor(readonly promptTokens: number, readonly contextLength: number) {
-    super(`prompt is too long: ${promptTokens} tokens > ${contextLength - 1} maximum`);
+  /**
+   * @param promptTokens the prompt's tokens; with `atLeast`, a count the prompt is known to
+   *   exceed (encoding stopped as soon as it could not fit), shown as "more than N".
+   */
+  constructor(
+    readonly promptTokens: number,
+    readonly contextLength: number,
+    readonly atLeast = false,
+  ) {
+    super(
+      `prompt is too long: ${atLeast ? "more than " : ""}${promptTokens} tokens > ${
+        contextLength - 1
+      } maximum`,
+    );
     this.name = "ContextOverflowError";
   }
 }

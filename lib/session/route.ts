@@ -19,7 +19,12 @@ import {
 } from "../kv/mod.ts";
 import { LimitError, MAX_CHAINS_PER_SESSION } from "../limits/mod.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
-import { opensReasoning, renderDelta, renderPrompt } from "../template/mod.ts";
+import {
+  opensReasoning,
+  OverBudgetError,
+  type PromptEncoder,
+  type Rendered,
+} from "../template/mod.ts";
 import { ContextOverflowError } from "./errors.ts";
 import { liveEntry } from "./lifecycle.ts";
 import type { SessionRecord } from "./records.ts";
@@ -50,8 +55,17 @@ const ROUTE_TRIES = 8;
 /** What routing reads. */
 export interface RouteDeps extends SnapshotDeps {
   readonly routePolicy: RoutePolicy;
+  /** Renders and encodes the new text of a turn, off the event loop (`lib/template`). */
+  readonly encoder: PromptEncoder;
   /** Counts turns, tokens, flags and commit retries; nothing is counted without it. */
   readonly metrics?: GatewayMetrics;
+}
+
+/** How big a prompt may grow, and the caller's signal (its client left: the work stops). */
+export interface RouteLimits {
+  /** Most tokens of a prompt, output included: a prompt must leave room for one. */
+  readonly contextLength: number;
+  readonly signal?: AbortSignal;
 }
 
 /** The chain state a new turn builds on (the kept part of the chain after a rewind). */
@@ -114,16 +128,18 @@ export function routeRequest<Reply>(input: TurnInput<Reply>): RouteRequest {
  * chain registered, the conversation it replaces wiped; or a replaced chain reopened); without
  * it nothing is written (to count tokens).
  *
- * @throws {SessionNotFoundError}, {SessionClosedError}, {ContextOverflowError}, {LimitError},
- * and the adapter's errors from `lower` and `verifyHistory`.
+ * @throws {SessionNotFoundError}, {SessionClosedError}, {ContextOverflowError} (as soon as the
+ * new text's tokens pass what the context can take), {LimitError}, {EncodeCancelledError} when
+ * `signal` aborts while the new text is encoded, and the adapter's errors from `lower` and
+ * `verifyHistory`.
  */
 export async function routeTurn<Reply>(
   deps: RouteDeps,
   input: TurnInput<Reply>,
-  options: { register: boolean; contextLength?: number },
+  options: { register: boolean; contextLength?: number; signal?: AbortSignal },
 ): Promise<RoutedTurn> {
   const request = routeRequest(input);
-  const contextLength = options.contextLength ?? Infinity;
+  const limits = { contextLength: options.contextLength ?? Infinity, signal: options.signal };
   for (let attempt = 1;; attempt++) {
     const read = await readRouteSnapshot(deps, input);
     let snapshot = read.snapshot;
@@ -158,7 +174,7 @@ export async function routeTurn<Reply>(
         snapshot,
         plan,
         options.register,
-        contextLength,
+        limits,
       );
     } else {
       routed = await startChain(
@@ -169,13 +185,13 @@ export async function routeTurn<Reply>(
         snapshot,
         plan,
         options.register,
-        contextLength,
+        limits,
       );
     }
     if (routed !== null) {
       return fits(
         { ...routed, recordMessages: snapshot.session.recordMessages === true },
-        contextLength,
+        limits.contextLength,
       );
     }
     if (attempt >= ROUTE_TRIES) {
@@ -199,9 +215,10 @@ export async function routeTurn<Reply>(
 export async function routeExtension<Reply>(
   deps: RouteDeps,
   input: TurnInput<Reply>,
-  options: { session: Deno.KvEntry<SessionRecord>; contextLength?: number },
+  options: { session: Deno.KvEntry<SessionRecord>; contextLength?: number; signal?: AbortSignal },
 ): Promise<{ route: RoutedTurn; reads: Deno.AtomicCheck[] } | null> {
   const session = liveEntry(options.session);
+  const limits = { contextLength: options.contextLength ?? Infinity, signal: options.signal };
   const chainId = session.value.mainChain;
   if (input.agent.id !== null || chainId === null) return null;
   const reading = getChain(deps.kv, input.sessionId, chainId);
@@ -209,13 +226,13 @@ export async function routeExtension<Reply>(
   const cached = deps.cache.latest(cacheKey({ sessionId: input.sessionId, id: chainId }));
   if (cached) {
     const own = { header: cached.value.header, versionstamp: cached.versionstamp };
-    const routed = await routeOn(deps, input, session, own, options.contextLength);
+    const routed = await routeOn(deps, input, session, own, limits);
     if ((await reading).versionstamp === cached.versionstamp) return routed;
   }
   const read = await reading;
   if (read.value === null) return null;
   const own = { header: read.value, versionstamp: read.versionstamp! };
-  return await routeOn(deps, input, session, own, options.contextLength);
+  return await routeOn(deps, input, session, own, limits);
 }
 
 /** {@linkcode routeExtension} on the session and chain entries given. */
@@ -224,17 +241,17 @@ async function routeOn<Reply>(
   input: TurnInput<Reply>,
   session: Deno.KvEntry<SessionRecord>,
   own: RouteChain,
-  contextLength = Infinity,
+  limits: RouteLimits,
 ): Promise<{ route: RoutedTurn; reads: Deno.AtomicCheck[] } | null> {
   const read = firstSnapshot(deps, session, own);
   const { snapshot } = read;
   const plan = planRoute(snapshot, routeRequest(input), deps.routePolicy);
   if ("need" in plan || plan.act !== "extend" || plan.reopen) return null;
-  const routed = await extendChain(deps, input, read, snapshot, plan, false, contextLength);
+  const routed = await extendChain(deps, input, read, snapshot, plan, false, limits);
   if (routed === null) return null;
   const route = fits(
     { ...routed, recordMessages: snapshot.session.recordMessages === true },
-    contextLength,
+    limits.contextLength,
   );
   return {
     route,
@@ -261,7 +278,7 @@ async function extendChain<Reply>(
   snapshot: RouteSnapshot,
   plan: ExtendPlan,
   register: boolean,
-  contextLength: number,
+  limits: RouteLimits,
 ): Promise<RoutedTurn | null> {
   const chain = snapshot.chains.get(plan.chainId)!;
   const header = chain.header;
@@ -280,7 +297,7 @@ async function extendChain<Reply>(
   let routed: RoutedTurn;
   if (plan.keep === 0) {
     input.verifyHistory();
-    routed = wholePrompt(deps, input, plan, header.id, entry, base);
+    routed = await wholePrompt(deps, input, plan, header.id, entry, base, limits);
   } else {
     const history = whole
       ? cacheHit(deps, chain) ?? await readChainPrompt(deps, chain)
@@ -288,11 +305,11 @@ async function extendChain<Reply>(
     // The tools the model knew at the end of the kept turns: a rewind goes back past the notes
     // of the turns it drops.
     const known = whole ? header.tools : turns!.at(-1)!.toolNames;
-    routed = delta(deps, input, plan, entry, history, base, known);
+    routed = await delta(deps, input, plan, entry, history, base, known, limits);
   }
   if (!plan.reopen || !register) return routed;
   // A replaced chain becomes current again; its replacement is wiped, in one commit.
-  fits(routed, contextLength);
+  fits(routed, limits.contextLength);
   const retire = plan.reopen.retire ? snapshot.chains.get(plan.reopen.retire) ?? null : null;
   const now = Date.now();
   const reopened: ChainHeader = { ...header, wipedAt: null, updatedAt: now };
@@ -323,7 +340,7 @@ async function startChain<Reply>(
   snapshot: RouteSnapshot,
   plan: RegisterPlan,
   register: boolean,
-  contextLength: number,
+  limits: RouteLimits,
 ): Promise<RoutedTurn | null> {
   input.verifyHistory();
   const { session } = snapshot;
@@ -331,17 +348,18 @@ async function startChain<Reply>(
   const header = newChainHeader(session.id, plan, request, now);
   const key = keys.chain(session.id, plan.chainId);
   const base = { turnCount: 0, lastRid: null, reasoning: false };
-  const planned = wholePrompt(
+  const planned = await wholePrompt(
     deps,
     input,
     plan,
     plan.chainId,
     { key, value: null, versionstamp: null },
     base,
+    limits,
   );
   // A prompt that cannot be served registers nothing (and wipes no conversation).
   if (!register) return planned;
-  fits(planned, contextLength);
+  fits(planned, limits.contextLength);
   if (session.chainCount >= MAX_CHAINS_PER_SESSION) {
     throw new LimitError(
       "messages",
@@ -373,16 +391,21 @@ async function startChain<Reply>(
 }
 
 /** A chain's first turn: the whole conversation rendered. */
-function wholePrompt<Reply>(
+async function wholePrompt<Reply>(
   deps: RouteDeps,
   input: TurnInput<Reply>,
   plan: ExtendPlan | RegisterPlan,
   chainId: string,
   chain: Deno.KvEntryMaybe<ChainHeader>,
   base: ChainBase,
-): RoutedTurn {
+  limits: RouteLimits,
+): Promise<RoutedTurn> {
   const prompt = input.prompt();
-  const rendered = renderPrompt(deps.tokenizer, prompt);
+  const rendered = await encoded(
+    0,
+    limits,
+    (options) => deps.encoder.renderPrompt(prompt, options),
+  );
   return {
     kind: plan.kind,
     sessionId: input.sessionId,
@@ -405,7 +428,7 @@ function wholePrompt<Reply>(
  * A later turn: the chain's kept tokens plus the messages from `plan.from` rendered, with a note
  * on how the request's tools differ from `known`, those the kept tokens told the model of.
  */
-function delta<Reply>(
+async function delta<Reply>(
   deps: RouteDeps,
   input: TurnInput<Reply>,
   plan: ExtendPlan,
@@ -413,10 +436,15 @@ function delta<Reply>(
   history: PromptIds,
   base: ChainBase,
   known: readonly string[],
-): RoutedTurn {
+  limits: RouteLimits,
+): Promise<RoutedTurn> {
   const header = chain.value!;
   const messages = input.lower(plan.from, known);
-  const rendered = renderDelta(deps.tokenizer, messages, input.enableThinking);
+  const rendered = await encoded(
+    history.length,
+    limits,
+    (options) => deps.encoder.renderDelta(messages, input.enableThinking, options),
+  );
   const tokens = deltaAfter(history.last(), rendered.tokens, deps.tokenizer.ending.stopIds);
   return {
     kind: plan.kind,
@@ -434,6 +462,27 @@ function delta<Reply>(
     messages: { messages },
     recordMessages: false,
   };
+}
+
+/**
+ * New text encoded after `kept` tokens: stopped as soon as its tokens pass what the context can
+ * still take (one token of slack: a prompt must leave one for output, but a delta may lose its
+ * first token, `deltaAfter`; `fits` judges exactly), which is then a
+ * {@linkcode ContextOverflowError} that knows only a lower bound.
+ */
+async function encoded(
+  kept: number,
+  limits: RouteLimits,
+  encode: (options: { maxTokens: number; signal?: AbortSignal }) => Promise<Rendered>,
+): Promise<Rendered> {
+  try {
+    return await encode({ maxTokens: limits.contextLength - kept, signal: limits.signal });
+  } catch (error) {
+    if (!(error instanceof OverBudgetError)) throw error;
+    // The prompt has at least this many tokens: those counted, less the one a delta may lose.
+    const atLeast = kept + error.tokens - (kept > 0 ? 1 : 0);
+    throw new ContextOverflowError(atLeast - 1, limits.contextLength, true);
+  }
 }
 
 /** The chain's tokens from this process's cache, when it holds this version. */

@@ -39,7 +39,7 @@ import {
   writeTurnMessages,
 } from "../kv/mod.ts";
 import type { GatewayMetrics, TurnFlag } from "../metrics/mod.ts";
-import { parseOutput, renderPrompt } from "../template/mod.ts";
+import { EncodeCancelledError, parseOutput } from "../template/mod.ts";
 import { ChainConflictError } from "./errors.ts";
 import { LiveOutput } from "./live_output.ts";
 import { OutputFeed } from "./output_feed.ts";
@@ -119,7 +119,7 @@ async function prepareTurn<Reply>(
     };
   };
   if (session) {
-    const quick = await extendWithoutSessionLease(deps, input, session, holder, lease);
+    const quick = await extendWithoutSessionLease(deps, input, session, holder, lease, signal);
     if (quick) return prepared(quick.route, quick.lease);
   }
   let waited: { chainId: string; lease: HeldLease } | null = null;
@@ -128,7 +128,11 @@ async function prepareTurn<Reply>(
     let route: RoutedTurn;
     let chainLease: HeldLease | null = null;
     try {
-      route = await routeTurn(deps, input, { register: true, contextLength: deps.contextLength });
+      route = await routeTurn(deps, input, {
+        register: true,
+        contextLength: deps.contextLength,
+        signal,
+      });
       if (waited && (route.replay || waited.chainId !== route.chainId)) {
         await waited.lease.release();
         waited = null;
@@ -176,11 +180,17 @@ async function extendWithoutSessionLease<Reply>(
   session: Deno.KvEntry<SessionRecord>,
   holder: string,
   lease: LeaseOptions,
+  signal?: AbortSignal,
 ): Promise<{ route: RoutedTurn; lease: HeldLease } | null> {
   const routed = await routeExtension(deps, input, {
     session,
     contextLength: deps.contextLength,
-  }).catch(() => null);
+    signal,
+  }).catch((error) => {
+    // A client that left is not judged again; anything else is, under the session's lease.
+    if (error instanceof EncodeCancelledError) throw error;
+    return null;
+  });
   if (routed === null) return null;
   const chainLease = await leaseIfUnchanged(
     deps.kv,
@@ -576,7 +586,7 @@ export async function countPromptTokens<Reply>(
 ): Promise<number> {
   if (!options.sessionExists) {
     input.verifyHistory();
-    return renderPrompt(deps.tokenizer, input.prompt()).tokens.length;
+    return (await deps.encoder.renderPrompt(input.prompt())).tokens.length;
   }
   const route = await routeTurn(deps, input, { register: false });
   return route.replay ? route.replay.record.inputLen : route.prompt.length;

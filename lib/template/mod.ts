@@ -1,5 +1,8 @@
 /** Tokenizer, chat template, delta rendering and output parsing for the served model. @module */
 export * from "./tokenizer.ts";
+export * from "./encode_guard.ts";
+export * from "./prompt_encoder.ts";
+export * from "./encoder_pool.ts";
 export * from "./plain_text.ts";
 export * from "./render_delta.ts";
 export * from "./reasoning_parser.ts";

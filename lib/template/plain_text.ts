@@ -12,6 +12,7 @@
  */
 import type { ChatPrompt } from "../chat/mod.ts";
 import { LimitError } from "../limits/mod.ts";
+import type { EncodeGuard } from "./encode_guard.ts";
 
 /** How special-token strings in client text are tokenized. */
 export type TextTokens = "plain" | "live";
@@ -55,18 +56,22 @@ export class PlainText {
   readonly #has: RegExp | null;
   /** Splits rendered text at every added token, keeping them. */
   readonly #split: RegExp | null;
-  readonly #encodePlain: (text: string, section: number) => readonly number[];
+  readonly #encodePlain: (
+    text: string,
+    section: number,
+    guard?: EncodeGuard,
+  ) => readonly number[];
 
   /**
    * @param tokens the tokenizer's added tokens. Rendered text is split at all of them; those
    *   made of whitespace only are not escaped, so text keeps the whitespace tokens the tokenizer
    *   gives it (they forge nothing, and templates trim whitespace).
    * @param encodePlain encodes a text section with no added token recognized; `section` is its
-   *   index among the pieces the tokenizer's own splitter would give.
+   *   index among the pieces the tokenizer's own splitter would give; `guard` watches it.
    */
   constructor(
     tokens: readonly AddedToken[],
-    encodePlain: (text: string, section: number) => readonly number[],
+    encodePlain: (text: string, section: number, guard?: EncodeGuard) => readonly number[],
   ) {
     this.#escaped = tokens.filter((token) => token.content.trim().length > 0);
     this.#escapeIndex = new Map(this.#escaped.map((token, i) => [token.content, i]));
@@ -113,11 +118,12 @@ export class PlainText {
 
   /**
    * Token ids of rendered, escaped text: the template's added tokens as themselves, every text
-   * section (its sentinels put back) as plain text.
+   * section (its sentinels put back) as plain text; `guard` watches the encode as it goes.
    *
-   * @throws {Error} when a sentinel did not come through the template intact.
+   * @throws {Error} when a sentinel did not come through the template intact; what `guard`
+   * throws.
    */
-  encode(text: string, escapes: Escapes): number[] {
+  encode(text: string, escapes: Escapes, guard?: EncodeGuard): number[] {
     if (escapes.mark !== null) checkIntact(text, escapes.mark);
     // Even positions hold text, odd ones the added tokens the template placed, as split out by
     // the tokenizer's own splitter — which gives no empty pieces, so those do not count.
@@ -137,8 +143,9 @@ export class PlainText {
     for (let i = 0; i < sections.length; i++) {
       if (i % 2 === 1) {
         ids.push(this.#byContent.get(sections[i])!.id);
+        guard?.add(1);
       } else if (sections[i].length > 0) {
-        const plain = this.#encodePlain(this.restore(sections[i], escapes), pieceIndex[i]);
+        const plain = this.#encodePlain(this.restore(sections[i], escapes), pieceIndex[i], guard);
         for (const id of plain) ids.push(id);
       }
     }

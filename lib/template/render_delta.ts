@@ -19,6 +19,7 @@
  */
 import type { CodedError } from "../errors/mod.ts";
 import type { ChatMessage, ChatPrompt } from "../chat/mod.ts";
+import { EncodeCancelledError, type EncodeGuard, OverBudgetError } from "./encode_guard.ts";
 import type { Escapes } from "./plain_text.ts";
 import type { ChatTokenizer } from "./tokenizer.ts";
 
@@ -87,13 +88,18 @@ export interface Rendered {
  * });
  * assert.equal(tokenizer.decode(tokens), text);
  * ```
+ * @throws what `guard`, which watches the encode, throws.
  */
-export function renderPrompt(tokenizer: ChatTokenizer, prompt: ChatPrompt): Rendered {
+export function renderPrompt(
+  tokenizer: ChatTokenizer,
+  prompt: ChatPrompt,
+  guard?: EncodeGuard,
+): Rendered {
   const { prompt: escaped, escapes } = tokenizer.escape(prompt);
   const text = tokenizer.render(escaped, true);
   return {
     text: tokenizer.restore(text, escapes),
-    tokens: encodeRendered(tokenizer, text, escapes),
+    tokens: encodeRendered(tokenizer, text, escapes, guard),
   };
 }
 
@@ -116,12 +122,14 @@ export function renderPrompt(tokenizer: ChatTokenizer, prompt: ChatPrompt): Rend
  * );
  * ```
  * @throws {TemplateError} when the template does not close the anchor turn with the
- * end-of-turn token, or when the cut does not fall on a token boundary.
+ * end-of-turn token, or when the cut does not fall on a token boundary; what `guard`, which
+ * watches the encode (the anchor's few tokens count toward its budget), throws.
  */
 export function renderDelta(
   tokenizer: ChatTokenizer,
   messages: readonly ChatMessage[],
   enableThinking?: boolean,
+  guard?: EncodeGuard,
 ): Rendered {
   const { prompt, escapes } = tokenizer.escape({ messages, tools: [], enableThinking });
   const { anchor, texts } = anchorFor(prompt.messages);
@@ -137,8 +145,10 @@ export function renderDelta(
       }`,
     );
   }
-  const fullTokens = encodeRendered(tokenizer, full, escapes);
   const anchorTokens = encodeRendered(tokenizer, full.slice(0, cut), escapes);
+  // The anchor's tokens are counted in the whole text's, and cut off after.
+  guard?.allow(anchorTokens.length);
+  const fullTokens = encodeRendered(tokenizer, full, escapes, guard);
   const aligned = anchorTokens.length <= fullTokens.length &&
     anchorTokens.every((token, i) => fullTokens[i] === token);
   if (!aligned) {
@@ -182,11 +192,20 @@ function anchorEnd(
   return cut;
 }
 
-/** The tokens of escaped, rendered text; a template that mangles the escapes is a TemplateError. */
-function encodeRendered(tokenizer: ChatTokenizer, text: string, escapes: Escapes): number[] {
+/**
+ * The tokens of escaped, rendered text, watched by `guard`; a template that mangles the escapes
+ * is a TemplateError.
+ */
+function encodeRendered(
+  tokenizer: ChatTokenizer,
+  text: string,
+  escapes: Escapes,
+  guard?: EncodeGuard,
+): number[] {
   try {
-    return tokenizer.encodeRendered(text, escapes);
+    return tokenizer.encodeRendered(text, escapes, guard);
   } catch (error) {
+    if (error instanceof OverBudgetError || error instanceof EncodeCancelledError) throw error;
     throw new TemplateError(`Cannot encode the rendered prompt: ${(error as Error).message}`);
   }
 }

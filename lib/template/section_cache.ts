@@ -8,6 +8,7 @@
  * @module
  */
 import { WeightedLru } from "../cache/mod.ts";
+import type { EncodeGuard } from "./encode_guard.ts";
 
 /** Options of {@linkcode SectionCache}. */
 export interface SectionCacheOptions {
@@ -34,22 +35,32 @@ export class SectionCache {
   readonly #entries: WeightedLru<string, readonly number[]>;
 
   constructor(
-    private readonly encodeSection: (text: string, section: number) => number[],
+    private readonly encodeSection: (
+      text: string,
+      section: number,
+      guard?: EncodeGuard,
+    ) => number[],
     private readonly options: SectionCacheOptions,
   ) {
     this.#entries = new WeightedLru(options.capacityChars, (key) => key.length);
   }
 
-  /** The tokens of `text` as section `section`; the array is shared, never to be changed. */
-  encode(text: string, section: number): readonly number[] {
+  /**
+   * The tokens of `text` as section `section`; the array is shared, never to be changed. `guard`
+   * watches the encode (a section it stops is not kept).
+   */
+  encode(text: string, section: number, guard?: EncodeGuard): readonly number[] {
     if (text.length < this.options.minChars || text.length > this.options.capacityChars) {
-      return this.encodeSection(text, section);
+      return this.encodeSection(text, section, guard);
     }
     // The section index decides how some pre-tokenizers treat the start (Metaspace's "first").
     const key = `${section}\u0000${text}`;
     const hit = this.#entries.get(key);
-    if (hit) return hit;
-    const ids = this.encodeSection(text, section);
+    if (hit) {
+      guard?.add(hit.length);
+      return hit;
+    }
+    const ids = this.encodeSection(text, section, guard);
     this.#entries.set(key, ids);
     return ids;
   }

@@ -13,6 +13,7 @@ import {
   turnEndTexts,
 } from "./model_family.ts";
 import { type AddedToken, type Escapes, PlainText, type TextTokens } from "./plain_text.ts";
+import { type EncodeGuard, GUARD_BATCH_PIECES } from "./encode_guard.ts";
 import { SectionCache } from "./section_cache.ts";
 import { installFastByteLevel } from "./byte_level.ts";
 import { installBpeCache } from "./bpe_cache.ts";
@@ -39,6 +40,8 @@ export interface ChatTokenizer {
   readonly modelMaxLength: number | null;
   /** The chat template's text (every named template of the folder, joined), or the override. */
   readonly chatTemplate: string;
+  /** The template given in place of the folder's (`CHAT_TEMPLATE`), if any. */
+  readonly templateOverride: string | null;
   /**
    * The model's output formats: detected from the template when loaded, as configured once the
    * gateway resolves them (see `resolveFormats`).
@@ -65,8 +68,12 @@ export interface ChatTokenizer {
    * {@linkcode ChatTokenizer.restore} put back.
    */
   escape(prompt: ChatPrompt): { prompt: ChatPrompt; escapes: Escapes };
-  /** Token ids of text rendered from an escaped prompt: the template's tokens, the rest as text. */
-  encodeRendered(text: string, escapes: Escapes): number[];
+  /**
+   * Token ids of text rendered from an escaped prompt: the template's tokens, the rest as text.
+   * `guard` watches the encode a batch of pieces at a time (with `live` text tokens, once at the
+   * end).
+   */
+  encodeRendered(text: string, escapes: Escapes, guard?: EncodeGuard): number[];
   /** Rendered text with the escaped strings put back. */
   restore(text: string, escapes: Escapes): string;
   /** Text of `ids` with special tokens kept and no whitespace clean-up: exact where encode allows. */
@@ -160,9 +167,10 @@ export async function loadTokenizer(
       ? maxLength
       : null,
     chatTemplate,
+    templateOverride: override ?? null,
     encode,
     escape: (prompt) => plain.escape(prompt),
-    encodeRendered: (text, escapes) => plain.encode(text, escapes),
+    encodeRendered: (text, escapes, guard) => plain.encode(text, escapes, guard),
     restore: (text, escapes) => plain.restore(text, escapes),
     decode: (ids) =>
       ids.length === 0 ? "" : inner.decode(Array.from(ids), {
@@ -266,6 +274,31 @@ function byteTokenIds(vocab: ReadonlyMap<string, number>): number[] | null {
   return ids;
 }
 
+/**
+ * Pieces longer than this (one run of letters with no break, megabytes of it) are encoded whole,
+ * as they must be for their tokens to be exact, and that costs time superlinear in their length
+ * (4 MB: about a minute): a guarded encode first looks ahead at what such a piece will cost.
+ */
+const GIANT_PIECE_CHARS = 65_536;
+/** Windows of a giant piece the look-ahead encodes, and their length. */
+const GIANT_SAMPLES = 16;
+const GIANT_SAMPLE_CHARS = 1_024;
+
+/**
+ * About half the tokens a giant piece will take, at least: its length times the token rate of
+ * evenly spaced windows of it, halved so that no piece is refused on a rate its whole does not
+ * have (byte-pair merges are local: a window takes the tokens its stretch of the piece takes,
+ * but one or two at its edges).
+ */
+function giantPieceFloor(piece: string, model: (pieces: string[]) => number[]): number {
+  const step = Math.floor((piece.length - GIANT_SAMPLE_CHARS) / (GIANT_SAMPLES - 1));
+  let tokens = 0;
+  for (let i = 0; i < GIANT_SAMPLES; i++) {
+    tokens += model([piece.slice(i * step, i * step + GIANT_SAMPLE_CHARS)]).length;
+  }
+  return Math.floor(tokens / (GIANT_SAMPLES * GIANT_SAMPLE_CHARS) * piece.length / 2);
+}
+
 /** The formats a template's markers name, Qwen3's where they name none. */
 function defaultFormats(template: string): ModelFormats {
   const detected = detectFormats(template);
@@ -288,9 +321,57 @@ export function withTextTokens(tokenizer: ChatTokenizer, mode: TextTokens): Chat
     ...tokenizer,
     textTokens: "live",
     escape: (prompt) => ({ prompt, escapes: { mark: null } }),
-    encodeRendered: (text) => tokenizer.encode(text),
+    encodeRendered: (text, _escapes, guard) => {
+      const ids = tokenizer.encode(text);
+      guard?.add(ids.length);
+      return ids;
+    },
     restore: (text) => text,
   };
+}
+
+/**
+ * What it takes to load the same tokenizer elsewhere (a worker): its folder, the template given
+ * in place of the folder's, its formats and how it treats special-token strings in text.
+ */
+export interface TokenizerSource {
+  readonly path: string;
+  readonly templateOverride: string | null;
+  readonly formats: ModelFormats;
+  readonly textTokens: TextTokens;
+}
+
+/** How `tokenizer` was loaded, to load it again with {@linkcode loadTokenizerSource}. */
+export function tokenizerSource(tokenizer: ChatTokenizer): TokenizerSource {
+  return {
+    path: tokenizer.path,
+    templateOverride: tokenizer.templateOverride,
+    formats: tokenizer.formats,
+    textTokens: tokenizer.textTokens,
+  };
+}
+
+/**
+ * The tokenizer `source` describes, as {@linkcode loadTokenizer} and {@linkcode withFormats}
+ * made it.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { defaultTokenizerPath } from "../config/mod.ts";
+ * import { loadTokenizer, loadTokenizerSource, tokenizerSource } from "./tokenizer.ts";
+ * const tokenizer = await loadTokenizer(defaultTokenizerPath());
+ * const again = await loadTokenizerSource(tokenizerSource(tokenizer));
+ * assert.deepEqual(again.encode("<think>hi</think>"), tokenizer.encode("<think>hi</think>"));
+ * assert.deepEqual(again.ending, tokenizer.ending);
+ * ```
+ */
+export async function loadTokenizerSource(source: TokenizerSource): Promise<ChatTokenizer> {
+  const loaded = await loadTokenizer(source.path, {
+    textTokens: source.textTokens,
+    chatTemplate: source.templateOverride ?? undefined,
+  });
+  return withFormats(loaded, source.formats);
 }
 
 /** The core tokenizer's parts that plain encoding uses (@huggingface/tokenizers' `Tokenizer`). */
@@ -316,12 +397,7 @@ function plainText(core: CoreTokenizer): PlainText {
     throw new Error("Cannot load tokenizer: remove_space and lowercasing are not supported");
   }
   const addedIds = new Set(core.added_tokens.map((token) => token.id));
-  const sections = new SectionCache((text, section) => {
-    const normalized = core.normalizer ? core.normalizer(text) : text;
-    if (normalized.length === 0) return [];
-    const pieces = core.pre_tokenizer
-      ? core.pre_tokenizer(normalized, { section_index: section })
-      : [normalized];
+  const model = (pieces: string[]) => {
     const ids = core.model(pieces).map((token) =>
       core.model.tokens_to_ids.get(token) ?? core.model.unk_token_id ?? -1
     );
@@ -331,6 +407,30 @@ function plainText(core: CoreTokenizer): PlainText {
       }
     }
     return ids;
+  };
+  const sections = new SectionCache((text, section, guard) => {
+    const normalized = core.normalizer ? core.normalizer(text) : text;
+    if (normalized.length === 0) return [];
+    const pieces = core.pre_tokenizer
+      ? core.pre_tokenizer(normalized, { section_index: section })
+      : [normalized];
+    if (!guard) return model(pieces);
+    // A batch of pieces at a time, so a guard can stop a long section: the same tokens, since
+    // the model encodes each piece on its own.
+    const ids: number[] = [];
+    for (let at = 0; at < pieces.length; at += GUARD_BATCH_PIECES) {
+      const batch = pieces.slice(at, at + GUARD_BATCH_PIECES);
+      for (const piece of batch) {
+        if (piece.length > GIANT_PIECE_CHARS) guard.foresee(giantPieceFloor(piece, model));
+      }
+      const batchIds = model(batch);
+      for (const id of batchIds) ids.push(id);
+      guard.add(batchIds.length);
+    }
+    return ids;
   }, { minChars: SECTION_CACHE_MIN_CHARS, capacityChars: SECTION_CACHE_CHARS });
-  return new PlainText(core.added_tokens, (text, section) => sections.encode(text, section));
+  return new PlainText(
+    core.added_tokens,
+    (text, section, guard) => sections.encode(text, section, guard),
+  );
 }

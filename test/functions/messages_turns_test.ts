@@ -136,7 +136,16 @@ Deno.test("a prompt over the context window is refused in Anthropic's words; max
     });
     assert.equal(long.status, 400);
     assert.equal(long.body.error.type, "invalid_request_error");
-    assert.match(long.body.error.message, /^prompt is too long: \d+ tokens > 299 maximum$/);
+    // Refused as soon as the count passed the window: a lower bound, in the wording Claude Code
+    // reads its counts from (`prompt is too long[^0-9]*(\d+)\s*tokens?\s*>\s*(\d+)`).
+    assert.match(
+      long.body.error.message,
+      /^prompt is too long: more than \d+ tokens > 299 maximum$/,
+    );
+    const [, counted, maximum] = long.body.error.message.match(
+      /prompt is too long[^0-9]*(\d+)\s*tokens?\s*>\s*(\d+)/,
+    );
+    assert.ok(Number(counted) >= 300 && Number(maximum) === 299, long.body.error.message);
     assert.deepEqual(await kvSnapshot(gw.kv), before);
     const ok = await ask(gw, token, { max_tokens: 100_000, messages: HI });
     assert.equal(ok.status, 200);

@@ -1,0 +1,61 @@
+/**
+ * The messages between the encoder pool and its workers (`_encoder_worker.ts`).
+ *
+ * @module
+ */
+import type { ChatMessage, ChatPrompt } from "../chat/mod.ts";
+import type { TokenizerSource } from "./tokenizer.ts";
+
+/** Loads the tokenizer; answered `ready` or `failed`. */
+export interface InitMessage {
+  readonly type: "init";
+  readonly source: TokenizerSource;
+}
+
+/** A prompt or a delta to render and encode. */
+export type EncodeJob =
+  & {
+    readonly type: "job";
+    readonly id: number;
+    /** Most tokens the result may hold (`Infinity` for no bound). */
+    readonly maxTokens: number;
+    /**
+     * A shared `Int32Array` of two slots: the pool sets the first to 1 when nobody waits any
+     * more; the worker keeps the tokens it has counted in the second.
+     */
+    readonly cancel: SharedArrayBuffer;
+  }
+  & (
+    | { readonly kind: "prompt"; readonly prompt: ChatPrompt }
+    | {
+      readonly kind: "delta";
+      readonly messages: readonly ChatMessage[];
+      readonly enableThinking: boolean | undefined;
+    }
+  );
+
+/** What the pool sends a worker. */
+export type EncoderMessage = InitMessage | EncodeJob;
+
+/** What a worker answers. */
+export type EncodeReply =
+  | { readonly type: "ready" }
+  | { readonly type: "failed"; readonly message: string }
+  /** It starts on the job (jobs before it are answered). */
+  | { readonly type: "started"; readonly id: number }
+  | {
+    readonly type: "done";
+    readonly id: number;
+    readonly text: string;
+    readonly tokens: Uint32Array;
+  }
+  | { readonly type: "over"; readonly id: number; readonly tokens: number; readonly budget: number }
+  | { readonly type: "cancelled"; readonly id: number }
+  | {
+    readonly type: "error";
+    readonly id: number;
+    readonly name: string;
+    readonly message: string;
+    /** The field a `LimitError` names. */
+    readonly field?: string;
+  };

@@ -1,0 +1,85 @@
+/**
+ * A tokenizer worker of the encoder pool (`encoder_pool.ts`): it loads the served tokenizer once
+ * (the gateway's faster steps and section cache included), then renders and encodes the jobs it
+ * is sent, one at a time in the order they came, each watched by a guard that stops it once its
+ * tokens pass the job's budget or the job's cancel flag (shared memory the pool sets) is raised.
+ *
+ * The protocol: `{type: "init", source}` first, answered `ready` or `failed`; then jobs
+ * `{type: "job", id, kind, …, maxTokens, cancel}`, each announced `started` (unless cancelled
+ * before) and answered `done` (text and tokens, the tokens' buffer transferred), `over`,
+ * `cancelled` or `error`.
+ *
+ * @module
+ */
+
+// onnxruntime-web's loader inside @huggingface/transformers resolves a URL against
+// `location.origin`, which a worker started from a file: URL has as "null": hide it before the
+// library loads.
+Object.defineProperty(globalThis, "location", { value: undefined, configurable: true });
+
+const template = await import("./mod.ts");
+type Job = import("./_encoder_protocol.ts").EncodeJob;
+type Reply = import("./_encoder_protocol.ts").EncodeReply;
+
+let loading: Promise<import("./tokenizer.ts").ChatTokenizer> | null = null;
+
+/** This worker's scope, as a worker sees it (the type checker knows only a window's). */
+const scope = self as unknown as {
+  postMessage(message: unknown, transfer: Transferable[]): void;
+  onmessage: (event: MessageEvent) => void;
+};
+
+const post = (reply: Reply, transfer: Transferable[] = []) => scope.postMessage(reply, transfer);
+
+scope.onmessage = async (event: MessageEvent) => {
+  const message = event.data as import("./_encoder_protocol.ts").EncoderMessage;
+  if (message.type === "init") {
+    loading = template.loadTokenizerSource(message.source);
+    try {
+      await loading;
+      post({ type: "ready" });
+    } catch (error) {
+      post({ type: "failed", message: (error as Error).message });
+    }
+    return;
+  }
+  const tokenizer = await loading!;
+  run(tokenizer, message);
+};
+
+/** Runs one job to its reply. */
+function run(tokenizer: import("./tokenizer.ts").ChatTokenizer, job: Job): void {
+  const shared = new Int32Array(job.cancel);
+  if (Atomics.load(shared, 0) !== 0) return post({ type: "cancelled", id: job.id });
+  post({ type: "started", id: job.id });
+  const guard: import("./encode_guard.ts").EncodeGuard = new template.EncodeGuard(
+    job.maxTokens,
+    () => {
+      Atomics.store(shared, 1, Math.min(guard.tokens, 0x7fffffff));
+      return Atomics.load(shared, 0) !== 0;
+    },
+  );
+  try {
+    const rendered = job.kind === "prompt"
+      ? template.renderPrompt(tokenizer, job.prompt, guard)
+      : template.renderDelta(tokenizer, job.messages, job.enableThinking, guard);
+    const tokens = Uint32Array.from(rendered.tokens);
+    post({ type: "done", id: job.id, text: rendered.text, tokens }, [tokens.buffer]);
+  } catch (error) {
+    if (error instanceof template.OverBudgetError) {
+      post({ type: "over", id: job.id, tokens: error.tokens, budget: error.budget });
+    } else if (error instanceof template.EncodeCancelledError) {
+      post({ type: "cancelled", id: job.id });
+    } else {
+      const { name, message } = error as Error;
+      const field = (error as { field?: unknown }).field;
+      post({
+        type: "error",
+        id: job.id,
+        name,
+        message,
+        ...(typeof field === "string" ? { field } : {}),
+      });
+    }
+  }
+}

@@ -39,3 +39,27 @@ export function seeded(seed: number): Random {
     pick: (items) => items[Math.floor(next() * items.length)],
   };
 }
+
+/** The base64 alphabet: its digits and `+/` cut a blob into short pieces. */
+export const BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/**
+ * A spaceless text of `chars` characters drawn from `alphabet` (a base64 blob or a minified
+ * bundle, as agents' tool outputs hold), the same for the same arguments.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * assert.equal(blob(8, "ab").length, 8);
+ * assert.equal(blob(8, "ab"), blob(8, "ab"));
+ * ```
+ */
+export function blob(chars: number, alphabet = BASE64): string {
+  const out = new Array<string>(chars);
+  let x = 12_345;
+  for (let i = 0; i < chars; i++) {
+    x = (x * 1_103_515_245 + 12_345) & 0x7fffffff;
+    out[i] = alphabet[x % alphabet.length];
+  }
+  return out.join("");
+}

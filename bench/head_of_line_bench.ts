@@ -15,10 +15,9 @@
  *
  * @module
  */
-import { ADMIN, percentile, startEngineProcess } from "./_harness.ts";
-import { body, opening, sweep } from "./_claude_code_load.ts";
-import { filler } from "./_harness.ts";
-import { RESULT_LINES } from "./_claude_code_load.ts";
+import { ADMIN, filler, percentile, startEngineProcess } from "./_harness.ts";
+import { body, opening, RESULT_LINES, sweep } from "./_claude_code_load.ts";
+import { BASE64, blob } from "./_random.ts";
 import { spawnGateway } from "../test/process/_gateway_process.ts";
 import type { MessageParam } from "../lib/anthropic/mod.ts";
 
@@ -32,19 +31,7 @@ const SIZES_MB = [0.5, 1.5, 4];
 const CPU_SESSIONS = 64;
 const CPU_TURNS = 6;
 
-const BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 const LETTERS = "abcdefghijklmnopqrstuvwxyz";
-
-/** A spaceless text of `bytes` characters drawn from `alphabet`. */
-function blob(bytes: number, alphabet: string): string {
-  const chars = new Array<string>(bytes);
-  let x = 12_345;
-  for (let i = 0; i < bytes; i++) {
-    x = (x * 1_103_515_245 + 12_345) & 0x7fffffff;
-    chars[i] = alphabet[x % alphabet.length];
-  }
-  return chars.join("");
-}
 
 /** CPU milliseconds of thread `tid` of process `pid` so far. */
 function threadCpuMs(pid: number, tid: number): number {

@@ -10,6 +10,7 @@ import type { EncoderPool } from "../../lib/template/mod.ts";
 import { assertChainExact, callsOfSample } from "../_chain_exact.ts";
 import { startGateway, type TestGateway } from "../_gateway.ts";
 import { until } from "../engine/_client.ts";
+import { blob } from "../../bench/_random.ts";
 
 const call =
   `<tool_call>\n{"name": "Bash", "arguments": {"command": "cat bundle.js"}}\n</tool_call>`;
@@ -17,18 +18,6 @@ const TOOLS = [{
   name: "Bash",
   input_schema: { type: "object", properties: { command: { type: "string" } } },
 }];
-
-/** A spaceless text of `chars` characters, as a base64 blob or a minified bundle is. */
-function blob(chars: number): string {
-  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  let text = "";
-  let x = 12_345;
-  for (let i = 0; i < chars; i++) {
-    x = (x * 1_103_515_245 + 12_345) & 0x7fffffff;
-    text += alphabet[x % alphabet.length];
-  }
-  return text;
-}
 
 /** POSTs a Messages body with `token`. */
 function post(gw: TestGateway, token: string, body: unknown, signal?: AbortSignal) {

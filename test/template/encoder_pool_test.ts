@@ -23,6 +23,7 @@ import {
 import { qwen3 } from "../_gateway.ts";
 import { EDGES, randomTexts } from "./_library_tokenizer.ts";
 import { until } from "../engine/_client.ts";
+import { blob } from "../../bench/_random.ts";
 
 const tokenizer = await qwen3();
 
@@ -134,18 +135,6 @@ Deno.test("the pool's tokens equal the event loop's for edge-case texts and seed
     await encoder.close();
   }
 });
-
-/** A spaceless text of `chars` characters, as a base64 blob is. */
-function blob(chars: number): string {
-  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  let text = "";
-  let x = 12_345;
-  for (let i = 0; i < chars; i++) {
-    x = (x * 1_103_515_245 + 12_345) & 0x7fffffff;
-    text += alphabet[x % alphabet.length];
-  }
-  return text;
-}
 
 Deno.test("a text past its budget stops there, in the pool as on the event loop, with the same count", async () => {
   const encoder = pool();

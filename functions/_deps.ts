@@ -11,8 +11,14 @@ import { dispatchToolsOf, KNOWN_CLIENTS } from "../lib/clients/mod.ts";
 import { type Config, ConfigError, resolveConfig } from "../lib/config/mod.ts";
 import { type Engine, EngineControl, SglangClient } from "../lib/engine/mod.ts";
 import { ChainCache, sharedSecret } from "../lib/kv/mod.ts";
-import { type CachedChain, cachedChainTokens, type TurnDeps } from "../lib/session/mod.ts";
 import {
+  type CachedChain,
+  cachedChainTokens,
+  type TurnDeps,
+  TurnLoad,
+} from "../lib/session/mod.ts";
+import {
+  adaptiveEncoder,
   type ChatTokenizer,
   checkTemplate,
   EncoderPool,
@@ -20,7 +26,6 @@ import {
   loadTokenizer,
   ModelFormatError,
   type ModelFormats,
-  type PromptEncoder,
   resolveFormats,
   TemplateError,
   tokenizerSource,
@@ -87,6 +92,8 @@ export interface Deps extends TurnDeps {
   readonly evalSlots: Slots;
   /** Each conversation's last request and its message identities (characters: 2 × `CHAIN_CACHE_TOKENS`). */
   readonly identities: IdentityMemo;
+  /** The tokenizer workers `encoder` sends texts to; `null` with `TOKENIZER_WORKERS=0`. */
+  readonly encoderPool: EncoderPool | null;
   /** This process's metrics (one registry per process), counted by everything above. */
   readonly metrics: GatewayMetrics;
   /** Releases the engine pool, the scripted engine, live sandboxes and KV. */
@@ -107,10 +114,10 @@ export interface DepsOverrides {
   readonly kv?: Deno.Kv;
   readonly tokenizer?: ChatTokenizer;
   /**
-   * Makes the encoder for the served tokenizer (a pool several gateways share); what it makes is
-   * left open on close.
+   * Makes the pool of `workers` tokenizer workers for the served tokenizer (one several gateways
+   * share); what it makes is left open on close.
    */
-  readonly encoder?: (tokenizer: ChatTokenizer, workers: number) => PromptEncoder;
+  readonly encoderPool?: (tokenizer: ChatTokenizer, workers: number) => EncoderPool;
   readonly engine?: Engine;
   readonly sandbox?: SandboxBackend;
 }
@@ -176,7 +183,15 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     metrics,
   };
   const agents = await agentInstalls(config.rollout);
-  const encoder = (overrides.encoder ?? promptEncoder)(tokenizer, config.tokenizerWorkers);
+  const load = new TurnLoad();
+  const workers = config.tokenizerWorkers;
+  const pool = workers === 0 ? null : (overrides.encoderPool ?? encoderPool)(tokenizer, workers);
+  const encoder = pool === null ? inProcessEncoder(tokenizer) : adaptiveEncoder(
+    inProcessEncoder(tokenizer),
+    pool,
+    // A small text stays on the event loop while this turn is the only one running.
+    { inlineChars: ENCODE_INLINE_CHARS, contended: () => load.running > 1 },
+  );
   let listening: string | null = null;
   const rollout = new RolloutWorker({
     kv,
@@ -209,6 +224,8 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     cache: new ChainCache<CachedChain>(config.chainCacheTokens, cachedChainTokens),
     dispatch: dispatchToolsOf(KNOWN_CLIENTS),
     encoder,
+    encoderPool: pool,
+    load,
     // Characters of held messages and their identities, about 8 a token of history: sixteen
     // conversations of 256k tokens, or some 250 of Claude Code's early turns.
     identities: new IdentityMemo(2 * config.chainCacheTokens),
@@ -240,7 +257,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       await rollout.stop();
       if (!overrides.sandbox) await Promise.all([...sandboxes.values()].map((s) => s.close()));
       if (!overrides.engine) await engine.close();
-      if (!overrides.encoder) await encoder.close();
+      if (!overrides.encoderPool) await pool?.close();
       await scripted?.close();
       if (!overrides.kv) kv.close();
     },
@@ -249,15 +266,16 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
 
 /** Texts of more characters than this go to the pool's bulk lane (its last worker). */
 const ENCODE_BULK_CHARS = 64 * 1024;
+/**
+ * Texts of at most this many characters a lone turn encodes on the event loop: a few tenths of
+ * a millisecond of work, less than the trip to a worker costs on top of it.
+ */
+const ENCODE_INLINE_CHARS = 4 * 1024;
 /** How long a tokenizer worker may hold on to a cancelled text before it is replaced. */
 const ENCODE_CANCEL_GRACE_MS = 1_000;
 
-/**
- * What renders and encodes a turn's new text: a pool of `workers` tokenizer workers (started on
- * the first turn, or by `warm()`), or the event loop itself with 0.
- */
-export function promptEncoder(tokenizer: ChatTokenizer, workers: number): PromptEncoder {
-  if (workers === 0) return inProcessEncoder(tokenizer);
+/** A pool of `workers` tokenizer workers, started on the first turn (or by `warm()`). */
+export function encoderPool(tokenizer: ChatTokenizer, workers: number): EncoderPool {
   return new EncoderPool(tokenizerSource(tokenizer), {
     workers,
     bulkChars: ENCODE_BULK_CHARS,

@@ -16,8 +16,8 @@ import { Buffer } from "node:buffer";
 import { resolveConfig } from "../lib/config/mod.ts";
 import {
   type ChatTokenizer,
+  type EncoderPool,
   loadTokenizer,
-  type PromptEncoder,
   tokenizerSource,
 } from "../lib/template/mod.ts";
 import { defaultTokenizerPath } from "../lib/config/mod.ts";
@@ -30,7 +30,7 @@ import {
   type Spelling,
   startScriptedEngine,
 } from "../lib/scripted_engine/mod.ts";
-import { buildDeps, type Deps, promptEncoder } from "../functions/_deps.ts";
+import { buildDeps, type Deps, encoderPool } from "../functions/_deps.ts";
 import { createGatewayApp } from "../functions/serve.ts";
 import type { Hono } from "hono";
 import Anthropic from "@anthropic-ai/sdk";
@@ -39,23 +39,21 @@ import type { SandboxBackend } from "../lib/sandbox/mod.ts";
 
 let tokenizer: Promise<ChatTokenizer> | null = null;
 
-/** One encoder pool per served tokenizer, shared by this process's test gateways. */
-const encoders = new Map<string, PromptEncoder>();
+/** One encoder pool per served tokenizer and size, shared by this process's test gateways. */
+const pools = new Map<string, EncoderPool>();
 
 /**
- * The encoder a test gateway gets: its configuration's (`TOKENIZER_WORKERS=0` encodes on the
- * event loop), from a pool this process's gateways share, so each test does not load the
- * tokenizer into workers again. The pools live as long as the process.
+ * The tokenizer workers a test gateway gets: a pool this process's gateways share, so each test
+ * does not load the tokenizer into workers again. The pools live as long as the process.
  */
-function sharedEncoder(served: ChatTokenizer, workers: number): PromptEncoder {
-  if (workers === 0) return promptEncoder(served, 0);
+function sharedPool(served: ChatTokenizer, workers: number): EncoderPool {
   const key = JSON.stringify([tokenizerSource(served), workers]);
-  let encoder = encoders.get(key);
-  if (!encoder) {
-    encoder = promptEncoder(served, workers);
-    encoders.set(key, encoder);
+  let pool = pools.get(key);
+  if (!pool) {
+    pool = encoderPool(served, workers);
+    pools.set(key, pool);
   }
-  return encoder;
+  return pool;
 }
 
 /** The Qwen3 tokenizer, loaded once per test process. */
@@ -202,7 +200,7 @@ export async function startGateway(
     kv,
     tokenizer: tok,
     sandbox: options.sandbox,
-    encoder: sharedEncoder,
+    encoderPool: sharedPool,
   });
   const app = createGatewayApp(deps);
   const exchanges: Exchange[] = [];

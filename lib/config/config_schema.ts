@@ -193,7 +193,8 @@ export const ConfigSchema = z.object({
     fallback: "2",
     meaning: "tokenizer workers per gateway process that render and encode each turn's new text " +
       "off the request's event loop (with two or more, the last takes texts over 64 KiB, so a " +
-      "small turn never waits behind a huge one); 0: on the event loop",
+      "small turn never waits behind a huge one; a text of at most 4 KiB stays on the event " +
+      "loop while its turn is the process's only one); 0: all on the event loop",
   }),
   /** Per-token latency of the built-in scripted engine, in milliseconds. */
   scriptedLatencyMs: variable("SCRIPTED_LATENCY_MS", int(0, 60_000), {

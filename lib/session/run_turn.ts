@@ -41,6 +41,7 @@ import {
 import type { GatewayMetrics, TurnFlag } from "../metrics/mod.ts";
 import { EncodeCancelledError, parseOutput } from "../template/mod.ts";
 import { ChainConflictError } from "./errors.ts";
+import type { TurnLoad } from "./turn_load.ts";
 import { LiveOutput } from "./live_output.ts";
 import { OutputFeed } from "./output_feed.ts";
 import { parseTurnOutput, turnText } from "./output.ts";
@@ -58,6 +59,8 @@ export interface TurnDeps extends RouteDeps {
   readonly lease: Pick<LeaseOptions, "ttlMs" | "waitMs">;
   /** This process, as it names itself in the leases it holds. */
   readonly holder: string;
+  /** Counts this process's running turns (what `adaptiveEncoder` asks); none without it. */
+  readonly load?: TurnLoad;
 }
 
 /** A turn ready to generate (or to replay), holding its chain's lease until completed. */
@@ -275,7 +278,14 @@ export async function startTurn<Reply>(
   signal?: AbortSignal,
   options: { live?: boolean; session?: Deno.KvEntry<SessionRecord> } = {},
 ): Promise<StartedTurn<Reply>> {
-  const prepared = await prepareTurn(deps, input, signal, options.session);
+  const leave = deps.load?.enter() ?? (() => {});
+  let prepared: PreparedTurn<Reply>;
+  try {
+    prepared = await prepareTurn(deps, input, signal, options.session);
+  } catch (error) {
+    leave();
+    throw error;
+  }
   const abort = new AbortController();
   const live = options.live === true && prepared.route.replay === null;
   const head = {
@@ -285,6 +295,7 @@ export async function startTurn<Reply>(
     promptIds: live && input.tokenData?.promptIds ? prepared.route.prompt.toArray() : null,
   };
   if (input.sampling.maxTokens === 0) {
+    leave();
     await releaseTurn(prepared);
     return { ...head, completion: null, feed: null, cancel: () => {}, cancelled: false };
   }
@@ -294,7 +305,7 @@ export async function startTurn<Reply>(
   signal?.addEventListener("abort", () => cancel(signal.reason), { once: true });
   return {
     ...head,
-    completion: completeTurn(deps, prepared, feed, abort.signal),
+    completion: completeTurn(deps, prepared, feed, abort.signal, leave),
     feed,
     cancel,
     get cancelled() {
@@ -321,6 +332,7 @@ async function completeTurn<Reply>(
   prepared: PreparedTurn<Reply>,
   feed: OutputFeed | null,
   signal?: AbortSignal,
+  leave?: () => void,
 ): Promise<Reply> {
   try {
     const replay = prepared.route.replay;
@@ -330,6 +342,7 @@ async function completeTurn<Reply>(
     if (signal?.aborted) deps.metrics?.turnCancels.inc();
     throw error;
   } finally {
+    leave?.();
     await prepared.lease?.release();
   }
 }

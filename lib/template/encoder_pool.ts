@@ -22,7 +22,12 @@ import type { ChatMessage, ChatPrompt } from "../chat/mod.ts";
 import { LimitError } from "../limits/mod.ts";
 import type { EncodeJob, EncodeReply } from "./_encoder_protocol.ts";
 import { EncodeCancelledError, OverBudgetError } from "./encode_guard.ts";
-import type { EncodeOptions, PromptEncoder } from "./prompt_encoder.ts";
+import {
+  type EncodeOptions,
+  messagesChars,
+  promptChars,
+  type PromptEncoder,
+} from "./prompt_encoder.ts";
 import { type Rendered, TemplateError } from "./render_delta.ts";
 import type { TokenizerSource } from "./tokenizer.ts";
 
@@ -332,19 +337,4 @@ function workerError(reply: Extract<EncodeReply, { type: "error" }>): Error {
   const error = new Error(reply.message);
   error.name = reply.name;
   return error;
-}
-
-/** Characters of text in `messages`: what decides a job's lane. */
-function messagesChars(messages: readonly ChatMessage[]): number {
-  let chars = 0;
-  for (const message of messages) {
-    chars += message.content.length;
-    if (message.role === "assistant") chars += message.reasoning_content?.length ?? 0;
-  }
-  return chars;
-}
-
-/** Characters of text in a prompt's messages (its tools are few and kept by the section cache). */
-function promptChars(prompt: ChatPrompt): number {
-  return messagesChars(prompt.messages);
 }

@@ -6,7 +6,6 @@
  * tokenizer workers stay up. A client that leaves while its text is encoded frees its worker.
  */
 import assert from "node:assert/strict";
-import type { EncoderPool } from "../../lib/template/mod.ts";
 import { assertChainExact, callsOfSample } from "../_chain_exact.ts";
 import { startGateway, type TestGateway } from "../_gateway.ts";
 import { until } from "../engine/_client.ts";
@@ -29,8 +28,16 @@ function post(gw: TestGateway, token: string, body: unknown, signal?: AbortSigna
   });
 }
 
-/** A tool loop of `turns` small turns, its first question its own; returns the session id. */
-async function smallSession(gw: TestGateway, turns: number, label = "0"): Promise<string> {
+/**
+ * A tool loop of `turns` small turns, its first question its own, each tool result `resultChars`
+ * long at least; returns the session id.
+ */
+async function smallSession(
+  gw: TestGateway,
+  turns: number,
+  label = "0",
+  resultChars = 0,
+): Promise<string> {
   const { id, token } = await gw.openSession();
   const messages: unknown[] = [{ role: "user", content: `What is in bundle ${label}?` }];
   for (let turn = 0; turn < turns; turn++) {
@@ -42,7 +49,11 @@ async function smallSession(gw: TestGateway, turns: number, label = "0"): Promis
     messages.push({ role: "assistant", content: reply.content });
     messages.push({
       role: "user",
-      content: [{ type: "tool_result", tool_use_id: use.id, content: `line ${turn}` }],
+      content: [{
+        type: "tool_result",
+        tool_use_id: use.id,
+        content: `line ${turn}\n`.padEnd(resultChars, "."),
+      }],
     });
   }
   return id;
@@ -112,7 +123,7 @@ Deno.test("a client that leaves while its huge text is encoded frees its tokeniz
     env: { TOKENIZER_WORKERS: "1", CONTEXT_LENGTH: "16777216" },
   });
   try {
-    const pool = gw.deps.encoder as EncoderPool;
+    const pool = gw.deps.encoderPool!;
     await pool.warm();
     const before = pool.stats().replaced;
     const { token } = await gw.openSession();
@@ -129,7 +140,8 @@ Deno.test("a client that leaves while its huge text is encoded frees its tokeniz
     abort.abort();
     await leaving;
     // The next session's turns are answered; the stuck worker was replaced, not waited for.
-    await smallSession(gw, 2);
+    // Its tool result is past what a lone turn encodes on the event loop: it needs the worker.
+    await smallSession(gw, 2, "0", 5_000);
     assert.equal(pool.stats().replaced, before + 1);
     assert.deepEqual(pool.pending(), [0]);
   } finally {

@@ -15,7 +15,8 @@
  * @module
  */
 import type { ChainHeader, TurnRecord } from "../lib/chain/mod.ts";
-import { decodeTurnTokens, keys, liveTurns, parseKey, type ReplayEntry } from "../lib/kv/mod.ts";
+import { decodeTurnTokens, keys, parseKey } from "../lib/kv/mod.ts";
+import { liveTurns, type ReplayEntry } from "../lib/session/mod.ts";
 
 /** What the scan found. */
 export interface KvScan {

@@ -9,7 +9,6 @@ import {
   rawRecord,
   readSessionSegments,
   recordedTools,
-  REWARD_ALLOCATIONS,
   selectSegments,
   type StalenessPolicy,
   toJsonl,
@@ -19,6 +18,7 @@ import {
   toXtuner,
   versionNumber,
 } from "../lib/segment/mod.ts";
+import { REWARD_ALLOCATIONS } from "../lib/config/mod.ts";
 import type { Deps } from "./_deps.ts";
 import { sessionJson } from "./_views.ts";
 

@@ -12,10 +12,10 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { InvalidRequestError } from "../lib/anthropic/mod.ts";
 import { type HarborRef, resolveHarborTask } from "../lib/evaluate/mod.ts";
-import { getRolloutGroup } from "../lib/kv/mod.ts";
 import {
   checkJobId,
   FINAL_PHASES,
+  getRolloutGroup,
   JobNotFoundError,
   readJobSummary,
   requestCancel,

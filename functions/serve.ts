@@ -18,7 +18,8 @@ import { createRolloutApp } from "./rollout.ts";
 import { createTasksApp } from "./tasks.ts";
 import { createUiApp } from "./ui.ts";
 import { sweepExpiredSessions } from "../lib/session/mod.ts";
-import { sweepExpiredRollouts, writeMetricsSnapshot } from "../lib/kv/mod.ts";
+import { writeMetricsSnapshot } from "../lib/kv/mod.ts";
+import { sweepExpiredRollouts } from "../lib/rollout/mod.ts";
 import { METRICS_FRESH_MS, startPublishing, takeSnapshot } from "../lib/metrics/mod.ts";
 import { stopWhenOrphaned, supervise, workerIndex } from "./_workers.ts";
 

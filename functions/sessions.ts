@@ -18,7 +18,7 @@ import {
   SESSION_ID,
   setReward,
 } from "../lib/session/mod.ts";
-import { REWARD_ALLOCATIONS } from "../lib/segment/mod.ts";
+import { REWARD_ALLOCATIONS } from "../lib/config/mod.ts";
 import { admin } from "./_admin.ts";
 import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
 import { exportSamples, type SamplesDeps, SamplesQuery } from "./_samples.ts";

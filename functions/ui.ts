@@ -13,8 +13,14 @@ import { Hono } from "hono";
 import { html } from "hono/html";
 import type { Context } from "hono";
 import { z } from "zod";
-import { getRolloutGroup, listGroupJobs, listRolloutGroups } from "../lib/kv/mod.ts";
-import { JobNotFoundError, readJobSummary, summarizeGroup } from "../lib/rollout/mod.ts";
+import {
+  getRolloutGroup,
+  JobNotFoundError,
+  listGroupJobs,
+  listRolloutGroups,
+  readJobSummary,
+  summarizeGroup,
+} from "../lib/rollout/mod.ts";
 import {
   AuthenticationError,
   listSessionSummaries,

@@ -1,6 +1,7 @@
 /**
  * The stored shapes of a chain: its header and its turns' records, and what a chain is as a
- * training segment. The chain and session layers build and read them; `lib/kv` only stores them.
+ * training segment. The chain and session layers build and read them; `lib/session`'s
+ * `session_store.ts` keeps them in KV.
  *
  * @module
  */

@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { bool, declarations, type DeepReadonly, httpUrl, int, variable } from "./_variable.ts";
-import { REWARD_ALLOCATIONS } from "../segment/reward_allocation.ts";
+import { REWARD_ALLOCATIONS } from "./reward_allocation.ts";
 import { E2bSchema, JudgersSchema, RolloutSchema } from "./_sandbox_schema.ts";
 
 const parserName = z.string().regex(/^[a-z0-9_.-]{1,64}$/);

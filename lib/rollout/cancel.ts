@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { getRolloutJob, modifyRolloutJob } from "../kv/mod.ts";
+import { getRolloutJob, modifyRolloutJob } from "./rollout_store.ts";
 import { pollUntil } from "../timing/mod.ts";
 import { JobNotFoundError } from "./job_view.ts";
 import { FINAL_PHASES, type RolloutJobRecord } from "./records.ts";

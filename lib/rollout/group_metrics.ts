@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { listRolloutGroups } from "../kv/mod.ts";
+import { listRolloutGroups } from "./rollout_store.ts";
 import {
   GROUP_METRICS_LIMIT,
   GROUP_STATS,

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { listChains, listGroupJobs, readLiveTurns } from "../kv/mod.ts";
+import { listChains, readLiveTurns } from "../session/mod.ts";
+import { listGroupJobs } from "./rollout_store.ts";
 import { ROLLOUT_PHASES } from "../metrics/mod.ts";
 import type { RolloutGroupRecord, RolloutJobRecord, RolloutPhase } from "./records.ts";
 

@@ -6,10 +6,9 @@
  */
 import type { CodedError } from "../errors/mod.ts";
 import type { EvaluationResult } from "../evaluate/mod.ts";
-import { getRolloutJob, readRolloutBlob } from "../kv/mod.ts";
+import { getRolloutJob, readRolloutBlob } from "./rollout_store.ts";
 import { readSessionSummary, SessionNotFoundError } from "../session/mod.ts";
-import type { AgentOutcome, RolloutJobRecord, RolloutPhase } from "./records.ts";
-import type { EpisodeReward } from "./run_episode.ts";
+import type { AgentOutcome, EpisodeReward, RolloutJobRecord, RolloutPhase } from "./records.ts";
 
 /** A job at a glance; times in epoch ms. */
 export interface JobSummary {

@@ -1,5 +1,6 @@
 /** Rollouts: groups of agent episodes run in sandboxes, graded and recorded, by durable jobs. @module */
 export * from "./records.ts";
+export * from "./rollout_store.ts";
 export * from "./request.ts";
 export * from "./claude_code.ts";
 export * from "./qwen_code.ts";

@@ -1,9 +1,11 @@
 /**
  * The stored shapes of a rollout: a group of jobs and the phases a job goes through. The
- * rollout layer builds and reads them; `lib/kv` only stores them.
+ * rollout layer builds and reads them; `rollout_store.ts` keeps them in KV.
  *
  * @module
  */
+import type { RewardPayload } from "../session/mod.ts";
+import type { EpisodeStatus } from "./env_loop.ts";
 
 /** Phases a job never leaves. */
 export type FinalPhase = "done" | "failed" | "aborted";
@@ -91,4 +93,14 @@ export interface RolloutGroupRecord {
   readonly taskChunks: number;
   /** The request's settings besides the task (agent, sandbox, budgets, reward mode). */
   readonly settings: unknown;
+}
+
+/** The reward of an episode: the environment's, with how the episode ended. */
+export interface EpisodeReward extends RewardPayload {
+  readonly score: number;
+  readonly status: EpisodeStatus;
+  readonly steps: number;
+  readonly turns: number;
+  /** The environment's last `info`; `{truncated: true, bytes}` when it is too large to keep. */
+  readonly info: Record<string, unknown>;
 }

@@ -14,7 +14,7 @@ import {
   TaskSchema,
 } from "../evaluate/mod.ts";
 import { checkMetadata, jsonBytes, MAX_METADATA_BYTES } from "../limits/mod.ts";
-import { REWARD_ALLOCATIONS } from "../segment/reward_allocation.ts";
+import { REWARD_ALLOCATIONS } from "../config/mod.ts";
 import { EnvTaskSchema, isEnvTask } from "./env_task.ts";
 
 /** Where the agent finds the issue, in its work tree; left out of the patch. */

@@ -16,7 +16,7 @@ import {
   shellQuote,
   type Task,
 } from "../evaluate/mod.ts";
-import { modifyRolloutJob } from "../kv/mod.ts";
+import { modifyRolloutJob } from "./rollout_store.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
 import {
   type ExecResult,
@@ -36,8 +36,7 @@ import {
   prepareAgent,
   readAgentOutcome,
 } from "./harness.ts";
-import type { EpisodeReward } from "./run_episode.ts";
-import type { AgentOutcome, RolloutJobRecord, RolloutPhase } from "./records.ts";
+import type { AgentOutcome, EpisodeReward, RolloutJobRecord, RolloutPhase } from "./records.ts";
 import type { CliSettings, RolloutSettings } from "./request.ts";
 import { collectPatch, installAgent, prepareWorkTree, SetupError } from "./work_tree.ts";
 

@@ -13,7 +13,7 @@ import { EnvClient, EnvError, type UserModel } from "./env_client.ts";
 import { type Episode, type EpisodeStatus, runEnvLoop } from "./env_loop.ts";
 import type { EnvTask } from "./env_task.ts";
 import { gatewayChat } from "./gateway_chat.ts";
-import type { AgentOutcome, RolloutJobRecord } from "./records.ts";
+import type { AgentOutcome, EpisodeReward, RolloutJobRecord } from "./records.ts";
 import type { EnvLoopSettings, RolloutSettings } from "./request.ts";
 import {
   type AttemptDeps,
@@ -23,16 +23,6 @@ import {
   openAttemptSession,
   setAttemptPhase,
 } from "./run_attempt.ts";
-
-/** The reward of an episode: the environment's, with how the episode ended. */
-export interface EpisodeReward extends RewardPayload {
-  readonly score: number;
-  readonly status: EpisodeStatus;
-  readonly steps: number;
-  readonly turns: number;
-  /** The environment's last `info`; `{truncated: true, bytes}` when it is too large to keep. */
-  readonly info: Record<string, unknown>;
-}
 
 /** The settings of a group whose agent is the environment loop. */
 export type EnvRolloutSettings = RolloutSettings & { readonly agent: EnvLoopSettings };

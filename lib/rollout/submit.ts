@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { createRolloutGroup } from "../kv/mod.ts";
+import { createRolloutGroup } from "./rollout_store.ts";
 import type { RolloutJobRecord } from "./records.ts";
 import type { RolloutRequest, RolloutSettings } from "./request.ts";
 

@@ -6,19 +6,16 @@
  *
  * @module
  */
+import { deleteBlob, type HeldLease, keys, tryLease } from "../kv/mod.ts";
 import {
-  deleteBlob,
   getRolloutGroup,
   getRolloutJob,
-  type HeldLease,
-  keys,
   listActiveRolloutJobs,
   modifyRolloutJob,
   readRolloutTask,
-  tryLease,
   updateRolloutJob,
   writeRolloutBlob,
-} from "../kv/mod.ts";
+} from "./rollout_store.ts";
 import { sessionToolTurns } from "./group_view.ts";
 import { closeSession, SessionNotFoundError } from "../session/mod.ts";
 import { FINAL_PHASES, type RolloutJobRecord } from "./records.ts";

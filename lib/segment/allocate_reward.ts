@@ -9,7 +9,7 @@
  */
 import type { RewardedSession } from "../session/mod.ts";
 import type { Segment } from "./segments.ts";
-import type { RewardAllocation } from "./reward_allocation.ts";
+import type { RewardAllocation } from "../config/mod.ts";
 import { type StalenessPolicy, staleSpans } from "./staleness.ts";
 
 /** The choices of an export. */

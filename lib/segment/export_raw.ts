@@ -9,10 +9,11 @@ import {
   listChains,
   liveTurns,
   readAllTurns,
+  readSessionSummary,
   readTurnMessages,
   readTurnTokens,
-} from "../kv/mod.ts";
-import { readSessionSummary, type SessionSummary } from "../session/mod.ts";
+  type SessionSummary,
+} from "../session/mod.ts";
 
 /** One turn as recorded, with its tokens. */
 export interface RawTurn extends TurnRecord {

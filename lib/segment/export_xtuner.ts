@@ -29,8 +29,7 @@
  */
 import { type ChainArrays, type FinishReason, type TurnRecord } from "../chain/mod.ts";
 import type { ChatTool, ChatToolCall } from "../chat/mod.ts";
-import { readTurnMessages } from "../kv/mod.ts";
-import type { RewardedSession } from "../session/mod.ts";
+import { readTurnMessages, type RewardedSession } from "../session/mod.ts";
 import { parseTurnOutput, untypedTools } from "../session/output.ts";
 import type { ChatTokenizer } from "../template/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";

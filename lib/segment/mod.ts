@@ -1,6 +1,5 @@
 /** Training segments and records exported from recorded sessions. @module */
 export * from "./segments.ts";
-export * from "./reward_allocation.ts";
 export * from "./allocate_reward.ts";
 export * from "./staleness.ts";
 export * from "./samples.ts";

@@ -13,8 +13,14 @@ import {
   segmentKind,
   type TurnRecord,
 } from "../chain/mod.ts";
-import { listChains, readLiveTurns, readReward, readTurnTokens } from "../kv/mod.ts";
-import { liveSession, type RewardedSession } from "../session/mod.ts";
+import {
+  listChains,
+  liveSession,
+  readLiveTurns,
+  readReward,
+  readTurnTokens,
+  type RewardedSession,
+} from "../session/mod.ts";
 
 /** Where a segment comes from. */
 export interface Lineage {

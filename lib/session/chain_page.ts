@@ -15,7 +15,7 @@ import {
   readLiveTurns,
   readReplayCounts,
   readTurnTokens,
-} from "../kv/mod.ts";
+} from "./session_store.ts";
 import { ChainNotFoundError } from "./errors.ts";
 import { liveSession } from "./lifecycle.ts";
 

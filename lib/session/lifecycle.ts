@@ -9,19 +9,19 @@ import { type ChainHeader, type ChainRole, type SegmentKind, segmentKind } from 
 import {
   acquireLease,
   anyLeaseHeld,
-  deleteSession,
-  expiredSessions,
-  getRewardRecord,
-  getSession,
   keys,
   type LeaseOptions,
   LeaseTimeoutError,
+} from "../kv/mod.ts";
+import {
+  deleteSession,
+  expiredSessions,
+  getSession,
   listChains,
   listSessions,
-  putReward,
-  readReward,
   updateSession,
-} from "../kv/mod.ts";
+} from "./session_store.ts";
+import { getRewardRecord, putReward, readReward } from "./reward_store.ts";
 import {
   jsonBytes,
   LimitError,

@@ -1,5 +1,7 @@
 /** Sessions: tokens, routing requests to chains, and running one turn. @module */
 export * from "./records.ts";
+export * from "./session_store.ts";
+export * from "./reward_store.ts";
 export * from "./errors.ts";
 export * from "./session.ts";
 export * from "./turn_input.ts";

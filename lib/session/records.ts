@@ -1,10 +1,10 @@
 /**
  * The stored shapes of a session: its record and its reward. The session layer builds and reads
- * them; `lib/kv` only stores them.
+ * them; `session_store.ts` and `reward_store.ts` keep them in KV.
  *
  * @module
  */
-import type { RewardAllocation } from "../segment/reward_allocation.ts";
+import type { RewardAllocation } from "../config/mod.ts";
 
 /** The trainer's verdict on an episode: a numeric `score` and whatever evidence comes with it. */
 export interface RewardPayload {

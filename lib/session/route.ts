@@ -9,14 +9,14 @@
  */
 import { type ChainHeader, deltaAfter, type TurnMessages, type TurnRecord } from "../chain/mod.ts";
 import { PromptIds } from "../engine/mod.ts";
+import { keys } from "../kv/mod.ts";
 import {
   getChain,
-  keys,
   readLiveTurns,
   readTurnTokens,
   registerChain,
   reopenChain,
-} from "../kv/mod.ts";
+} from "./session_store.ts";
 import { LimitError, MAX_CHAINS_PER_SESSION } from "../limits/mod.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
 import {

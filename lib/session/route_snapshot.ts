@@ -6,8 +6,8 @@
  * @module
  */
 import type { ChainHeader } from "../chain/mod.ts";
+import { type ChainCache } from "../kv/mod.ts";
 import {
-  type ChainCache,
   getAgentChain,
   getChain,
   getReplay,
@@ -15,7 +15,7 @@ import {
   liveTurns,
   readAllTurns,
   readTurnTokens,
-} from "../kv/mod.ts";
+} from "./session_store.ts";
 import type { PromptIds } from "../engine/mod.ts";
 import type { ChatTokenizer } from "../template/mod.ts";
 import { liveSession } from "./lifecycle.ts";

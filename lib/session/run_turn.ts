@@ -24,20 +24,22 @@ import { type Engine, newRid, type SamplingParams, samplingParams } from "../eng
 import type { RoundtripPolicy } from "../config/mod.ts";
 import {
   acquireLease,
-  commitTurn,
-  countReplay,
   encodeTurnTokens,
-  getChain,
   handOverLease,
   type HeldLease,
   keys,
   leaseIfUnchanged,
   type LeaseOptions,
+  tryLease,
+} from "../kv/mod.ts";
+import {
+  commitTurn,
+  countReplay,
+  getChain,
   readAllTurns,
   readTurnTokens,
-  tryLease,
   writeTurnMessages,
-} from "../kv/mod.ts";
+} from "./session_store.ts";
 import type { GatewayMetrics, TurnFlag } from "../metrics/mod.ts";
 import { EncodeCancelledError, parseOutput } from "../template/mod.ts";
 import { ChainConflictError } from "./errors.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { createSession, getSession } from "../kv/mod.ts";
+import { createSession, getSession } from "./session_store.ts";
 import { checkMetadata } from "../limits/mod.ts";
 import {
   AuthenticationError,

@@ -18,7 +18,7 @@
  *
  * @module
  */
-import type { OutputBlock, ParsedOutput } from "./parse_output.ts";
+import type { OutputBlock, ParsedOutput } from "./output_blocks.ts";
 import { argumentsProblem } from "./tool_parser.ts";
 
 const START = "<|start|>";

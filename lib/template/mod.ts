@@ -7,6 +7,7 @@ export * from "./plain_text.ts";
 export * from "./render_delta.ts";
 export * from "./reasoning_parser.ts";
 export * from "./tool_parser.ts";
+export * from "./output_blocks.ts";
 export * from "./parse_output.ts";
 export * from "./model_family.ts";
 export * from "./qwen3_coder_parser.ts";

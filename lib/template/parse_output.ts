@@ -8,18 +8,10 @@ import { parseGlmCalls } from "./glm_parser.ts";
 import { parseHarmony } from "./harmony_parser.ts";
 import type { ModelFormats } from "./model_family.ts";
 import { parseQwen3CoderCalls, type ToolSchemas } from "./qwen3_coder_parser.ts";
+import type { OutputBlock, ParsedOutput } from "./output_blocks.ts";
 import { splitReasoning } from "./reasoning_parser.ts";
 import { KIMI_K2_SECTION_BEGIN, parseDeepSeekV31Calls, parseKimiK2Calls } from "./section_calls.ts";
 import { type AnswerPart, type ParsedAnswer, parseToolCalls } from "./tool_parser.ts";
-
-/** One block of a parsed output. */
-export type OutputBlock = { readonly type: "thinking"; readonly thinking: string } | AnswerPart;
-
-/** A parsed output and the reasons it was ill-formed (empty when it was not). */
-export interface ParsedOutput {
-  readonly blocks: OutputBlock[];
-  readonly illFormed: string[];
-}
 
 /** What the parser needs to know about the model and the request that produced the output. */
 export interface ParseOptions {

@@ -17,7 +17,8 @@
  * @module
  */
 import { KIMI_K2_SECTION_BEGIN } from "./section_calls.ts";
-import { type OutputBlock, parseAnswer, type ParseOptions, QWEN3 } from "./parse_output.ts";
+import type { OutputBlock } from "./output_blocks.ts";
+import { parseAnswer, type ParseOptions, QWEN3 } from "./parse_output.ts";
 import { parseHarmony } from "./harmony_parser.ts";
 import type { ToolSchemas } from "./qwen3_coder_parser.ts";
 

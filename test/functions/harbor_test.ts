@@ -4,7 +4,7 @@
  * listing a folder of tasks, and one fixture solved through `POST /rollout` by a stdlib agent.
  */
 import assert from "node:assert/strict";
-import { getRolloutGroup, readRolloutTask } from "../../lib/kv/mod.ts";
+import { getRolloutGroup, readRolloutTask } from "../../lib/rollout/mod.ts";
 import { ADMIN_HEADERS, startGateway, type TestGateway } from "../_gateway.ts";
 import {
   copyFixture,

@@ -3,7 +3,7 @@
  * backend — each with the error envelope and nothing queued.
  */
 import assert from "node:assert/strict";
-import { listActiveRolloutJobs } from "../../lib/kv/mod.ts";
+import { listActiveRolloutJobs } from "../../lib/rollout/mod.ts";
 import { ADMIN_HEADERS, startGateway } from "../_gateway.ts";
 
 const ADMIN = ADMIN_HEADERS;

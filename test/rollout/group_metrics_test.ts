@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
-import { createRolloutGroup, modifyRolloutJob } from "../../lib/kv/mod.ts";
+import {
+  createRolloutGroup,
+  groupToolTurnsFamily,
+  modifyRolloutJob,
+  queuedJob,
+  type RolloutJobRecord,
+} from "../../lib/rollout/mod.ts";
 import { renderExposition } from "../../lib/metrics/mod.ts";
-import { groupToolTurnsFamily, queuedJob, type RolloutJobRecord } from "../../lib/rollout/mod.ts";
 
 /** A group of `n` queued jobs created at `createdAt`; returns its id and its jobs' ids. */
 async function group(kv: Deno.Kv, id: string, n: number, createdAt: number) {

@@ -21,7 +21,7 @@ import {
   type RouteRequest,
   type RouteSnapshot,
 } from "../../lib/session/mod.ts";
-import { session as sessionRecord } from "../kv/_store.ts";
+import { session as sessionRecord } from "./_store.ts";
 
 /** The dispatch tools of every known client, as the gateway reads them. */
 const DISPATCH = dispatchToolsOf(KNOWN_CLIENTS);

@@ -1,18 +1,16 @@
 import assert from "node:assert/strict";
 import { flattenChain } from "../../lib/chain/mod.ts";
+import { keys } from "../../lib/kv/mod.ts";
 import {
+  ChainNotFoundError,
   countReplay,
   deleteSession,
   getChain,
-  keys,
-  readLiveTurns,
-  readTurnTokens,
-} from "../../lib/kv/mod.ts";
-import {
-  ChainNotFoundError,
   MAX_PAGE_TOKENS,
   readChainPage,
+  readLiveTurns,
   readTimeline,
+  readTurnTokens,
   SessionNotFoundError,
 } from "../../lib/session/mod.ts";
 import { startGateway, type TestGateway } from "../_gateway.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { TurnTokens } from "../../lib/kv/chunked.ts";
 import { KV_MAX_COMMIT_BYTES } from "../../lib/kv/keys.ts";
-import { commitTurn, getChain, readLiveTurns } from "../../lib/kv/session_store.ts";
+import { commitTurn, getChain, readLiveTurns } from "../../lib/session/mod.ts";
 import { chunkStamps, readBack, SID, tokensOf, turnCommit } from "./_store.ts";
 
 Deno.test("commitTurn() writes a turn larger than one commit in several commits", async () => {

@@ -11,9 +11,9 @@ import {
   readLiveTurns,
   readTurnTokens,
   registerChain,
+  type SessionRecord,
   type TurnCommit,
-} from "../../lib/kv/session_store.ts";
-import type { SessionRecord } from "../../lib/session/mod.ts";
+} from "../../lib/session/mod.ts";
 import { chunkStamps, header, readBack, session, SID, tokensOf, turnCommit } from "./_store.ts";
 
 Deno.test("createSession() stores a session and refuses a duplicate id", async () => {

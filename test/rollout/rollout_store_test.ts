@@ -7,13 +7,14 @@ import {
   listGroupJobs,
   listRolloutGroups,
   modifyRolloutJob,
+  queuedJob,
   readRolloutBlob,
   readRolloutTask,
+  type RolloutJobRecord,
   sweepExpiredRollouts,
   updateRolloutJob,
   writeRolloutBlob,
-} from "../../lib/kv/mod.ts";
-import { queuedJob, type RolloutJobRecord } from "../../lib/rollout/mod.ts";
+} from "../../lib/rollout/mod.ts";
 
 function job(id: string, createdAt: number): RolloutJobRecord {
   return queuedJob({ id, groupId: "grp_1", index: 0, maxAttempts: 2, createdAt });

@@ -7,11 +7,21 @@
  *
  * @module
  */
-import type { RewardPayload, SessionRecord } from "../session/records.ts";
-import { commit } from "./atomic.ts";
-import { deleteBlob, readBlob, writeBlob } from "./blob.ts";
-import { keys } from "./keys.ts";
-import type { RewardRecord } from "./records.ts";
+import { commit, deleteBlob, keys, readBlob, writeBlob } from "../kv/mod.ts";
+import type { RewardPayload, SessionRecord } from "./records.ts";
+
+/**
+ * A session's reward as stored under its own key: small payloads inline, larger ones as a
+ * chunked blob under a version of their own (written before this record names it).
+ */
+export interface RewardRecord {
+  readonly score: number;
+  /** The whole payload, when it is small enough to sit here; `null` when it is a blob. */
+  readonly payload: RewardPayload | null;
+  /** The blob holding the payload: its version and chunk count; `null` when inline. */
+  readonly blob: { readonly version: string; readonly chunks: number } | null;
+  readonly setAt: number;
+}
 
 /** Tries at reading a large reward while a new one replaces it. */
 const READ_TRIES = 4;

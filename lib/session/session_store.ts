@@ -7,15 +7,28 @@
  * @module
  */
 import type { ChainHeader, TurnMessages, TurnRecord } from "../chain/records.ts";
-import type { SessionRecord } from "../session/records.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
-import { commit } from "./atomic.ts";
-import { readBlob, writeBlob } from "./blob.ts";
-import { type DecodedTurnTokens, decodeTurnTokens } from "./chunked.ts";
-import { keys, KV_MAX_COMMIT_BYTES, KV_MAX_GET_MANY, parseKey } from "./keys.ts";
-import { listPage } from "./list_page.ts";
-import type { Lease } from "./lease.ts";
-import type { ReplayEntry } from "./records.ts";
+import {
+  commit,
+  type DecodedTurnTokens,
+  decodeTurnTokens,
+  keys,
+  KV_MAX_COMMIT_BYTES,
+  KV_MAX_GET_MANY,
+  type Lease,
+  listPage,
+  parseKey,
+  readBlob,
+  writeBlob,
+} from "../kv/mod.ts";
+import type { SessionRecord } from "./records.ts";
+
+/** Which turn answered a request body. */
+export interface ReplayEntry {
+  readonly chainId: string;
+  readonly index: number;
+  readonly rid: string;
+}
 
 /** Room left in a commit for the records and keys besides the chunks. */
 const COMMIT_SLACK_BYTES = 32_768;

@@ -5,8 +5,7 @@
  */
 import type { ChainHeader, TurnRecord } from "../../lib/chain/mod.ts";
 import { encodeTurnTokens, type TurnTokens } from "../../lib/kv/chunked.ts";
-import { readTurnTokens, type TurnCommit } from "../../lib/kv/session_store.ts";
-import type { SessionRecord } from "../../lib/session/mod.ts";
+import { readTurnTokens, type SessionRecord, type TurnCommit } from "../../lib/session/mod.ts";
 
 export const SID = "s1";
 

@@ -5,16 +5,17 @@
  *
  * @module
  */
-import type {
-  FinalPhase,
-  RolloutGroupRecord,
-  RolloutJobRecord,
-  RolloutPhase,
-} from "../rollout/records.ts";
-import { commit } from "./atomic.ts";
-import { deleteBlob, readBlob, writeBlob } from "./blob.ts";
-import { keys, KV_MAX_GET_MANY, parseKey } from "./keys.ts";
-import { listPage } from "./list_page.ts";
+import {
+  commit,
+  deleteBlob,
+  keys,
+  KV_MAX_GET_MANY,
+  listPage,
+  parseKey,
+  readBlob,
+  writeBlob,
+} from "../kv/mod.ts";
+import type { FinalPhase, RolloutGroupRecord, RolloutJobRecord, RolloutPhase } from "./records.ts";
 
 /**
  * Which phases take a job out of the index of unfinished jobs: the final ones, checked against

@@ -7,10 +7,10 @@
  * @module
  */
 import { jsonBytes } from "../limits/mod.ts";
-import { closeSession, openSession, type RewardPayload, setReward } from "../session/mod.ts";
+import { closeSession, openSession, setReward } from "../session/mod.ts";
 import { logTail } from "../evaluate/mod.ts";
 import { EnvClient, EnvError, type UserModel } from "./env_client.ts";
-import { type Episode, type EpisodeStatus, runEnvLoop } from "./env_loop.ts";
+import { type Episode, runEnvLoop } from "./env_loop.ts";
 import type { EnvTask } from "./env_task.ts";
 import { gatewayChat } from "./gateway_chat.ts";
 import type { AgentOutcome, EpisodeReward, RolloutJobRecord } from "./records.ts";

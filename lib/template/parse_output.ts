@@ -11,7 +11,7 @@ import { parseQwen3CoderCalls, type ToolSchemas } from "./qwen3_coder_parser.ts"
 import type { OutputBlock, ParsedOutput } from "./output_blocks.ts";
 import { splitReasoning } from "./reasoning_parser.ts";
 import { KIMI_K2_SECTION_BEGIN, parseDeepSeekV31Calls, parseKimiK2Calls } from "./section_calls.ts";
-import { type AnswerPart, type ParsedAnswer, parseToolCalls } from "./tool_parser.ts";
+import { type ParsedAnswer, parseToolCalls } from "./tool_parser.ts";
 
 /** What the parser needs to know about the model and the request that produced the output. */
 export interface ParseOptions {

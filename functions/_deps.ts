@@ -24,6 +24,7 @@ import {
   EncoderPool,
   inProcessEncoder,
   loadTokenizer,
+  modelFamily,
   ModelFormatError,
   type ModelFormats,
   resolveFormats,
@@ -526,7 +527,7 @@ export function loweringOptions(deps: Pick<Deps, "config" | "tokenizer">): Lower
   return {
     images: deps.config.imagePolicy,
     keepAttribution: deps.config.keepAttribution,
-    toolCallIds: deps.tokenizer.formats.toolCallParser === "kimi_k2" ? "functions" : "client",
+    toolCallIds: modelFamily(deps.tokenizer.formats).toolCallIds,
   };
 }
 

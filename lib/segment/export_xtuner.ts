@@ -10,9 +10,9 @@
  *   and, when the turn called tools, `tool_calls` as parsed for the agent (names known, values
  *   untyped).
  * - The tokens before each output (the first prompt, then each turn's delta) are cut where the
- *   chat template starts a message: at its role markers (`MARKERS`: ChatML's `<|im_start|>`,
- *   Kimi's `<|im_system|>`…, GLM's `<|user|>`…, DeepSeek's `<｜User｜>`…, harmony's
- *   `<|start|>`). A message runs from one marker to the next and takes the role the marker names;
+ *   chat template starts a message: at its family's role markers (`ModelFamily.roles`: ChatML's
+ *   `<|im_start|>`, Kimi's `<|im_system|>`…, GLM's `<|user|>`…, DeepSeek's `<｜User｜>`…,
+ *   harmony's `<|start|>`). A message runs from one marker to the next and takes the role the marker names;
  *   tool results are `tool` (Qwen3 and GLM render them as `<tool_response>` blocks under one
  *   marker: each block is a message). Then: the assistant header before an output
  *   (`<|im_start|>assistant\n`, with its empty think block when thinking is off) ends the message
@@ -31,12 +31,17 @@ import { type ChainArrays, type FinishReason, type TurnRecord } from "../chain/m
 import type { ChatTool, ChatToolCall } from "../chat/mod.ts";
 import { readTurnMessages, type RewardedSession } from "../session/mod.ts";
 import { parseTurnOutput, untypedTools } from "../session/output.ts";
-import type { ChatTokenizer } from "../template/mod.ts";
+import {
+  type ChatTokenizer,
+  type MessageRole,
+  modelFamily,
+  type RoleMarkers,
+} from "../template/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
 import { type SegmentIdentity, segmentIdentity } from "./samples.ts";
 
 /** A message's role; `context` where the template does not say. */
-export type XtunerRole = "system" | "developer" | "user" | "assistant" | "tool" | "context";
+export type XtunerRole = MessageRole;
 
 /** Prompt tokens: one message of the conversation as the template rendered it (mask 0). */
 export interface XtunerContextMessage {
@@ -251,77 +256,12 @@ function toolCalls(
 }
 
 /** Where a family's template starts messages, and what role each has. */
-interface Markers {
-  /** Token texts that open a message. */
-  readonly openers: readonly string[];
-  /** The role of a message whose text starts with an opener. */
-  readonly role: (text: string) => XtunerRole;
-  /** Tokens before the first prompt's first opener: the system prompt, or glue for the next. */
-  readonly lead: "system" | "join";
-  /** The token that opens each tool result inside one block of them. */
-  readonly toolBlock?: string;
-}
-
 /** Tokens from a message's start that its role is read from (a marker and a role name). */
 const ROLE_PEEK_TOKENS = 16;
 
-const ROLES: ReadonlySet<string> = new Set(["system", "developer", "user", "assistant", "tool"]);
-const named = (name: string | undefined): XtunerRole =>
-  name !== undefined && ROLES.has(name) ? name as XtunerRole : "context";
-const byMarker = (roles: Record<string, XtunerRole>) => (text: string): XtunerRole =>
-  Object.entries(roles).find(([marker]) => text.startsWith(marker))?.[1] ?? "context";
-
-const CHATML: Markers = {
-  openers: ["<|im_start|>"],
-  role: (text) => {
-    if (text.startsWith("<tool_response>")) return "tool";
-    const role = /^<\|im_start\|>(\w+)/.exec(text)?.[1];
-    return role === "user" && /^<\|im_start\|>user\s*<tool_response>/.test(text)
-      ? "tool"
-      : named(role);
-  },
-  lead: "join",
-  toolBlock: "<tool_response>",
-};
-
-const GLM_ROLES = { "<|system|>": "system", "<|user|>": "user", "<|assistant|>": "assistant" };
-const DEEPSEEK_ROLES = { "<｜User｜>": "user", "<｜Assistant｜>": "assistant" } as const;
-
-/** Each family's markers, by the served model's tool-call format (`ModelFormats`). */
-const MARKERS: Record<string, Markers> = {
-  "gpt-oss": {
-    openers: ["<|start|>"],
-    role: (text) => {
-      const role = /^<\|start\|>([^<\s]+)/.exec(text)?.[1];
-      return role?.startsWith("functions.") ? "tool" : named(role);
-    },
-    lead: "join",
-  },
-  glm: {
-    openers: [...Object.keys(GLM_ROLES), "<|observation|>"],
-    role: byMarker({ ...GLM_ROLES, "<|observation|>": "tool" } as Record<string, XtunerRole>),
-    lead: "join",
-    toolBlock: "<tool_response>",
-  },
-  kimi_k2: {
-    openers: ["<|im_system|>", "<|im_user|>", "<|im_assistant|>"],
-    // The name after the marker (`tool` under `<|im_system|>`), else the marker's own role.
-    role: (text) => {
-      const [, marker, name] = /^<\|im_(\w+)\|>(\w*)/.exec(text) ?? [];
-      return ROLES.has(name) ? name as XtunerRole : named(marker);
-    },
-    lead: "join",
-  },
-  deepseekv31: {
-    openers: [...Object.keys(DEEPSEEK_ROLES), "<｜tool▁output▁begin｜>"],
-    role: byMarker({ ...DEEPSEEK_ROLES, "<｜tool▁output▁begin｜>": "tool" }),
-    lead: "system",
-  },
-};
-
 /** The markers resolved to the tokenizer's ids: what a run of prompt tokens is cut at. */
 interface Resolved {
-  readonly markers: Markers;
+  readonly markers: RoleMarkers;
   readonly openers: ReadonlySet<number>;
   readonly toolBlock: number | null;
 }
@@ -331,8 +271,7 @@ const resolvedCache = new WeakMap<XtunerTokenizer, Resolved | null>();
 /** The tokenizer's markers, or `null` when its family's are not single tokens of it. */
 function markersOf(tokenizer: XtunerTokenizer): Resolved | null {
   if (resolvedCache.has(tokenizer)) return resolvedCache.get(tokenizer)!;
-  const parser = tokenizer.formats.toolCallParser;
-  const markers = MARKERS[parser.startsWith("glm") ? "glm" : parser] ?? CHATML;
+  const markers = modelFamily(tokenizer.formats).roles;
   const id = (text: string) => {
     const ids = tokenizer.encode(text);
     return ids.length === 1 ? ids[0] : null;

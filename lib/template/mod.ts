@@ -9,6 +9,8 @@ export * from "./reasoning_parser.ts";
 export * from "./tool_parser.ts";
 export * from "./output_blocks.ts";
 export * from "./parse_output.ts";
+export * from "./family.ts";
+export * from "./families/mod.ts";
 export * from "./model_family.ts";
 export * from "./qwen3_coder_parser.ts";
 export * from "./section_calls.ts";

@@ -1,30 +1,19 @@
 /**
  * Which output formats the served model speaks, by SGLang's parser names (`--tool-call-parser`,
  * `--reasoning-parser`): chosen by configuration (`TOOL_CALL_PARSER`, `REASONING_PARSER`) or
- * detected from the chat template's text, and checked against the formats this gateway can
- * parse, so a model it cannot read is refused at start-up instead of mis-parsed on every turn.
+ * detected from the chat template's text by the families in `families/`, and checked against the
+ * formats this gateway can parse, so a model it cannot read is refused at start-up instead of
+ * mis-parsed on every turn.
  *
  * @module
  */
+import { type ModelFamily, thinksInTags, type TurnEndTexts } from "./family.ts";
+import { FAMILIES, familyOf, QWEN } from "./families/mod.ts";
 
-/**
- * The tool-call formats this gateway parses: hermes JSON (`<tool_call>\n{json}\n</tool_call>`),
- * Qwen3-Coder's XML (`<tool_call>\n<function=…>\n<parameter=…>`), DeepSeek-V3.1's sections of
- * calls (`<｜tool▁calls▁begin｜>…`), gpt-oss's harmony messages (`to=functions.NAME`), GLM's
- * `<arg_key>`/`<arg_value>` calls (`glm` and `glm45` with newlines, `glm47` without) and Kimi
- * K2's sections of `functions.NAME:IDX` calls.
- */
-export const TOOL_CALL_PARSERS: ReadonlySet<string> = new Set([
-  "qwen25",
-  "qwen",
-  "qwen3_coder",
-  "deepseekv31",
-  "gpt-oss",
-  "glm",
-  "glm45",
-  "glm47",
-  "kimi_k2",
-]);
+/** The tool-call formats this gateway parses: every name a family in `families/` is served under. */
+export const TOOL_CALL_PARSERS: ReadonlySet<string> = new Set(
+  FAMILIES.flatMap((family) => family.toolCallParsers),
+);
 
 /**
  * The reasoning formats this gateway parses: `<think>` … `</think>` (the names SGLang maps to
@@ -84,76 +73,14 @@ export interface ModelFormats {
   readonly reasoningParser: string | null;
 }
 
-/**
- * How a format's turns end, as token texts:
- * - `stops`: what the model samples to end its turn (the engine stops on each);
- * - `close`: the token that closes an output that ended otherwise, cut by `max_tokens` or a stop
- *   string (T5); `false` when nothing does, because the next message's role marker follows;
- * - `closers`: what ends an assistant turn as the template renders it: a delta starts after one;
- * - `openers`: for families without a closer, the role markers that start the next message: a
- *   delta starts at one. When the model sampled that marker as its stop token, the chain already
- *   holds it and the delta's copy is dropped.
- *
- * `null` is the tokenizer's `eos_token`, which ends every turn of most families.
- */
-export interface TurnEndTexts {
-  readonly stops: readonly string[] | null;
-  readonly close: string | null | false;
-  readonly closers: readonly string[] | null;
-  readonly openers: readonly string[];
+/** The family serving `formats`: its tool-call parser's (Qwen's for a name none serves). */
+export function modelFamily(formats: ModelFormats): ModelFamily {
+  return familyOf(formats.toolCallParser) ?? QWEN;
 }
-
-/**
- * Harmony (gpt-oss) ends a turn with `<|call|>` after a tool call and `<|return|>` after a final
- * answer; both are stop tokens. A message inside a turn ends with `<|end|>`, which is also what
- * the template writes after an earlier final answer, so it closes a cut output.
- */
-const HARMONY_ENDS: TurnEndTexts = {
-  stops: ["<|return|>", "<|call|>"],
-  close: "<|end|>",
-  closers: ["<|end|>", "<|call|>"],
-  openers: [],
-};
-
-/**
- * GLM has no end-of-turn token: the model stops by sampling the next message's role marker,
- * `<|observation|>` before tool results or `<|user|>` (or `<|endoftext|>`), and the template
- * renders the next message right after the assistant's text, starting with that marker.
- */
-const GLM_ENDS: TurnEndTexts = {
-  stops: ["<|endoftext|>", "<|user|>", "<|observation|>"],
-  close: false,
-  closers: [],
-  openers: ["<|user|>", "<|observation|>", "<|system|>", "<|assistant|>"],
-};
-
-/**
- * Kimi K2 ends every message with `<|im_end|>` and nothing between messages; its tokenizer's
- * `eos_token` is `[EOS]`, which the chat never samples.
- */
-const KIMI_ENDS: TurnEndTexts = {
-  stops: ["<|im_end|>"],
-  close: "<|im_end|>",
-  closers: ["<|im_end|>"],
-  openers: [],
-};
-
-const EOS_ENDS: TurnEndTexts = { stops: null, close: null, closers: null, openers: [] };
 
 /** How turns end in `formats`' family. */
 export function turnEndTexts(formats: ModelFormats): TurnEndTexts {
-  switch (formats.toolCallParser) {
-    case "gpt-oss":
-      return HARMONY_ENDS;
-    case "glm":
-    case "glm45":
-    case "glm47":
-      return GLM_ENDS;
-    case "kimi_k2":
-      return KIMI_ENDS;
-    default:
-      return EOS_ENDS;
-  }
+  return modelFamily(formats).ends;
 }
 
 /** The model's formats cannot be served: the message says what and what to do. */
@@ -166,7 +93,8 @@ export class ModelFormatError extends Error {
 
 /**
  * The formats a chat template's text speaks, by the markers it renders: the tool-call format
- * (`null` when none is recognised) and whether it thinks in `<think>` blocks.
+ * (`null` when none is recognised) and its reasoning, as the first of `families` (the served
+ * ones unless given) that recognises it says.
  *
  * @example
  * ```ts
@@ -183,30 +111,25 @@ export class ModelFormatError extends Error {
  */
 export function detectFormats(
   template: string,
+  families: readonly ModelFamily[] = FAMILIES,
 ): { toolCallParser: string | null; reasoningParser: string | null } {
   const has = (marker: string) => template.includes(marker);
-  let toolCallParser: string | null = null;
-  if (has("<|channel|>")) toolCallParser = "gpt-oss";
-  else if (has("tool▁calls▁begin")) {
-    toolCallParser = has("function<｜tool▁sep｜>") ? "deepseekv3" : "deepseekv31";
-  } else if (has("<|tool_calls_section_begin|>")) toolCallParser = "kimi_k2";
-  else if (has("<arg_key>")) {
-    // GLM-4.7 writes the name and the first key with nothing between them; 4.5 and 4.6 a newline.
-    toolCallParser = has("{function-name}<arg_key>") ? "glm47" : "glm45";
-  } else if (has("<function=") && has("<parameter=")) toolCallParser = "qwen3_coder";
-  else if (has("<tool_call>")) toolCallParser = "qwen25";
-  let reasoningParser: string | null = null;
-  if (toolCallParser === "gpt-oss") reasoningParser = "gpt-oss";
-  else if (toolCallParser?.startsWith("deepseek")) reasoningParser = "deepseek-v3";
-  else if (toolCallParser === "kimi_k2" && has("<think>")) reasoningParser = "kimi_k2";
-  else if (toolCallParser?.startsWith("glm") && has("<think>")) reasoningParser = "glm45";
-  else if (has("<think>")) reasoningParser = "qwen3";
-  return { toolCallParser, reasoningParser };
+  const ordered = [
+    ...families.filter((family) => !family.detectLast),
+    ...families.filter((family) => family.detectLast),
+  ];
+  for (const family of ordered) {
+    const toolCallParser = family.detect(has);
+    if (toolCallParser !== null) {
+      return { toolCallParser, reasoningParser: family.detectReasoning(has) };
+    }
+  }
+  return { toolCallParser: null, reasoningParser: thinksInTags(has) };
 }
 
 /**
  * The formats to serve: the configured parsers, else the detected ones; checked against what
- * this gateway parses.
+ * `families` (the served ones unless given) parse.
  *
  * @throws {ModelFormatError} naming the variable: a parser name SGLang does not have, one this
  * gateway does not parse yet, or a template whose tool-call format is not recognised.
@@ -214,21 +137,23 @@ export function detectFormats(
 export function resolveFormats(
   template: string,
   configured: { toolCallParser: string | null; reasoningParser: string | null },
+  families: readonly ModelFamily[] = FAMILIES,
 ): ModelFormats {
-  const detected = detectFormats(template);
+  const detected = detectFormats(template, families);
+  const served = new Set(families.flatMap((family) => family.toolCallParsers));
   const toolCallParser = configured.toolCallParser ?? detected.toolCallParser;
   if (toolCallParser === null) {
     throw new ModelFormatError(
       "TOOL_CALL_PARSER",
       `The chat template renders no tool-call format this gateway recognises: set TOOL_CALL_PARSER (one of ${
-        [...TOOL_CALL_PARSERS].join(", ")
+        [...served].join(", ")
       })`,
     );
   }
   check(
     "TOOL_CALL_PARSER",
     toolCallParser,
-    TOOL_CALL_PARSERS,
+    served,
     OTHER_TOOL_CALL_PARSERS,
     configured.toolCallParser === null,
   );
@@ -244,8 +169,18 @@ export function resolveFormats(
       configured.reasoningParser === null,
     );
   }
+  // A family whose one parser reads its channels goes with that reasoning parser or none, and
+  // that reasoning parser with no other family.
+  const own = (families.find((family) => family.toolCallParsers.includes(toolCallParser)) ?? QWEN)
+    .output;
+  const channelReasoning = families.flatMap((family) =>
+    family.output.kind === "channels" ? [family.output.reasoningParser] : []
+  );
   if (
-    (toolCallParser === "gpt-oss") !== (reasoningParser === "gpt-oss") && reasoningParser !== null
+    reasoningParser !== null &&
+    (own.kind === "channels"
+      ? reasoningParser !== own.reasoningParser
+      : channelReasoning.includes(reasoningParser))
   ) {
     throw new ModelFormatError(
       "REASONING_PARSER",

@@ -4,13 +4,11 @@
  *
  * @module
  */
-import { parseGlmCalls } from "./glm_parser.ts";
-import { parseHarmony } from "./harmony_parser.ts";
-import type { ModelFormats } from "./model_family.ts";
-import { parseQwen3CoderCalls, type ToolSchemas } from "./qwen3_coder_parser.ts";
+import { familyOf, QWEN } from "./families/mod.ts";
+import { modelFamily, type ModelFormats } from "./model_family.ts";
+import type { ToolSchemas } from "./qwen3_coder_parser.ts";
 import type { OutputBlock, ParsedOutput } from "./output_blocks.ts";
 import { splitReasoning } from "./reasoning_parser.ts";
-import { KIMI_K2_SECTION_BEGIN, parseDeepSeekV31Calls, parseKimiK2Calls } from "./section_calls.ts";
 import { type ParsedAnswer, parseToolCalls } from "./tool_parser.ts";
 
 /** What the parser needs to know about the model and the request that produced the output. */
@@ -47,17 +45,12 @@ export const QWEN3: ModelFormats = { toolCallParser: "qwen25", reasoningParser: 
  */
 export function parseOutput(text: string, options: ParseOptions): ParsedOutput {
   const formats = options.formats ?? QWEN3;
-  // Harmony's channels carry reasoning, text and calls alike.
-  if (formats.toolCallParser === "gpt-oss") return parseHarmony(text, toolNames(options.tools));
+  const output = modelFamily(formats).output;
+  if (output.kind === "channels") return output.parse(text, toolNames(options.tools));
   const { reasoning, rest } = formats.reasoningParser === null
     ? { reasoning: null, rest: text }
-    : splitReasoning(
-      text,
-      options.startsInReasoning,
-      // Kimi K2's section of calls ends its reasoning as `<tool_call>` ends the others'.
-      formats.reasoningParser === "kimi_k2" ? KIMI_K2_SECTION_BEGIN : undefined,
-    );
-  const answer = parseAnswer(formats.toolCallParser, rest, options.tools);
+    : splitReasoning(text, options.startsInReasoning, output.callsStart);
+  const answer = output.parseAnswer(rest, options.tools, formats.toolCallParser);
   const blocks: OutputBlock[] = [];
   if (reasoning !== null && reasoning.length > 0) {
     blocks.push({ type: "thinking", thinking: reasoning });
@@ -66,23 +59,15 @@ export function parseOutput(text: string, options: ParseOptions): ParsedOutput {
   return { blocks, illFormed: answer.illFormed };
 }
 
-/** The text and tool calls of an answer, in the tool-call format `parser`. */
+/**
+ * The text and tool calls of an answer, in the tool-call format `parser` (hermes JSON for a
+ * format whose output is not an answer after reasoning).
+ */
 export function parseAnswer(parser: string, text: string, tools: ToolSchemas): ParsedAnswer {
-  switch (parser) {
-    case "qwen3_coder":
-      return parseQwen3CoderCalls(text, tools);
-    case "deepseekv31":
-      return parseDeepSeekV31Calls(text, toolNames(tools));
-    case "glm":
-    case "glm45":
-      return parseGlmCalls(text, tools, "glm45");
-    case "glm47":
-      return parseGlmCalls(text, tools, "glm47");
-    case "kimi_k2":
-      return parseKimiK2Calls(text, toolNames(tools));
-    default:
-      return parseToolCalls(text, toolNames(tools));
-  }
+  const output = (familyOf(parser) ?? QWEN).output;
+  return output.kind === "reasoned"
+    ? output.parseAnswer(text, tools, parser)
+    : parseToolCalls(text, toolNames(tools));
 }
 
 const toolNames = (tools: ToolSchemas): ReadonlySet<string> => new Set(tools.keys());

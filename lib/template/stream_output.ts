@@ -16,9 +16,10 @@
  *
  * @module
  */
-import { KIMI_K2_SECTION_BEGIN } from "./section_calls.ts";
+import type { OutputFormat, ToolRegions } from "./family.ts";
+import { modelFamily } from "./model_family.ts";
 import type { OutputBlock } from "./output_blocks.ts";
-import { parseAnswer, type ParseOptions, QWEN3 } from "./parse_output.ts";
+import { type ParseOptions, QWEN3 } from "./parse_output.ts";
 import { parseHarmony } from "./harmony_parser.ts";
 import type { ToolSchemas } from "./qwen3_coder_parser.ts";
 
@@ -65,8 +66,10 @@ export interface OutputStream {
  */
 export function streamOutput(options: ParseOptions): OutputStream {
   const formats = options.formats ?? QWEN3;
-  if (formats.toolCallParser === "gpt-oss") return new HarmonyStream(options.tools);
-  return new ReasonedStream(options, formats.toolCallParser, formats.reasoningParser);
+  const output = modelFamily(formats).output;
+  // The one format of channels is harmony's.
+  if (output.kind === "channels") return new HarmonyStream(options.tools);
+  return new ReasonedStream(options, formats.toolCallParser, formats.reasoningParser, output);
 }
 
 /** The events of one output, numbered as blocks. */
@@ -128,27 +131,6 @@ function partialMarker(text: string, markers: readonly string[]): number {
 const THINK_START = "<think>";
 const THINK_END = "</think>";
 
-/** Where a format's calls sit: `<tool_call>` blocks anywhere, or one section of calls. */
-interface Regions {
-  readonly open: string;
-  readonly close: string;
-  /** Only the first region is read; what follows it is text (the section formats). */
-  readonly once: boolean;
-}
-
-const TAGGED: Regions = { open: "<tool_call>", close: "</tool_call>", once: false };
-
-function regionsOf(parser: string): Regions {
-  switch (parser) {
-    case "deepseekv31":
-      return { open: "<｜tool▁calls▁begin｜>", close: "<｜tool▁calls▁end｜>", once: true };
-    case "kimi_k2":
-      return { open: KIMI_K2_SECTION_BEGIN, close: "<|tool_calls_section_end|>", once: true };
-    default:
-      return TAGGED;
-  }
-}
-
 /** Text not read yet, read as far as it settles on each chunk and at the end. */
 abstract class BufferedStream implements OutputStream {
   protected readonly blocks = new Blocks();
@@ -172,7 +154,7 @@ abstract class BufferedStream implements OutputStream {
 /** `<think>` reasoning (when the format has it), then text and tool calls. */
 class ReasonedStream extends BufferedStream {
   private readonly text = new TrimmedText(this.blocks);
-  private readonly regions: Regions;
+  private readonly regions: ToolRegions;
   private readonly toolStart: string;
   private phase: "start" | "reasoning" | "answer" | "region" | "plain";
   /** The reasoning block's index once it has text; newlines are held as for text's whitespace. */
@@ -185,10 +167,11 @@ class ReasonedStream extends BufferedStream {
     private readonly options: ParseOptions,
     private readonly parser: string,
     reasoningParser: string | null,
+    private readonly output: Extract<OutputFormat, { kind: "reasoned" }>,
   ) {
     super();
-    this.regions = regionsOf(parser);
-    this.toolStart = reasoningParser === "kimi_k2" ? KIMI_K2_SECTION_BEGIN : "<tool_call>";
+    this.regions = output.regions;
+    this.toolStart = output.callsStart;
     this.phase = reasoningParser === null ? "answer" : "start";
   }
 
@@ -285,7 +268,7 @@ class ReasonedStream extends BufferedStream {
     this.scanned = 0;
     const raw = this.buffer.slice(0, close + closing.length);
     this.buffer = this.buffer.slice(raw.length);
-    const parsed = parseAnswer(this.parser, raw, this.options.tools);
+    const parsed = this.output.parseAnswer(raw, this.options.tools, this.parser);
     const calls = parsed.illFormed.length === 0 &&
       parsed.parts.every((part) => part.type === "tool_call");
     if (calls) {

@@ -41,18 +41,7 @@ import {
   loadJudgers,
   Slots,
 } from "../lib/evaluate/mod.ts";
-import {
-  type AgentInstalls,
-  CLAUDE_INSIDE,
-  CODEX_INSIDE,
-  codexVendorPath,
-  findClaudeBinary,
-  findCodex,
-  findNode,
-  findQwenCode,
-  qwenCodeLocal,
-  RolloutWorker,
-} from "../lib/rollout/mod.ts";
+import { agentInstalls, RolloutWorker } from "../lib/rollout/mod.ts";
 import type { LifecycleDeps } from "../lib/session/mod.ts";
 import {
   countedBackend,
@@ -372,85 +361,6 @@ function servedTokenizer(tokenizer: ChatTokenizer, config: Config): ChatTokenize
   }
 }
 
-/**
- * Where each harness's CLI comes from: the host's install (lent to local sandboxes) and what
- * E2B sandboxes install. A path the configuration names must exist; a default install may be
- * missing (its harness then answers `agent_unavailable` on local sandboxes).
- */
-async function agentInstalls(rollout: Config["rollout"]): Promise<AgentInstalls> {
-  const claude = await findClaudeBinary(rollout.claudeCodeBin);
-  if (rollout.claudeCodeBin !== null && claude === null) {
-    throw new ConfigError(
-      "CLAUDE_CODE_BIN",
-      `Invalid CLAUDE_CODE_BIN: no file at "${rollout.claudeCodeBin}"`,
-    );
-  }
-  const node = await findNode(rollout.nodeBin);
-  if (rollout.nodeBin !== null && node === null) {
-    throw new ConfigError("NODE_BIN", `Invalid NODE_BIN: no file at "${rollout.nodeBin}"`);
-  }
-  const qwen = node === null ? null : await findQwenCode(rollout.qwenCodeBin, node);
-  if (rollout.qwenCodeBin !== null && qwen === null) {
-    throw new ConfigError(
-      "QWEN_CODE_BIN",
-      node === null
-        ? "Invalid QWEN_CODE_BIN: no node on PATH to run it (set NODE_BIN)"
-        : `Invalid QWEN_CODE_BIN: no Qwen Code (node_modules/@qwen-code/qwen-code/cli-entry.js) at "${rollout.qwenCodeBin}"`,
-    );
-  }
-  const codex = await findCodex(rollout.codexBin);
-  if (rollout.codexBin !== null && codex === null) {
-    throw new ConfigError("CODEX_BIN", `Invalid CODEX_BIN: no file at "${rollout.codexBin}"`);
-  }
-  for (
-    const [name, tarball] of [
-      ["CLAUDE_CODE_TARBALL", rollout.claudeCodeTarball],
-      ["QWEN_CODE_TARBALL", rollout.qwenCodeTarball],
-      ["CODEX_TARBALL", rollout.codexTarball],
-    ] as const
-  ) {
-    if (tarball !== null && !(await isFile(tarball))) {
-      throw new ConfigError(name, `Invalid ${name}: no file at "${tarball}"`);
-    }
-  }
-  return {
-    claude_code: {
-      local: claude === null ? null : lent(claude, CLAUDE_INSIDE),
-      npm: {
-        package: rollout.claudeCodePackage,
-        tarball: rollout.claudeCodeTarball,
-        bin: "claude",
-      },
-    },
-    qwen_code: {
-      local: qwen === null ? null : qwenCodeLocal(qwen),
-      npm: { package: rollout.qwenCodePackage, tarball: rollout.qwenCodeTarball, bin: "qwen" },
-    },
-    codex: {
-      local: codex === null ? null : lent(codex, CODEX_INSIDE),
-      npm: {
-        package: rollout.codexPackage,
-        tarball: rollout.codexTarball,
-        bin: "codex",
-        unpack: codexVendorPath(),
-      },
-    },
-    // A command brings its own program: nothing is lent or installed.
-    command: { local: { binds: [], program: "" }, npm: null },
-  };
-}
-
-/** A program on the host, bound into a local sandbox at `inside` and run from there. */
-const lent = (host: string, inside: string) => ({ binds: [{ host, inside }], program: inside });
-
-async function isFile(path: string): Promise<boolean> {
-  try {
-    return (await Deno.stat(path)).isFile;
-  } catch {
-    return false;
-  }
-}
-
 function dirOf(path: string): string {
   const absolute = path.startsWith("/") ? path : `${Deno.cwd()}/${path}`;
   return absolute.slice(0, absolute.lastIndexOf("/")) || "/";
@@ -486,7 +396,7 @@ export function banner(
     `  context:    ${deps.contextLength} tokens`,
     `  engine:     ${deps.engine.url}`,
     `  sandboxes:  ${deps.sandbox.name}${
-      deps.sandbox.name === "local" ? ` (${deps.config.sandboxRoot}/sandboxes)` : ""
+      deps.sandbox.location === undefined ? "" : ` (${deps.sandbox.location})`
     }, judgers: ${[...deps.judgers.keys()].join(", ")}`,
     `  rollouts:   ${
       deps.config.rollout.worker

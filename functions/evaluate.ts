@@ -45,7 +45,7 @@ export function createEvaluateApp(deps: EvaluateAppDeps): Hono {
     const task = "harbor" in body.task
       ? (await resolveHarborTask(body.task, {
         cacheDir: deps.evaluation.cacheDir,
-        backend: deps.evaluation.backend.name,
+        runsImages: deps.evaluation.backend.capabilities.runsImages,
       })).task
       : body.task;
     const signal = c.req.raw.signal;

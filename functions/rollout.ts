@@ -11,7 +11,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { InvalidRequestError } from "../lib/anthropic/mod.ts";
-import { type HarborRef, resolveHarborTask } from "../lib/evaluate/mod.ts";
+import type { HarborRef } from "../lib/evaluate/mod.ts";
 import {
   checkJobId,
   FINAL_PHASES,
@@ -19,6 +19,7 @@ import {
   JobNotFoundError,
   readJobSummary,
   requestCancel,
+  resolveHarborRollout,
   RolloutRequestSchema,
   submitGroup,
   summarizeJob,
@@ -55,21 +56,14 @@ export function createRolloutApp(deps: RolloutAppDeps): Hono {
       );
     }
     if ("harbor" in body.task) {
-      // The group keeps the resolved task: its jobs never read the folder again.
-      const resolved = await resolveHarborTask(body.task as HarborRef, {
-        cacheDir: deps.evaluation.cacheDir,
-        backend: backend ?? deps.sandbox.name,
-      });
-      const budgets = (raw as { budgets?: Record<string, unknown> }).budgets;
-      const agentMs = budgets?.agent_ms === undefined && resolved.agentTimeoutMs !== null
-        ? { agent_ms: Math.min(7 * 86_400_000, Math.max(1000, resolved.agentTimeoutMs)) }
-        : {};
-      // Validated again whole: the instruction now fills the prompt, whose size is bounded.
-      body = validate(RolloutRequestSchema, {
-        ...(raw as Record<string, unknown>),
-        task: resolved.task,
-        budgets: { ...budgets, ...agentMs },
-      });
+      const sandbox = deps.sandboxes.get(backend ?? deps.sandbox.name) ?? deps.sandbox;
+      body = validate(
+        RolloutRequestSchema,
+        await resolveHarborRollout(raw as Record<string, unknown>, body.task as HarborRef, {
+          cacheDir: deps.evaluation.cacheDir,
+          runsImages: sandbox.capabilities.runsImages,
+        }),
+      );
     }
     const { groupId, jobIds } = await submitGroup(deps.kv, body);
     deps.metrics.rolloutJobs.add(jobIds.length, "queued");

@@ -5,20 +5,21 @@
  * - Debian packages, with apt-get (as root, or through sudo): `git` and `bubblewrap` (local
  *   sandboxes) for serving; with `--tests` also `python3-pytest` (a fixture task's runner) and
  *   `chromium` (the viewer's browser test).
- * - The pinned Claude Code CLI in tools/claude-code (npm ci) and Qwen Code CLI in
- *   tools/qwen-code (from its lock file): the agents of `/rollout` (harnesses `claude_code` and
- *   `qwen_code`), and of the tests that drive the real CLIs. With `--tests`, also the pinned
- *   Codex CLI in tools/codex (npm ci), the Responses-speaking agent; and the three packed as npm
- *   tarballs (`tools/claude-code/claude-code-<version>.tgz`, its native binary inside;
- *   `tools/qwen-code/qwen-code-<version>.tgz`; `tools/codex/codex-<version>.tgz`, Codex's
- *   platform package with its static binary), which the E2B rollout tests upload and install
- *   offline: no test needs the registry.
+ * - Each registered harness's pinned CLI (`lib/rollout/harnesses.ts`; its package pinned in
+ *   `tools/<folder>/package.json`, installed from its lock file): the agents of `/rollout` and of
+ *   the tests that drive the real CLIs — Claude Code and Qwen Code always, Codex with `--tests`.
+ *   With `--tests`, each is also packed as an npm tarball (`tools/<folder>/<folder>-<version>.tgz`:
+ *   Claude Code's with its native binary inside, Codex's platform package with its static
+ *   binary), which the E2B rollout tests upload and install offline: no test needs the registry.
  *
  * What cannot be installed (no root, no apt, no registry) is reported, not fatal, when serving:
  * the gateway serves without it, and what needs it answers with the reason. The tests need all.
  *
  * @module
  */
+
+import type { AnyHarness, CliPackage } from "../lib/rollout/harness.ts";
+import { CLI_HARNESSES } from "../lib/rollout/harnesses.ts";
 
 const tests = Deno.args.includes("--tests");
 
@@ -78,15 +79,13 @@ async function installSystemPackages(): Promise<void> {
 }
 
 /**
- * Installs a pinned agent CLI in `tools/<folder>` from its lock file, unless the pinned version
- * is there: `npm ci`, or `npm install --no-save` for a package whose other platforms' optional
- * binaries are not on the registry (npm cannot lock them, and `npm ci` then refuses the lock).
+ * Installs a harness's pinned CLI in `tools/<folder>` from its lock file, unless the pinned
+ * version is there: `npm ci`, or `npm install --no-save` for a package whose other platforms'
+ * optional binaries are not on the registry (npm cannot lock them, and `npm ci` then refuses the
+ * lock). Then its own step after installing, if it has one.
  */
-async function installPinned(
-  folder: string,
-  pkg: string,
-  options: { required: boolean; ci: boolean },
-): Promise<void> {
+async function installPinned(cli: CliPackage, required: boolean): Promise<void> {
+  const { folder, name: pkg } = cli;
   const dir = new URL(`./${folder}/`, import.meta.url).pathname;
   const pinned: string = JSON.parse(await Deno.readTextFile(`${dir}package.json`))
     .dependencies[pkg];
@@ -98,38 +97,32 @@ async function installPinned(
       return null;
     }
   };
-  if ((await installedVersion()) === pinned) return;
-  const command = options.ci ? ["ci"] : ["install", "--no-save"];
+  if ((await installedVersion()) !== pinned) {
+    const command = await npmInstall(cli, dir, pinned);
+    if ((await installedVersion()) !== pinned) {
+      console.error(`Cannot install ${pkg}: npm ${command} failed in tools/${folder}`);
+      if (required) Deno.exit(1);
+      return;
+    }
+  }
+  await cli.afterInstall?.(`${dir}node_modules`);
+}
+
+/** Runs npm's install of the pinned CLI in `dir`; resolves to the npm command it ran. */
+async function npmInstall(
+  { folder, name: pkg, ci }: CliPackage,
+  dir: string,
+  pinned: string,
+): Promise<string> {
+  const command = ci ? ["ci"] : ["install", "--no-save"];
   console.log(`Installing ${pkg} ${pinned} into tools/${folder} (npm ${command.join(" ")})`);
-  const npm = await new Deno.Command("npm", {
+  await new Deno.Command("npm", {
     args: [...command, "--no-audit", "--no-fund", "--loglevel=error"],
     cwd: dir,
     stdout: "inherit",
     stderr: "inherit",
   }).output();
-  if (!npm.success || (await installedVersion()) !== pinned) {
-    console.error(`Cannot install ${pkg}: npm ${command[0]} failed in tools/${folder}`);
-    if (options.required) Deno.exit(1);
-  }
-}
-
-/**
- * Qwen Code's package (0.24.4) ships its ripgrep without the executable bit, so its search tool
- * cannot spawn it and falls back to a slower built-in grep. Set here, where the package is
- * writable (a sandbox only reads it).
- */
-async function makeRipgrepExecutable(): Promise<void> {
-  const vendor = new URL(
-    "./qwen-code/node_modules/@qwen-code/qwen-code/vendor/ripgrep/",
-    import.meta.url,
-  ).pathname;
-  try {
-    for await (const platform of Deno.readDir(vendor)) {
-      const rg = `${vendor}${platform.name}/rg`;
-      const mode = (await Deno.stat(rg).catch(() => null))?.mode;
-      if (mode != null && (mode & 0o111) === 0) await Deno.chmod(rg, mode | 0o755);
-    }
-  } catch { /* not installed */ }
+  return command[0];
 }
 
 /**
@@ -137,7 +130,7 @@ async function makeRipgrepExecutable(): Promise<void> {
  * once: `tools/<folder>/<folder>-<version>.tgz`, of `pkg` pinned there, or of the package in
  * `node_modules/<packed>` (Codex's platform package, its static binary inside).
  */
-async function packPinned(folder: string, pkg: string, source = pkg): Promise<void> {
+async function packPinned({ folder, name: pkg, packed: source = pkg }: CliPackage): Promise<void> {
   const dir = new URL(`./${folder}/`, import.meta.url).pathname;
   const pinned: string = JSON.parse(await Deno.readTextFile(`${dir}package.json`))
     .dependencies[pkg];
@@ -173,17 +166,9 @@ async function packPinned(folder: string, pkg: string, source = pkg): Promise<vo
 }
 
 await installSystemPackages();
-await installPinned("claude-code", "@anthropic-ai/claude-code", { required: tests, ci: true });
-// Qwen Code: the qwen_code harness of `/rollout`, the OpenAI-speaking agent of the end-to-end
-// tests. Its clipboard dependency lists optional binaries for platforms the registry lacks.
-await installPinned("qwen-code", "@qwen-code/qwen-code", { required: tests, ci: false });
-await makeRipgrepExecutable();
-// Codex: the Responses-speaking agent of the end-to-end tests. Its native binary is the platform
-// package npm picks from the lock.
-if (tests) await installPinned("codex", "@openai/codex", { required: true, ci: true });
-if (tests) {
-  await packPinned("claude-code", "@anthropic-ai/claude-code");
-  await packPinned("qwen-code", "@qwen-code/qwen-code");
-  const arch = Deno.build.arch === "aarch64" ? "arm64" : "x64";
-  await packPinned("codex", "@openai/codex", `@openai/codex-linux-${arch}`);
+for (const harness of CLI_HARNESSES as readonly AnyHarness[]) {
+  const cli = harness.package;
+  if (cli === undefined || (cli.testsOnly && !tests)) continue;
+  await installPinned(cli, tests);
+  if (tests) await packPinned(cli);
 }

@@ -109,10 +109,10 @@ export const RolloutSchema = z.object({
     shown: "the binary `tools/setup.ts` installs",
     meaning: "the host's Claude Code binary, lent read-only to local sandboxes",
   }),
-  /** What an E2B sandbox without `claude` installs with npm. */
+  /** What an E2B sandbox without `claude` installs with npm; `null`: the version tools/ pins. */
   claudeCodePackage: variable("CLAUDE_CODE_PACKAGE", npmSpec, {
     expected: "an npm package spec",
-    fallback: "@anthropic-ai/claude-code@2.1.329",
+    shown: "the version `tools/claude-code/package.json` pins",
     meaning: "what an E2B sandbox without `claude` installs with npm",
   }),
   /**
@@ -133,10 +133,10 @@ export const RolloutSchema = z.object({
     meaning: "the host's Qwen Code (its `qwen` link or `cli-entry.js`); its `node_modules` is " +
       "lent read-only to local sandboxes",
   }),
-  /** What an E2B sandbox without `qwen` installs with npm. */
+  /** What an E2B sandbox without `qwen` installs with npm; `null`: the version tools/ pins. */
   qwenCodePackage: variable("QWEN_CODE_PACKAGE", npmSpec, {
     expected: "an npm package spec",
-    fallback: "@qwen-code/qwen-code@0.24.4",
+    shown: "the version `tools/qwen-code/package.json` pins",
     meaning: "what an E2B sandbox without `qwen` installs with npm",
   }),
   /** An npm tarball of Qwen Code on this host, installed offline in E2B; `null`: the registry. */
@@ -159,10 +159,10 @@ export const RolloutSchema = z.object({
     meaning: "the host's Codex binary (the native one, from `@openai/codex-linux-<arch>`), lent " +
       "read-only to local sandboxes",
   }),
-  /** What an E2B sandbox without `codex` installs with npm. */
+  /** What an E2B sandbox without `codex` installs with npm; `null`: the version tools/ pins. */
   codexPackage: variable("CODEX_PACKAGE", npmSpec, {
     expected: "an npm package spec",
-    fallback: "@openai/codex@0.169.0",
+    shown: "the version `tools/codex/package.json` pins",
     meaning: "what an E2B sandbox without `codex` installs with npm",
   }),
   /**

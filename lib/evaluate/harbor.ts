@@ -44,8 +44,11 @@ export type HarborRef = z.output<typeof HarborRefSchema>;
 export interface HarborResolveOptions {
   /** Host folder where work trees built from `environment/` are kept. */
   readonly cacheDir: string;
-  /** The sandbox backend the task will run on (`local` or `e2b`). */
-  readonly backend: string;
+  /**
+   * The task's sandboxes boot the image it names (`SandboxCapabilities.runsImages`): its work
+   * tree is then the image's, not one built from `environment/` on this host.
+   */
+  readonly runsImages: boolean;
 }
 
 /** A Harbor task resolved into a task spec. */
@@ -68,7 +71,7 @@ export interface ResolvedHarborTask {
  * import { resolveHarborTask } from "./harbor.ts";
  * const cacheDir = await Deno.makeTempDir();
  * const harbor = new URL("../../fixtures/harbor/fizzbuzz", import.meta.url).pathname;
- * const { agentTimeoutMs } = await resolveHarborTask({ harbor }, { cacheDir, backend: "local" });
+ * const { agentTimeoutMs } = await resolveHarborTask({ harbor }, { cacheDir, runsImages: false });
  * assert.equal(agentTimeoutMs, 120_000);
  * await Deno.remove(cacheDir, { recursive: true });
  * ```
@@ -85,7 +88,7 @@ export async function resolveHarborTask(
     if (!(error instanceof HarborTaskError)) throw error;
     throw new HarborTaskError(`task.harbor: ${error.message}`, { cause: error });
   }
-  const image = options.backend === "e2b" && loaded.dockerImage !== null &&
+  const image = options.runsImages && loaded.dockerImage !== null &&
     ref.repo === undefined;
   const tree = ref.repo !== undefined
     ? { repo: ref.repo, base_commit: ref.base_commit }

@@ -7,6 +7,7 @@
  */
 import { type HeldLease, keys, type LeaseOptions, tryLease } from "../kv/mod.ts";
 import {
+  backendFacts,
   type Sandbox,
   type SandboxBackend,
   type SandboxSpec,
@@ -107,5 +108,5 @@ export function boundedBackend(
       await sleep(1000 * 2 ** (tries - 1), spec.signal);
     }
   };
-  return { name: backend.name, create: boot, close: () => backend.close() };
+  return { ...backendFacts(backend), create: boot, close: () => backend.close() };
 }

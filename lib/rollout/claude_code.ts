@@ -4,25 +4,72 @@
  *
  * @module
  */
+import { z } from "zod";
 import { shellQuote } from "../evaluate/mod.ts";
-import type { ClaudeCodeSettings } from "./request.ts";
+import {
+  type AgentConnection,
+  COMMON_SETTINGS,
+  configuredFile,
+  type Harness,
+  lentProgram,
+  readAgentLog,
+  ToolPattern,
+} from "./harness.ts";
 
 /** Where a local sandbox shows the host's Claude Code binary. */
 export const CLAUDE_INSIDE = "/sandbox/tools/claude";
 
-/**
- * Where the agent reaches the gateway: its base URL (no `/v1`), the session's token, the model,
- * and the served model's context window (for agents that are told it).
- */
-export interface AgentConnection {
-  readonly baseUrl: string;
-  readonly token: string;
-  readonly model: string;
-  readonly contextLength: number;
-}
+/** Claude Code, headless, speaking the Messages API. */
+export const ClaudeCodeSettingsSchema = z.strictObject({
+  harness: z.literal("claude_code"),
+  ...COMMON_SETTINGS,
+  /** Claude Code's `--max-turns`. */
+  max_turns: z.number().int().min(1).max(100_000).optional(),
+  /** Claude Code's `--permission-mode`. */
+  permission_mode: z.enum(["bypassPermissions", "acceptEdits", "default", "plan"]).default(
+    "bypassPermissions",
+  ),
+  /** Claude Code's `--allowedTools`. */
+  allowed_tools: z.array(ToolPattern).max(200).optional(),
+  /** Claude Code's `--disallowedTools`. */
+  disallowed_tools: z.array(ToolPattern).max(200).default([]),
+  /** `CLAUDE_CODE_AUTO_COMPACT_WINDOW` (Claude Code's minimum is 100000). */
+  auto_compact_window: z.number().int().min(100_000).max(10_000_000).optional(),
+});
 
-/** The npm package an E2B sandbox installs when it has no `claude`: the version tests pin. */
-export const CLAUDE_CODE_PACKAGE = "@anthropic-ai/claude-code@2.1.329";
+/** Claude Code's settings. */
+export type ClaudeCodeSettings = z.output<typeof ClaudeCodeSettingsSchema>;
+
+/** The Claude Code harness (`claude_code`, the default). */
+export const CLAUDE_CODE: Harness<ClaudeCodeSettings> = {
+  name: "claude_code",
+  title: "Claude Code",
+  settings: ClaudeCodeSettingsSchema,
+  package: {
+    folder: "claude-code",
+    name: "@anthropic-ai/claude-code",
+    bin: "claude",
+    ci: true,
+    testsOnly: false,
+  },
+  installHint: "run tools/setup.ts or set CLAUDE_CODE_BIN",
+  async findLocal(rollout) {
+    const configured = await configuredFile("CLAUDE_CODE_BIN", rollout.claudeCodeBin);
+    const binary = await findClaudeBinary(configured);
+    return binary === null ? null : lentProgram(binary, CLAUDE_INSIDE);
+  },
+  remote: (rollout) => ({
+    package: rollout.claudeCodePackage,
+    tarball: { path: rollout.claudeCodeTarball, variable: "CLAUDE_CODE_TARBALL" },
+  }),
+  command: (settings, run) => claudeCodeCommand(run.program, settings, run.prompt),
+  prepare: (_sandbox, settings, connection) => Promise.resolve(claudeCodeEnv(settings, connection)),
+  outcome: readAgentLog,
+  commandWords: (settings) => [
+    (settings.allowed_tools ?? []).join(","),
+    settings.disallowed_tools.join(","),
+  ],
+};
 
 /**
  * The pinned CLI's binary on this machine (its real path): `configured` when given, else the

@@ -7,13 +7,71 @@
  *
  * @module
  */
+import { z } from "zod";
 import { shellQuote } from "../evaluate/mod.ts";
-import type { AgentConnection } from "./claude_code.ts";
+import {
+  type AgentConnection,
+  COMMON_SETTINGS,
+  configuredFile,
+  type Harness,
+  lentProgram,
+} from "./harness.ts";
 import type { AgentOutcome } from "./records.ts";
-import type { CodexSettings } from "./request.ts";
 
-/** The npm package an E2B sandbox installs when it has no `codex`: the version tests pin. */
-export const CODEX_PACKAGE = "@openai/codex@0.169.0";
+/** A TOML value of a `-c key=value` override: a string, a number or a boolean. */
+const TomlScalar = z.union([z.string().max(4096), z.number().finite(), z.boolean()]);
+
+/** Codex, headless (`codex exec`), speaking the Responses API. */
+export const CodexSettingsSchema = z.strictObject({
+  harness: z.literal("codex"),
+  ...COMMON_SETTINGS,
+  /**
+   * More config.toml settings, each given as `-c key=value` (dotted keys reach into tables:
+   * `model_reasoning_effort`, `model_providers.gateway.stream_idle_timeout_ms`).
+   */
+  config: z.record(z.string().regex(/^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*$/).max(256), TomlScalar)
+    .default({}),
+});
+
+/** Codex's settings. */
+export type CodexSettings = z.output<typeof CodexSettingsSchema>;
+
+/** The Codex harness (`codex`). */
+export const CODEX: Harness<CodexSettings> = {
+  name: "codex",
+  title: "Codex",
+  settings: CodexSettingsSchema,
+  package: {
+    folder: "codex",
+    name: "@openai/codex",
+    bin: "codex",
+    ci: true,
+    testsOnly: true,
+    // Its native binary is the platform package npm picks; that package is packed, and unpacked.
+    packed: `@openai/codex-linux-${Deno.build.arch === "aarch64" ? "arm64" : "x64"}`,
+    unpack: codexVendorPath(),
+  },
+  installHint: "run tools/setup.ts --tests (or npm ci --prefix tools/codex) or set CODEX_BIN",
+  async findLocal(rollout) {
+    const binary = await findCodex(await configuredFile("CODEX_BIN", rollout.codexBin));
+    return binary === null ? null : lentProgram(binary, CODEX_INSIDE);
+  },
+  remote: (rollout) => ({
+    package: rollout.codexPackage,
+    tarball: { path: rollout.codexTarball, variable: "CODEX_TARBALL" },
+  }),
+  command: (settings, run) => codexCommand(run.program, settings, run.prompt),
+  async prepare(sandbox, settings, connection) {
+    const home = `${sandbox.tmpdir}/codex-home`;
+    await sandbox.writeFile(`${home}/config.toml`, codexHarnessConfig(settings, connection));
+    return codexEnv(settings, connection, home);
+  },
+  outcome: readCodexLog,
+  commandWords: (settings) => [
+    Object.entries(settings.config).map(([key, value]) => `${key}=${JSON.stringify(value)}`)
+      .join(","),
+  ],
+};
 
 /** Where a local sandbox shows the host's Codex binary. */
 export const CODEX_INSIDE = "/sandbox/tools/codex";

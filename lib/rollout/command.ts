@@ -6,9 +6,62 @@
  *
  * @module
  */
+import { z } from "zod";
 import { shellQuote } from "../evaluate/mod.ts";
-import type { AgentConnection } from "./claude_code.ts";
-import type { CommandSettings } from "./request.ts";
+import {
+  type AgentConnection,
+  COMMON_SETTINGS,
+  ENV_NAME,
+  type Harness,
+  MAX_PROMPT_TEMPLATE_CHARS,
+} from "./harness.ts";
+
+/**
+ * Any command-line agent: a shell command run in the work tree with the gateway's base URL and the
+ * session's token in the environment variables it reads, and the prompt as an argument or a file.
+ */
+export const CommandSettingsSchema = z.strictObject({
+  harness: z.literal("command"),
+  ...COMMON_SETTINGS,
+  /**
+   * The shell command; `{prompt}` is replaced by the prompt (shell-quoted) and `{prompt_file}`
+   * by the path of a file holding it (quoted too).
+   */
+  command: z.string().min(1).max(MAX_PROMPT_TEMPLATE_CHARS).refine(
+    (command) => command.includes("{prompt}") || command.includes("{prompt_file}"),
+    "must pass the prompt: write {prompt} or {prompt_file} in it",
+  ),
+  /** The protocol it speaks: `openai` gets the base URL with `/v1`, `anthropic` without. */
+  protocol: z.enum(["openai", "anthropic"]).default("openai"),
+  /** The variable that holds the base URL. */
+  base_url_env: z.string().regex(ENV_NAME).max(128).default("OPENAI_BASE_URL"),
+  /** The variable that holds the session's token. */
+  token_env: z.string().regex(ENV_NAME).max(128).default("OPENAI_API_KEY"),
+  /** The variable that holds the model id, if it reads one. */
+  model_env: z.string().regex(ENV_NAME).max(128).optional(),
+});
+
+/** A command-line agent's settings. */
+export type CommandSettings = z.output<typeof CommandSettingsSchema>;
+
+/** The command harness (`command`): it brings its own program, so nothing is lent or installed. */
+export const COMMAND: Harness<CommandSettings> = {
+  name: "command",
+  title: "The command",
+  settings: CommandSettingsSchema,
+  installHint: "it brings its own program",
+  findLocal: () => Promise.resolve({ binds: [], program: "" }),
+  command: (settings, run) => agentCommandLine(settings, run.prompt, promptFilePath(run.tmpdir)),
+  async prepare(sandbox, settings, connection, prompt) {
+    await sandbox.writeFile(promptFilePath(sandbox.tmpdir), prompt);
+    return commandEnv(settings, connection);
+  },
+  outcome: () => ({ numTurns: null, result: null }),
+  commandWords: (settings) => [settings.command],
+  // The prompt may be passed more than once (or only as a file: then counted once, as the
+  // command's own share of the limit).
+  promptCopies: (settings) => Math.max(1, settings.command.split("{prompt}").length - 1),
+};
 
 /** Where the harness writes the prompt, in the sandbox's temporary folder. */
 export function promptFilePath(tmpdir: string): string {
@@ -22,8 +75,8 @@ export function promptFilePath(tmpdir: string): string {
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { agentCommandLine } from "./command.ts";
- * import { type CommandSettings, RolloutRequestSchema } from "./request.ts";
+ * import { agentCommandLine, type CommandSettings } from "./command.ts";
+ * import { RolloutRequestSchema } from "./request.ts";
  * const settings = RolloutRequestSchema.parse({
  *   task: { repo: "/r", base_commit: "abc1234", problem_statement: "Fix it", eval_cmd: "true" },
  *   agent: { harness: "command", command: "python3 agent.py --task {prompt}" },

@@ -13,7 +13,9 @@
  */
 import { z } from "zod";
 import { jsonShapeProblem, MAX_JSON_DEPTH, readCapped } from "../limits/mod.ts";
-import { MAX_SYSTEM_PROMPT_CHARS } from "./request.ts";
+
+/** Longest system prompt of an environment loop (and wiki of an environment), in characters. */
+export const MAX_SYSTEM_PROMPT_CHARS = 200_000;
 
 /** Largest answer of an environment, in bytes. */
 export const MAX_ENV_ANSWER_BYTES = 8 * 1024 * 1024;

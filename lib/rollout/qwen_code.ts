@@ -5,13 +5,109 @@
  *
  * @module
  */
+import { z } from "zod";
 import { shellQuote } from "../evaluate/mod.ts";
+import { ConfigError } from "../config/mod.ts";
 import type { HostBind } from "../sandbox/mod.ts";
-import type { AgentConnection } from "./claude_code.ts";
-import type { QwenCodeSettings } from "./request.ts";
+import {
+  type AgentConnection,
+  COMMON_SETTINGS,
+  configuredFile,
+  type Harness,
+  readAgentLog,
+  ToolPattern,
+} from "./harness.ts";
 
-/** The npm package an E2B sandbox installs when it has no `qwen`: the version tests pin. */
-export const QWEN_CODE_PACKAGE = "@qwen-code/qwen-code@0.24.4";
+/**
+ * Qwen Code's settings when a request gives none: no background memory or skill agents (each
+ * an extra conversation that is not the task's, and files outside the work tree), no usage
+ * statistics.
+ */
+export const DEFAULT_QWEN_SETTINGS: Readonly<Record<string, unknown>> = Object.freeze({
+  memory: { enableManagedAutoMemory: false, enableManagedAutoDream: false, enableAutoSkill: false },
+  privacy: { usageStatisticsEnabled: false },
+});
+
+/** Qwen Code, headless, speaking Chat Completions. */
+export const QwenCodeSettingsSchema = z.strictObject({
+  harness: z.literal("qwen_code"),
+  ...COMMON_SETTINGS,
+  /** Qwen Code's `--max-session-turns`. */
+  max_turns: z.number().int().min(1).max(100_000).optional(),
+  /** Qwen Code's `--approval-mode`. */
+  approval_mode: z.enum(["yolo", "auto-edit", "auto", "default", "plan"]).default("yolo"),
+  /** Qwen Code's `--allowed-tools` (run without asking). */
+  allowed_tools: z.array(ToolPattern).max(200).optional(),
+  /** Qwen Code's `--exclude-tools`. */
+  exclude_tools: z.array(ToolPattern).max(200).default([]),
+  /** Qwen Code's `settings.json`, given as its system settings (they override the user's). */
+  settings: z.record(z.string(), z.unknown()).default(() => structuredClone(DEFAULT_QWEN_SETTINGS)),
+});
+
+/** Qwen Code's settings. */
+export type QwenCodeSettings = z.output<typeof QwenCodeSettingsSchema>;
+
+/** The Qwen Code harness (`qwen_code`). */
+export const QWEN_CODE: Harness<QwenCodeSettings> = {
+  name: "qwen_code",
+  title: "Qwen Code",
+  settings: QwenCodeSettingsSchema,
+  package: {
+    folder: "qwen-code",
+    name: "@qwen-code/qwen-code",
+    bin: "qwen",
+    // Its clipboard dependency lists optional binaries for platforms the registry lacks.
+    ci: false,
+    testsOnly: false,
+    afterInstall: makeRipgrepExecutable,
+  },
+  installHint: "run tools/setup.ts or set QWEN_CODE_BIN",
+  async findLocal(rollout) {
+    const node = await findNode(await configuredFile("NODE_BIN", rollout.nodeBin));
+    const configured = await configuredFile("QWEN_CODE_BIN", rollout.qwenCodeBin);
+    const install = node === null ? null : await findQwenCode(configured, node);
+    if (configured !== null && install === null) {
+      throw new ConfigError(
+        "QWEN_CODE_BIN",
+        node === null
+          ? "Invalid QWEN_CODE_BIN: no node on PATH to run it (set NODE_BIN)"
+          : `Invalid QWEN_CODE_BIN: no Qwen Code (node_modules/${ENTRY}) at "${configured}"`,
+      );
+    }
+    return install === null ? null : qwenCodeLocal(install);
+  },
+  remote: (rollout) => ({
+    package: rollout.qwenCodePackage,
+    tarball: { path: rollout.qwenCodeTarball, variable: "QWEN_CODE_TARBALL" },
+  }),
+  command: (settings, run) => qwenCodeCommand(run.program, settings, run.prompt),
+  async prepare(sandbox, settings, connection) {
+    const path = qwenSettingsPath(sandbox.tmpdir);
+    await sandbox.writeFile(path, JSON.stringify(settings.settings));
+    return qwenCodeEnv(settings, connection, path);
+  },
+  outcome: readAgentLog,
+  commandWords: (settings) => [
+    (settings.allowed_tools ?? []).join(","),
+    settings.exclude_tools.join(","),
+  ],
+};
+
+/**
+ * Qwen Code's package (0.24.4) ships its ripgrep without the executable bit, so its search tool
+ * cannot spawn it and falls back to a slower built-in grep. Set by `tools/setup.ts`, where the
+ * package is writable (a sandbox only reads it).
+ */
+async function makeRipgrepExecutable(nodeModules: string): Promise<void> {
+  const vendor = `${nodeModules}/@qwen-code/qwen-code/vendor/ripgrep/`;
+  try {
+    for await (const platform of Deno.readDir(vendor)) {
+      const rg = `${vendor}${platform.name}/rg`;
+      const mode = (await Deno.stat(rg).catch(() => null))?.mode;
+      if (mode != null && (mode & 0o111) === 0) await Deno.chmod(rg, mode | 0o755);
+    }
+  } catch { /* not installed */ }
+}
 
 /** The CLI's entry point inside its package. */
 const ENTRY = "@qwen-code/qwen-code/cli-entry.js";

@@ -28,16 +28,17 @@ import {
 } from "../sandbox/mod.ts";
 import { closeSession, type LifecycleDeps, openSession, setReward } from "../session/mod.ts";
 import { boundedBackend } from "./boot_slots.ts";
+import { fillPrompt } from "./harness.ts";
 import {
   agentCommand,
   type AgentInstalls,
-  fillPrompt,
-  HARNESSES,
+  cliHarness,
+  type CliSettings,
   prepareAgent,
   readAgentOutcome,
-} from "./harness.ts";
+} from "./harnesses.ts";
 import type { AgentOutcome, EpisodeReward, RolloutJobRecord, RolloutPhase } from "./records.ts";
-import type { CliSettings, RolloutSettings } from "./request.ts";
+import type { RolloutSettings } from "./request.ts";
 import { collectPatch, installAgent, prepareWorkTree, SetupError } from "./work_tree.ts";
 
 /** What an attempt needs from the gateway. */
@@ -165,11 +166,17 @@ export async function runAttempt(
   if (!backend) {
     return failed("sandbox_unavailable", `The ${backendName} sandbox backend is not configured`);
   }
-  const harness = settings.agent.harness;
-  const install = deps.agents[harness];
-  if (backend.name === "local" && install.local === null) {
-    const { title, install: how } = HARNESSES[harness];
-    return failed("agent_unavailable", `${title} is not installed on this machine: ${how}`);
+  const harness = cliHarness(settings.agent.harness);
+  const install = deps.agents.get(settings.agent.harness);
+  if (harness === undefined || install === undefined) {
+    return failed("agent_unavailable", `No harness ${settings.agent.harness} is registered`);
+  }
+  const lent = backend.capabilities.agentInstall === "lent";
+  if (lent && install.local === null) {
+    return failed(
+      "agent_unavailable",
+      `${harness.title} is not installed on this machine: ${harness.installHint}`,
+    );
   }
   const session = await openAttemptSession(deps, job, settings);
   let sandbox: Sandbox | null = null;
@@ -177,18 +184,18 @@ export async function runAttempt(
   let agentLog: string | undefined;
   let patch: string | undefined;
   try {
-    const local = backend.name === "local";
-    const binds = local ? install.local!.binds : [];
-    // A local agent reaches the gateway and nothing else (no host loopback, no engine); an E2B
-    // sandbox is a machine of its own that reaches the gateway over the network.
+    const binds = lent ? install.local!.binds : [];
+    // A forwarded agent reaches the gateway and nothing else (no host loopback, no engine); a
+    // networked one (a machine of its own) reaches the gateway over the network.
+    const forwarded = backend.capabilities.gatewayReach === "forward";
     const gatewayUrl = new URL(deps.gatewayUrl());
     sandbox = await boundedBackend(deps.kv, backend, slotsOf(deps, job.id)).create({
       repo: await repoSource(task, deps.evaluate.cacheDir),
       commit: task.base_commit,
       template: settings.sandbox.template ?? task.template,
       metadata: { purpose: "agent", rollout_job: job.id },
-      network: !local,
-      forward: local
+      network: !forwarded,
+      forward: forwarded
         ? { port: GATEWAY_PORT_INSIDE, to: forwardTarget(gatewayUrl.href) }
         : undefined,
       binds,
@@ -202,7 +209,7 @@ export async function runAttempt(
     }, signal);
 
     await setPhase("agent");
-    const insideUrl = local
+    const insideUrl = forwarded
       ? `http://127.0.0.1:${GATEWAY_PORT_INSIDE}${gatewayUrl.pathname.replace(/\/$/, "")}`
       : deps.gatewayUrl();
     const prompt = fillPrompt(settings.agent.prompt_template, task);
@@ -213,7 +220,7 @@ export async function runAttempt(
       contextLength: deps.contextLength,
     }, prompt);
     // A command needs nothing installed: its program is its own command line.
-    const program = local || install.npm === null ? install.local?.program ?? "" : shellQuote(
+    const program = lent || install.npm === null ? install.local?.program ?? "" : shellQuote(
       await installAgent(sandbox, install.npm, settings.agent.env, {
         timeoutMs: settings.budgets.agent_ms,
         outputBytes: deps.outputBytes,

@@ -8,7 +8,7 @@
 import { shellQuote, type Task } from "../evaluate/mod.ts";
 import { interleaved, type Sandbox } from "../sandbox/mod.ts";
 import type { NpmInstall } from "./harness.ts";
-import { PROBLEM_FILE } from "./request.ts";
+import { PROBLEM_FILE } from "./harness.ts";
 
 /** Bounds of one setup command. */
 export interface CommandLimits {

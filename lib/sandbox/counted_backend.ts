@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { GatewayMetrics } from "../metrics/mod.ts";
+import { type GatewayMetrics, SANDBOX_BACKENDS } from "../metrics/mod.ts";
 import { RepoError, type SandboxBackend, SandboxUnavailableError } from "./sandbox.ts";
 
 /**
@@ -27,9 +27,10 @@ import { RepoError, type SandboxBackend, SandboxUnavailableError } from "./sandb
  * ```
  */
 export function countedBackend(backend: SandboxBackend, metrics: GatewayMetrics): SandboxBackend {
-  const label = backend.name === "local" || backend.name === "e2b" ? backend.name : "other";
+  // The metric's labels are a fixed list: a backend it does not list counts as `other`.
+  const label = SANDBOX_BACKENDS.find((known) => known === backend.name) ?? "other";
   return {
-    name: backend.name,
+    ...backendFacts(backend),
     create: async (spec) => {
       const started = performance.now();
       try {
@@ -52,4 +53,15 @@ function bootOutcome(error: unknown, signal: AbortSignal | undefined) {
   if (error instanceof SandboxUnavailableError) return "unavailable";
   if (error instanceof RepoError) return "bad_repo";
   return "error";
+}
+
+/** What a wrapper of `backend` says of itself: the backend's name, capabilities and location. */
+export function backendFacts(
+  backend: SandboxBackend,
+): Pick<SandboxBackend, "name" | "capabilities" | "location"> {
+  return {
+    name: backend.name,
+    capabilities: backend.capabilities,
+    ...(backend.location === undefined ? {} : { location: backend.location }),
+  };
 }

@@ -18,6 +18,7 @@ import {
   RepoError,
   type Sandbox,
   type SandboxBackend,
+  type SandboxCapabilities,
   type SandboxSpec,
   SandboxUnavailableError,
 } from "./sandbox.ts";
@@ -46,6 +47,12 @@ const SETUP_TIMEOUT_MS = 10 * 60_000;
 /** Sandboxes from E2B. */
 export class E2bBackend implements SandboxBackend {
   readonly name = "e2b";
+  readonly capabilities: SandboxCapabilities = {
+    placement: "remote",
+    runsImages: true,
+    agentInstall: "install",
+    gatewayReach: "network",
+  };
   readonly #live = new Set<RemoteSandbox>();
 
   constructor(readonly options: E2bBackendOptions) {}

@@ -33,6 +33,7 @@ import {
   RepoError,
   type Sandbox,
   type SandboxBackend,
+  type SandboxCapabilities,
   type SandboxSpec,
   SandboxUnavailableError,
 } from "./sandbox.ts";
@@ -47,9 +48,22 @@ export interface LocalBackendOptions {
   readonly bwrap?: string;
 }
 
+/**
+ * What bubblewrap sandboxes can do: they run on this host's system (no images), are lent the
+ * host's agent CLIs read-only, and reach the gateway through one forwarded port.
+ */
+export const LOCAL_CAPABILITIES: SandboxCapabilities = Object.freeze({
+  placement: "host",
+  runsImages: false,
+  agentInstall: "lent",
+  gatewayReach: "forward",
+});
+
 /** Sandboxes from bubblewrap on this machine. */
 export class LocalBackend implements SandboxBackend {
   readonly name = "local";
+  readonly capabilities = LOCAL_CAPABILITIES;
+  readonly location: string;
   readonly #root: string;
   readonly #bwrap: string;
   readonly #hiddenWanted: readonly string[];
@@ -61,6 +75,7 @@ export class LocalBackend implements SandboxBackend {
 
   constructor(options: LocalBackendOptions) {
     this.#root = options.root.replace(/\/+$/, "");
+    this.location = this.#root;
     this.#bwrap = options.bwrap ?? "bwrap";
     this.#hiddenWanted = [this.#root, ...(options.hidden ?? [])];
   }

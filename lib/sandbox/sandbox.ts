@@ -120,9 +120,40 @@ export interface Sandbox {
 }
 
 /** Makes sandboxes. */
+/**
+ * What a backend's sandboxes can do, which callers ask instead of its name: where they run, what
+ * they boot, how an agent CLI gets inside and how it reaches the gateway.
+ */
+export interface SandboxCapabilities {
+  /**
+   * `host`: on this machine, the host's files below them (its tools can be lent read-only);
+   * `remote`: each a machine of its own, reached over the network.
+   */
+  readonly placement: "host" | "remote";
+  /**
+   * It boots the image a task names (an E2B template, a Harbor task's Docker image), so a task's
+   * files may come from the image; without it every sandbox is the host's system.
+   */
+  readonly runsImages: boolean;
+  /**
+   * How an agent's CLI gets inside: `lent`, the host's install bound read-only (`binds`);
+   * `install`, installed with npm (or unpacked) inside, the host's tarball uploaded when there is.
+   */
+  readonly agentInstall: "lent" | "install";
+  /**
+   * How an agent reaches the gateway: `forward`, one port forwarded to loopback inside with no
+   * network otherwise (`forward`); `network`, the network, at the gateway's public URL.
+   */
+  readonly gatewayReach: "forward" | "network";
+}
+
 export interface SandboxBackend {
-  /** `local` or `e2b`. */
+  /** Its name in configuration and requests (`local`, `e2b`). */
   readonly name: string;
+  /** What its sandboxes can do. */
+  readonly capabilities: SandboxCapabilities;
+  /** Where its sandboxes live, for people (the start-up banner); absent when nowhere to show. */
+  readonly location?: string;
   create(spec: SandboxSpec): Promise<Sandbox>;
   /** Kills every sandbox this backend still has alive (at shutdown). */
   close(): Promise<void>;

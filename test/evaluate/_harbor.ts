@@ -41,7 +41,7 @@ export async function harborGold(name: string): Promise<string> {
   try {
     const { task } = await resolveHarborTask(
       { harbor: harborFixture(name) },
-      { cacheDir: `${scratch}/cache`, backend: "local" },
+      { cacheDir: `${scratch}/cache`, runsImages: false },
     );
     const tree = `${scratch}/tree`;
     await git(scratch, "clone", "--quiet", task.repo!, tree);

@@ -77,7 +77,7 @@ Deno.test("resolveHarborTask() makes a task spec: environment/ as a git reposito
   await withDir(async (dir) => {
     const local = await resolveHarborTask({ harbor: harborFixture("fizzbuzz") }, {
       cacheDir: `${dir}/a`,
-      backend: "local",
+      runsImages: false,
     });
     const { task } = local;
     assert.equal(local.agentTimeoutMs, 120_000);
@@ -100,13 +100,13 @@ Deno.test("resolveHarborTask() makes a task spec: environment/ as a git reposito
     // The same files make the same commit, in another cache too.
     const again = await resolveHarborTask({ harbor: harborFixture("fizzbuzz") }, {
       cacheDir: `${dir}/b`,
-      backend: "local",
+      runsImages: false,
     });
     assert.equal(again.task.base_commit, task.base_commit);
 
     const e2b = await resolveHarborTask({ harbor: harborFixture("fizzbuzz") }, {
       cacheDir: `${dir}/a`,
-      backend: "e2b",
+      runsImages: true,
     });
     assert.deepEqual(
       [e2b.task.repo, e2b.task.repo_dir, e2b.task.base_commit, e2b.task.workdir_alias],
@@ -115,7 +115,7 @@ Deno.test("resolveHarborTask() makes a task spec: environment/ as a git reposito
     // Without an image, E2B gets the environment/ repository too.
     const noImage = await resolveHarborTask({ harbor: harborFixture("word_count") }, {
       cacheDir: `${dir}/a`,
-      backend: "e2b",
+      runsImages: true,
     });
     assert.match(noImage.task.repo!, /\/harbor\/[0-9a-f]{32}$/);
     assert.equal(noImage.task.template, undefined);
@@ -123,7 +123,7 @@ Deno.test("resolveHarborTask() makes a task spec: environment/ as a git reposito
     const repo = await scratchRepo(dir, { "count.mjs": "export {};\n" });
     const given = await resolveHarborTask(
       { harbor: harborFixture("word_count"), repo: repo.path, base_commit: repo.commit },
-      { cacheDir: `${dir}/a`, backend: "local" },
+      { cacheDir: `${dir}/a`, runsImages: false },
     );
     assert.deepEqual([given.task.repo, given.task.base_commit], [repo.path, repo.commit]);
   });
@@ -225,7 +225,7 @@ Deno.test("a broken task folder is refused with what is wrong, naming task.harbo
     for (const [index, [what, breakIt, expected]] of BROKEN.entries()) {
       const task = await copyFixture("fizzbuzz", dir, `case${index}`);
       await breakIt(task);
-      const error = await resolveHarborTask({ harbor: task }, { cacheDir: dir, backend: "local" })
+      const error = await resolveHarborTask({ harbor: task }, { cacheDir: dir, runsImages: false })
         .then(() => null, (error) => error);
       assert.ok(error instanceof HarborTaskError, `${what}: ${error}`);
       assert.match(error.message, /^task\.harbor: /, what);
@@ -329,7 +329,7 @@ Deno.test("a Harbor fixture's gold patch scores 1 and no patch 0, the reward rea
     const resolve = async (name: string) =>
       (await resolveHarborTask({ harbor: harborFixture(name) }, {
         cacheDir: deps.cacheDir,
-        backend: "local",
+        runsImages: false,
       })).task;
     const fizzbuzz = await resolve("fizzbuzz");
     const gold = await evaluate(deps, { task: fizzbuzz, patch: await harborGold("fizzbuzz") });

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { keys, type Lease } from "../../lib/kv/mod.ts";
 import { acquireBootSlot, boundedBackend } from "../../lib/rollout/mod.ts";
 import {
+  LOCAL_CAPABILITIES,
   RepoError,
   type Sandbox,
   type SandboxBackend,
@@ -24,6 +25,7 @@ Deno.test("boundedBackend() boots at most `slots` sandboxes at once across proce
     let most = 0;
     const backend: SandboxBackend = {
       name: "fake",
+      capabilities: LOCAL_CAPABILITIES,
       create: async () => {
         most = Math.max(most, ++booting);
         await new Promise((resolve) => setTimeout(resolve, 20)); // a boot takes time
@@ -74,6 +76,7 @@ Deno.test("boundedBackend() retries a boot the backend reports unavailable, not 
     let calls = 0;
     const backend: SandboxBackend = {
       name: "fake",
+      capabilities: LOCAL_CAPABILITIES,
       create: () => {
         calls++;
         const failure = failures.shift();

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { createMetrics } from "../../lib/metrics/mod.ts";
 import {
   countedBackend,
+  LOCAL_CAPABILITIES,
   RepoError,
   type Sandbox,
   type SandboxBackend,
@@ -15,6 +16,7 @@ function scriptedBackend(name: string, outcomes: (Error | null)[]) {
   let closed = 0;
   const backend: SandboxBackend = {
     name,
+    capabilities: LOCAL_CAPABILITIES,
     create: (spec) => {
       const outcome = outcomes.shift();
       if (outcome) return Promise.reject(spec.signal?.aborted ? spec.signal.reason : outcome);

@@ -9,7 +9,13 @@ import type { LowerOptions } from "../lib/anthropic/mod.ts";
 import { IdentityMemo } from "../lib/chat/mod.ts";
 import { dispatchToolsOf, KNOWN_CLIENTS } from "../lib/clients/mod.ts";
 import { type Config, ConfigError, resolveConfig } from "../lib/config/mod.ts";
-import { type Engine, EngineControl, SglangClient } from "../lib/engine/mod.ts";
+import {
+  type Engine,
+  ENGINE_DIALECTS,
+  type EngineController,
+  type EngineDialect,
+  engineDialect,
+} from "../lib/engine/mod.ts";
 import { ChainCache, sharedSecret } from "../lib/kv/mod.ts";
 import {
   type CachedChain,
@@ -43,12 +49,7 @@ import {
 } from "../lib/evaluate/mod.ts";
 import { agentInstalls, RolloutWorker } from "../lib/rollout/mod.ts";
 import type { LifecycleDeps } from "../lib/session/mod.ts";
-import {
-  countedBackend,
-  E2bBackend,
-  LocalBackend,
-  type SandboxBackend,
-} from "../lib/sandbox/mod.ts";
+import { countedBackend, type SandboxBackend, sandboxBackends } from "../lib/sandbox/mod.ts";
 import { createMetrics, type GatewayMetrics } from "../lib/metrics/mod.ts";
 
 /** Everything the functions are built from. */
@@ -61,7 +62,7 @@ export interface Deps extends TurnDeps {
   /** Bearer token of the trainer API. */
   readonly adminToken: string;
   /** Pause, continue and weight versions across the engine's workers. */
-  readonly control: EngineControl;
+  readonly control: EngineController;
   /** The built-in scripted engine, when no `SGLANG_URL` is set. */
   readonly scripted: ScriptedEngine | null;
   /** Where sandboxes come from unless a request says: `SANDBOX_BACKEND`. */
@@ -138,6 +139,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   const metrics = createMetrics();
   const kv = overrides.kv ?? await openKv(config.kvPath);
   let scripted: ScriptedEngine | null = null;
+  const dialect = dialectOf(config.engineApi);
   let engine = overrides.engine;
   if (!engine) {
     let url = config.sglangUrl;
@@ -145,7 +147,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       scripted = await startScriptedEngine({ tokenizer, latencyMs: config.scriptedLatencyMs });
       url = scripted.url;
     }
-    engine = new SglangClient(url, {
+    engine = dialect.connect(url, {
       connections: config.engineConnections,
       timeoutMs: config.engineTimeoutMs,
       metrics,
@@ -154,7 +156,10 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   const contextLength = config.contextLength ?? tokenizer.modelMaxLength ?? 32_768;
   const backends = overrides.sandbox
     ? new Map([[overrides.sandbox.name, overrides.sandbox]])
-    : sandboxBackends(config);
+    // Local sandboxes never see the gateway's KV folder.
+    : sandboxBackends(config, {
+      hidden: config.kvPath === ":memory:" ? [] : [dirOf(config.kvPath)],
+    });
   // Every boot counted, whichever path (an evaluation, an agent's sandbox) takes it.
   const sandboxes = new Map(
     [...backends].map(([name, backend]) => [name, countedBackend(backend, metrics)]),
@@ -229,7 +234,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     holder,
     signingSecret: config.signingSecret ?? await sharedSecret(kv, "thinking_signature"),
     adminToken: config.adminToken ?? await sharedSecret(kv, "admin_token"),
-    control: new EngineControl(engine.url, {
+    control: dialect.control(engine.url, {
       workers: config.engineWorkers,
       timeoutMs: config.engineTimeoutMs,
     }),
@@ -295,35 +300,6 @@ export async function loadServedTokenizer(
   return tokenizer;
 }
 
-/**
- * The sandbox backends: local always (its sandboxes never see the gateway's KV folder), E2B
- * when an API key is configured.
- */
-function sandboxBackends(config: Config): Map<string, SandboxBackend> {
-  const kvDir = config.kvPath === ":memory:" ? [] : [dirOf(config.kvPath)];
-  const backends = new Map<string, SandboxBackend>([[
-    "local",
-    new LocalBackend({ root: `${config.sandboxRoot}/sandboxes`, hidden: kvDir }),
-  ]]);
-  const { e2b } = config;
-  if (e2b.apiKey !== null) {
-    backends.set(
-      "e2b",
-      new E2bBackend({
-        apiKey: e2b.apiKey!,
-        apiUrl: e2b.apiUrl ?? undefined,
-        sandboxUrl: e2b.sandboxUrl ?? undefined,
-        domain: e2b.domain ?? undefined,
-        template: e2b.template,
-        bootAttempts: e2b.bootAttempts,
-        bootBackoffMs: e2b.bootBackoffMs,
-        scratchDir: `${config.sandboxRoot}/bundles`,
-      }),
-    );
-  }
-  return backends;
-}
-
 /** The text of `CHAT_TEMPLATE`, or `undefined` when it is unset. */
 async function chatTemplateOverride(path: string | null): Promise<string | undefined> {
   if (path === null) return undefined;
@@ -359,6 +335,17 @@ function servedTokenizer(tokenizer: ChatTokenizer, config: Config): ChatTokenize
     if (error instanceof ModelFormatError) throw new ConfigError(error.variable, error.message);
     throw error;
   }
+}
+
+/** The registered engine dialect `ENGINE_API` names. */
+function dialectOf(name: string): EngineDialect {
+  const dialect = engineDialect(name);
+  if (dialect !== undefined) return dialect;
+  const known = ENGINE_DIALECTS.map((known) => known.name).join(", ");
+  throw new ConfigError(
+    "ENGINE_API",
+    `Invalid ENGINE_API: expected one of ${known}, got "${name}"`,
+  );
 }
 
 function dirOf(path: string): string {

@@ -25,6 +25,7 @@ import {
   summarizeJob,
   waitFinished,
 } from "../lib/rollout/mod.ts";
+import { sandboxBackendKind } from "../lib/sandbox/mod.ts";
 import { SessionNotFoundError } from "../lib/session/mod.ts";
 import { admin } from "./_admin.ts";
 import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
@@ -51,8 +52,9 @@ export function createRolloutApp(deps: RolloutAppDeps): Hono {
     let body = validate(RolloutRequestSchema, raw);
     const backend = body.sandbox.backend;
     if (backend !== undefined && !deps.sandboxes.has(backend)) {
+      const why = sandboxBackendKind(backend)?.unavailable(deps.config);
       throw new InvalidRequestError(
-        `sandbox.backend: "${backend}" is not configured here (e2b needs E2B_API_KEY)`,
+        `sandbox.backend: "${backend}" is not configured here${why ? ` (${why})` : ""}`,
       );
     }
     if ("harbor" in body.task) {

@@ -23,7 +23,7 @@ const LAYERS: ReadonlyMap<string, readonly string[]> = new Map([
   ["metrics", ["errors"]],
   ["engine", ["errors", "metrics"]],
   ["kv", ["cache", "errors", "metrics", "timing"]],
-  ["sandbox", ["errors", "metrics", "timing"]],
+  ["sandbox", ["config", "errors", "metrics", "timing"]],
   ["template", ["cache", "chat", "errors", "limits"]],
   ["evaluate", ["errors", "limits", "metrics", "sandbox"]],
   ["scripted_engine", ["template"]],

@@ -34,6 +34,12 @@ export const ConfigSchema = z.object({
     shown: "unset",
     meaning: "SGLang worker or router URL; unset runs the built-in scripted engine",
   }),
+  /** The engine's dialect, a name `lib/engine/dialects.ts` registers (checked at start-up). */
+  engineApi: variable("ENGINE_API", z.string().regex(/^[a-z][a-z0-9_]{0,31}$/), {
+    expected: "an engine dialect's name (sglang)",
+    fallback: "sglang",
+    meaning: "the dialect the engine speaks: `sglang` (its token-in/token-out `/generate`)",
+  }),
   /**
    * Engine workers that pause, continue and weight-version calls go to; `null`: the router's
    * own list of workers, or `sglangUrl` itself when it is one worker.

@@ -7,45 +7,13 @@
  *
  * @module
  */
-import type { CodedError } from "../errors/mod.ts";
-
-/**
- * How a pause treats running requests (SGLang's `/pause_generation` modes): `abort` ends them
- * with their partial output (the gateway resubmits prompt + partial output, which waits for
- * continue); `retract` sends them back to the waiting queue; `in_place` freezes them with their
- * KV cache. Only `abort` costs an extra engine request.
- */
-export type PauseMode = "abort" | "retract" | "in_place";
-
-/** What one worker answered. */
-export interface WorkerAnswer {
-  readonly url: string;
-  /** The worker's JSON answer (its text when not JSON), or `null` when it could not be reached. */
-  readonly body: unknown;
-}
-
-/** A call that some workers did not accept; the others did, and are told in `answers`. */
-export class EngineControlError extends Error implements CodedError {
-  readonly code = "engine_control_failed" as const;
-  constructor(
-    readonly failures: readonly { url: string; error: string }[],
-    readonly answers: readonly WorkerAnswer[],
-  ) {
-    super(
-      `${failures.length} engine worker(s) failed: ` +
-        failures.map((f) => `${f.url}: ${f.error}`).join("; "),
-    );
-    this.name = "EngineControlError";
-  }
-}
-
-/** Options of {@linkcode EngineControl}. */
-export interface EngineControlOptions {
-  /** The workers to call; `null` asks the engine URL for its workers. */
-  readonly workers: readonly string[] | null;
-  /** Longest one call may take (an abort pause waits for running requests to return). */
-  readonly timeoutMs: number;
-}
+import {
+  EngineControlError,
+  type EngineController,
+  type EngineControlOptions,
+  type PauseMode,
+  type WorkerAnswer,
+} from "./engine.ts";
 
 /** Most bytes of a worker's answer kept, so a misbehaving worker cannot grow a reply. */
 const ANSWER_BYTES = 4096;
@@ -70,7 +38,7 @@ const ANSWER_BYTES = 4096;
  * await engine.close();
  * ```
  */
-export class EngineControl {
+export class EngineControl implements EngineController {
   constructor(readonly engineUrl: string, private readonly options: EngineControlOptions) {}
 
   /** The worker URLs calls go to. */

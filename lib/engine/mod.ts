@@ -1,5 +1,11 @@
-/** The inference engine: SGLang's token-in/token-out `/generate` and its sampling parameters. @module */
+/**
+ * The inference engine: the dialect-neutral engine interface, its dialects (SGLang's token-in/
+ * token-out `/generate` first) and the sampling parameters. @module
+ */
+export * from "./engine.ts";
 export * from "./sampling.ts";
 export * from "./sglang_client.ts";
 export * from "./prompt_ids.ts";
 export * from "./engine_control.ts";
+export * from "./sglang.ts";
+export * from "./dialects.ts";

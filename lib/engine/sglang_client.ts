@@ -7,13 +7,22 @@
  *
  * @module
  */
-import type { CodedError } from "../errors/mod.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
 import { Buffer } from "node:buffer";
 import { Readable } from "node:stream";
 import { Agent, request } from "undici";
+import {
+  type Engine,
+  type EngineClientOptions,
+  type EngineFinish,
+  EngineRejectedError,
+  EngineUnavailableError,
+  type GenerateRequest,
+  type Generation,
+  newRid,
+  type VersionSpan,
+} from "./engine.ts";
 import { PromptIds } from "./prompt_ids.ts";
-import type { SamplingParams } from "./sampling.ts";
 import {
   ChunkReader,
   type NewTokens,
@@ -22,109 +31,6 @@ import {
   sseData,
   StreamFormatError,
 } from "./stream_chunks.ts";
-
-/** Why the engine stopped. `matched` is the stop token id or the stop string. */
-export type EngineFinish =
-  | { readonly type: "stop"; readonly matched: number | string | null }
-  | { readonly type: "length" };
-
-/** One finished generation. `outputIds`, `logprobs` are aligned and equally long. */
-export interface Generation {
-  /** Request id of the first engine call of this generation. */
-  readonly rid: string;
-  readonly outputIds: number[];
-  /** Log-probability of each output token under the sampling policy. */
-  readonly logprobs: number[];
-  /** At each output position, the most likely tokens `[id, logprob]`, when asked for. */
-  readonly topLogprobs?: [number, number][][];
-  readonly finish: EngineFinish;
-  /** The weight versions that sampled the output, in order (each span's, repeats merged). */
-  readonly weightVersions: string[];
-  /** The weight version that sampled each output token, run-length: spans in order, covering all. */
-  readonly versionSpans: VersionSpan[];
-  /** Engine-side aborts that were resumed. */
-  readonly aborts: number;
-  /** Wall time spent waiting on the engine, in milliseconds. */
-  readonly engineMs: number;
-  /** The engine's own account of its time (`meta_info.e2e_latency`), in milliseconds. */
-  readonly engineReportedMs: number;
-}
-
-/** Output positions `start..end` (end exclusive), sampled under weight `version`. */
-export interface VersionSpan {
-  readonly version: string;
-  readonly start: number;
-  readonly end: number;
-}
-
-/** Tokens the engine has just sampled, as a streamed generation reports them. */
-export interface SampledTokens {
-  readonly ids: readonly number[];
-  readonly logprobs: readonly number[];
-  /** The weight version that sampled them. */
-  readonly weightVersion: string;
-}
-
-/** One generation request. */
-export interface GenerateRequest {
-  /** Request id of the first engine call (later calls, after engine-side aborts, get new ones). */
-  readonly rid?: string;
-  /** The prompt; pass {@linkcode PromptIds} to send a long history without formatting it again. */
-  readonly inputIds: ArrayLike<number> | PromptIds;
-  readonly sampling: SamplingParams;
-  /** How many most likely tokens to return at each output position (`top_logprobs_num`). */
-  readonly topLogprobs?: number;
-  /** Aborted when the client leaves: the engine request is aborted and nothing is returned. */
-  readonly signal?: AbortSignal;
-  /**
-   * Told of tokens as they are sampled: the engine is asked to stream (`stream: true`). Resumed
-   * calls after an engine-side abort continue the same report.
-   */
-  readonly onTokens?: (tokens: SampledTokens) => void;
-}
-
-/** Something that turns prompt token ids into sampled token ids. */
-export interface Engine {
-  /** Base URL of the engine. */
-  readonly url: string;
-  generate(request: GenerateRequest): Promise<Generation>;
-  close(): Promise<void>;
-}
-
-/** The engine cannot take the request now (down, overloaded, timing out); retry later. */
-export class EngineUnavailableError extends Error implements CodedError {
-  readonly code = "engine_unavailable" as const;
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = "EngineUnavailableError";
-  }
-}
-
-/** The engine refused the request itself (HTTP 4xx): retrying the same request cannot help. */
-export class EngineRejectedError extends Error implements CodedError {
-  readonly code = "engine_rejected" as const;
-  constructor(message: string) {
-    super(message);
-    this.name = "EngineRejectedError";
-  }
-}
-
-/** Options of {@linkcode SglangClient}. */
-export interface SglangClientOptions {
-  /** Most open connections to the engine's origin. */
-  readonly connections: number;
-  /** Longest one engine call may take, in milliseconds. */
-  readonly timeoutMs: number;
-  /** Most engine-side aborts resumed within one generation. */
-  readonly maxResumes?: number;
-  /** Counts engine-side aborts and resumes. */
-  readonly metrics?: GatewayMetrics;
-}
-
-/** A fixed-length request id (32 hex digits), so SGLang's prefix-matching abort hits one call. */
-export function newRid(): string {
-  return crypto.randomUUID().replaceAll("-", "");
-}
 
 /**
  * The SGLang engine client.
@@ -155,10 +61,10 @@ export function newRid(): string {
  */
 export class SglangClient implements Engine {
   readonly #agent: Agent;
-  readonly #options: Required<Omit<SglangClientOptions, "metrics">>;
+  readonly #options: Required<Omit<EngineClientOptions, "metrics">>;
   readonly #metrics: GatewayMetrics | undefined;
 
-  constructor(readonly url: string, options: SglangClientOptions) {
+  constructor(readonly url: string, options: EngineClientOptions) {
     this.#options = { maxResumes: 16, ...options };
     this.#metrics = options.metrics;
     this.#agent = new Agent({

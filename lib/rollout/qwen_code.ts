@@ -64,7 +64,7 @@ export const QWEN_CODE: Harness<QwenCodeSettings> = {
   installHint: "run tools/setup.ts or set QWEN_CODE_BIN",
   async findLocal(rollout) {
     const node = await findNode(await configuredFile("NODE_BIN", rollout.nodeBin));
-    const configured = await configuredFile("QWEN_CODE_BIN", rollout.qwenCodeBin);
+    const configured = rollout.qwenCodeBin;
     const install = node === null ? null : await findQwenCode(configured, node);
     if (configured !== null && install === null) {
       throw new ConfigError(

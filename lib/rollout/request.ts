@@ -15,6 +15,7 @@ import {
 } from "../evaluate/mod.ts";
 import { checkMetadata, jsonBytes, MAX_METADATA_BYTES } from "../limits/mod.ts";
 import { REWARD_ALLOCATIONS } from "../config/mod.ts";
+import { SANDBOX_BACKEND_KINDS } from "../sandbox/mod.ts";
 import { MAX_SYSTEM_PROMPT_CHARS } from "./env_client.ts";
 import { EnvTaskSchema, isEnvTask } from "./env_task.ts";
 import { type AnyHarness, PROBLEM_FILE } from "./harness.ts";
@@ -84,8 +85,9 @@ function agentSettingsSchema(harnesses: readonly AnyHarness[]) {
 }
 
 const SandboxSettings = z.strictObject({
-  /** `local` or `e2b`; the gateway's `SANDBOX_BACKEND` when unset. */
-  backend: z.enum(["local", "e2b"]).optional(),
+  /** A registered backend (`local`, `e2b`); the gateway's `SANDBOX_BACKEND` when unset. */
+  backend: z.enum(SANDBOX_BACKEND_KINDS.map((kind) => kind.name) as [string, ...string[]])
+    .optional(),
   /** E2B template of the agent's sandbox; the task's `template` when unset. */
   template: z.string().min(1).max(256).optional(),
 });

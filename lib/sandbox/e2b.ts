@@ -18,6 +18,7 @@ import {
   RepoError,
   type Sandbox,
   type SandboxBackend,
+  type SandboxBackendKind,
   type SandboxCapabilities,
   type SandboxSpec,
   SandboxUnavailableError,
@@ -43,6 +44,23 @@ export interface E2bBackendOptions {
 
 /** Longest one setup command (clone, checkout) may take inside the sandbox. */
 const SETUP_TIMEOUT_MS = 10 * 60_000;
+
+/** The E2B backend's kind: there when `E2B_API_KEY` is set. */
+export const E2B_BACKEND: SandboxBackendKind = {
+  name: "e2b",
+  unavailable: (config) => config.e2b.apiKey === null ? "e2b needs E2B_API_KEY" : null,
+  create: ({ e2b, sandboxRoot }) =>
+    new E2bBackend({
+      apiKey: e2b.apiKey!,
+      apiUrl: e2b.apiUrl ?? undefined,
+      sandboxUrl: e2b.sandboxUrl ?? undefined,
+      domain: e2b.domain ?? undefined,
+      template: e2b.template,
+      bootAttempts: e2b.bootAttempts,
+      bootBackoffMs: e2b.bootBackoffMs,
+      scratchDir: `${sandboxRoot}/bundles`,
+    }),
+};
 
 /** Sandboxes from E2B. */
 export class E2bBackend implements SandboxBackend {

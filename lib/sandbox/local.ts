@@ -33,6 +33,7 @@ import {
   RepoError,
   type Sandbox,
   type SandboxBackend,
+  type SandboxBackendKind,
   type SandboxCapabilities,
   type SandboxSpec,
   SandboxUnavailableError,
@@ -58,6 +59,14 @@ export const LOCAL_CAPABILITIES: SandboxCapabilities = Object.freeze({
   agentInstall: "lent",
   gatewayReach: "forward",
 });
+
+/** The local backend's kind: always there, its sandboxes under `SANDBOX_ROOT/sandboxes`. */
+export const LOCAL_BACKEND: SandboxBackendKind = {
+  name: "local",
+  unavailable: () => null,
+  create: (config, { hidden }) =>
+    new LocalBackend({ root: `${config.sandboxRoot}/sandboxes`, hidden }),
+};
 
 /** Sandboxes from bubblewrap on this machine. */
 export class LocalBackend implements SandboxBackend {

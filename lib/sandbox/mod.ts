@@ -10,3 +10,4 @@ export * from "./e2b.ts";
 export * from "./git_bundle.ts";
 export * from "./counted_backend.ts";
 export * from "./host_processes.ts";
+export * from "./backends.ts";

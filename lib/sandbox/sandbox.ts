@@ -6,6 +6,7 @@
  * @module
  */
 
+import type { Config } from "../config/mod.ts";
 import type { CodedError } from "../errors/mod.ts";
 import type { Forward } from "./forward.ts";
 
@@ -157,6 +158,22 @@ export interface SandboxBackend {
   create(spec: SandboxSpec): Promise<Sandbox>;
   /** Kills every sandbox this backend still has alive (at shutdown). */
   close(): Promise<void>;
+}
+
+/** What every backend is made with besides the configuration. */
+export interface BackendContext {
+  /** Host paths no sandbox may see (the gateway's KV folder). */
+  readonly hidden: readonly string[];
+}
+
+/** One kind of sandbox backend: its name and how the gateway makes it. */
+export interface SandboxBackendKind {
+  /** Its name in `SANDBOX_BACKEND` and a rollout's `sandbox.backend`. */
+  readonly name: string;
+  /** Why `config` cannot make it (told to a request that names it), or `null` when it can. */
+  unavailable(config: Config): string | null;
+  /** The backend, made from `config`. */
+  create(config: Config, context: BackendContext): SandboxBackend;
 }
 
 /** The backend cannot make sandboxes now (not installed, unreachable, out of capacity). */

@@ -4,7 +4,7 @@
  * @module
  */
 import { samplingParams } from "../../lib/engine/sampling.ts";
-import { SglangClient } from "../../lib/engine/sglang_client.ts";
+import { SglangClient } from "../../lib/engine/mod.ts";
 import { type Script, startScriptedEngine } from "../../lib/scripted_engine/mod.ts";
 import { qwen3 } from "../_gateway.ts";
 

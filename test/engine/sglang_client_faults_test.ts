@@ -1,9 +1,5 @@
 import assert from "node:assert/strict";
-import {
-  EngineRejectedError,
-  EngineUnavailableError,
-  SglangClient,
-} from "../../lib/engine/sglang_client.ts";
+import { EngineRejectedError, EngineUnavailableError, SglangClient } from "../../lib/engine/mod.ts";
 import { type Script, scriptedLogprob } from "../../lib/scripted_engine/mod.ts";
 import { qwen3 } from "../_gateway.ts";
 import { PROMPT, RID, sampling, withEngine, withServer } from "./_client.ts";

@@ -8,7 +8,7 @@ import {
   EngineRejectedError,
   EngineUnavailableError,
   type SampledTokens,
-} from "../../lib/engine/sglang_client.ts";
+} from "../../lib/engine/mod.ts";
 import { sseData } from "../../lib/engine/stream_chunks.ts";
 import { type Script, scriptedLogprob } from "../../lib/scripted_engine/mod.ts";
 import { qwen3 } from "../_gateway.ts";

@@ -4,7 +4,7 @@ import {
   EngineUnavailableError,
   newRid,
   SglangClient,
-} from "../../lib/engine/sglang_client.ts";
+} from "../../lib/engine/mod.ts";
 import { PromptIds } from "../../lib/engine/prompt_ids.ts";
 import { type Script, scriptedLogprob } from "../../lib/scripted_engine/mod.ts";
 import { PROMPT, RID, sampling, until, withEngine } from "./_client.ts";

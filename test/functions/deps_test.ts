@@ -23,6 +23,25 @@ Deno.test("buildDeps() refuses a CLAUDE_CODE_TARBALL that names no file, naming 
   }
 });
 
+Deno.test("buildDeps() refuses an ENGINE_API no dialect is registered as, naming the known ones", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const config = resolveConfig({
+      KV_PATH: ":memory:",
+      SGLANG_URL: "http://127.0.0.1:9",
+      ENGINE_API: "tgi",
+    });
+    await assert.rejects(
+      buildDeps(config, { kv, tokenizer: await qwen3() }),
+      (error) =>
+        error instanceof ConfigError && error.variable === "ENGINE_API" &&
+        error.message === 'Invalid ENGINE_API: expected one of sglang, got "tgi"',
+    );
+  } finally {
+    kv.close();
+  }
+});
+
 Deno.test("buildDeps() refuses a QWEN_CODE_BIN, NODE_BIN or CODEX_BIN that names no CLI, naming the variable", async () => {
   const kv = await Deno.openKv(":memory:");
   try {

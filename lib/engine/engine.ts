@@ -1,0 +1,196 @@
+/**
+ * The inference engine as the gateway sees it, whatever its dialect: a generation (prompt ids in,
+ * sampled ids, logprobs and weight versions out, streamed or not, aborted when the client
+ * leaves), the control a trainer drives around a weight update (pause, continue, weight
+ * versions, across the engine's workers), and the dialect record that makes both for one kind of
+ * engine. SGLang is the first dialect (`sglang.ts`); `dialects.ts` registers them.
+ *
+ * @module
+ */
+import type { CodedError } from "../errors/mod.ts";
+import type { GatewayMetrics } from "../metrics/mod.ts";
+import type { PromptIds } from "./prompt_ids.ts";
+import type { SamplingParams } from "./sampling.ts";
+
+/** Why the engine stopped. `matched` is the stop token id or the stop string. */
+export type EngineFinish =
+  | { readonly type: "stop"; readonly matched: number | string | null }
+  | { readonly type: "length" };
+
+/** One finished generation. `outputIds`, `logprobs` are aligned and equally long. */
+export interface Generation {
+  /** Request id of the first engine call of this generation. */
+  readonly rid: string;
+  readonly outputIds: number[];
+  /** Log-probability of each output token under the sampling policy. */
+  readonly logprobs: number[];
+  /** At each output position, the most likely tokens `[id, logprob]`, when asked for. */
+  readonly topLogprobs?: [number, number][][];
+  readonly finish: EngineFinish;
+  /** The weight versions that sampled the output, in order (each span's, repeats merged). */
+  readonly weightVersions: string[];
+  /** The weight version that sampled each output token, run-length: spans in order, covering all. */
+  readonly versionSpans: VersionSpan[];
+  /** Engine-side aborts that were resumed. */
+  readonly aborts: number;
+  /** Wall time spent waiting on the engine, in milliseconds. */
+  readonly engineMs: number;
+  /** The engine's own account of its time (`meta_info.e2e_latency`), in milliseconds. */
+  readonly engineReportedMs: number;
+}
+
+/** Output positions `start..end` (end exclusive), sampled under weight `version`. */
+export interface VersionSpan {
+  readonly version: string;
+  readonly start: number;
+  readonly end: number;
+}
+
+/** Tokens the engine has just sampled, as a streamed generation reports them. */
+export interface SampledTokens {
+  readonly ids: readonly number[];
+  readonly logprobs: readonly number[];
+  /** The weight version that sampled them. */
+  readonly weightVersion: string;
+}
+
+/** One generation request. */
+export interface GenerateRequest {
+  /** Request id of the first engine call (later calls, after engine-side aborts, get new ones). */
+  readonly rid?: string;
+  /** The prompt; pass {@linkcode PromptIds} to send a long history without formatting it again. */
+  readonly inputIds: ArrayLike<number> | PromptIds;
+  readonly sampling: SamplingParams;
+  /** How many most likely tokens to return at each output position (`top_logprobs_num`). */
+  readonly topLogprobs?: number;
+  /** Aborted when the client leaves: the engine request is aborted and nothing is returned. */
+  readonly signal?: AbortSignal;
+  /**
+   * Told of tokens as they are sampled: the engine is asked to stream (`stream: true`). Resumed
+   * calls after an engine-side abort continue the same report.
+   */
+  readonly onTokens?: (tokens: SampledTokens) => void;
+}
+
+/**
+ * Something that turns prompt token ids into sampled token ids: one engine (a worker or a
+ * router), in its dialect.
+ */
+export interface Engine {
+  /** Base URL of the engine. */
+  readonly url: string;
+  /**
+   * Samples from `request.inputIds` until a stop or the length limit: streamed when the request
+   * has `onTokens`; aborted on the engine when `request.signal` fires (nothing is returned);
+   * resumed with prompt + partial output when the engine aborts it itself (a weight update).
+   */
+  generate(request: GenerateRequest): Promise<Generation>;
+  /** Closes its connections; a pending generation fails. */
+  close(): Promise<void>;
+}
+
+/** The engine cannot take the request now (down, overloaded, timing out); retry later. */
+export class EngineUnavailableError extends Error implements CodedError {
+  readonly code = "engine_unavailable" as const;
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "EngineUnavailableError";
+  }
+}
+
+/** The engine refused the request itself (HTTP 4xx): retrying the same request cannot help. */
+export class EngineRejectedError extends Error implements CodedError {
+  readonly code = "engine_rejected" as const;
+  constructor(message: string) {
+    super(message);
+    this.name = "EngineRejectedError";
+  }
+}
+
+/** How a dialect's client reaches the engine. */
+export interface EngineClientOptions {
+  /** Most open connections to the engine's origin. */
+  readonly connections: number;
+  /** Longest one engine call may take, in milliseconds. */
+  readonly timeoutMs: number;
+  /** Most engine-side aborts resumed within one generation. */
+  readonly maxResumes?: number;
+  /** Counts engine-side aborts and resumes. */
+  readonly metrics?: GatewayMetrics;
+}
+
+/** A fixed-length request id (32 hex digits), so SGLang's prefix-matching abort hits one call. */
+export function newRid(): string {
+  return crypto.randomUUID().replaceAll("-", "");
+}
+
+/**
+ * How a pause treats running requests (SGLang's `/pause_generation` modes): `abort` ends them
+ * with their partial output (the gateway resubmits prompt + partial output, which waits for
+ * continue); `retract` sends them back to the waiting queue; `in_place` freezes them with their
+ * KV cache. Only `abort` costs an extra engine request.
+ */
+export type PauseMode = "abort" | "retract" | "in_place";
+
+/** What one worker answered. */
+export interface WorkerAnswer {
+  readonly url: string;
+  /** The worker's JSON answer (its text when not JSON), or `null` when it could not be reached. */
+  readonly body: unknown;
+}
+
+/** A call that some workers did not accept; the others did, and are told in `answers`. */
+export class EngineControlError extends Error implements CodedError {
+  readonly code = "engine_control_failed" as const;
+  constructor(
+    readonly failures: readonly { url: string; error: string }[],
+    readonly answers: readonly WorkerAnswer[],
+  ) {
+    super(
+      `${failures.length} engine worker(s) failed: ` +
+        failures.map((f) => `${f.url}: ${f.error}`).join("; "),
+    );
+    this.name = "EngineControlError";
+  }
+}
+
+/** Options of {@linkcode EngineControl}. */
+export interface EngineControlOptions {
+  /** The workers to call; `null` asks the engine URL for its workers. */
+  readonly workers: readonly string[] | null;
+  /** Longest one call may take (an abort pause waits for running requests to return). */
+  readonly timeoutMs: number;
+}
+
+/** Pause, continue and weight versions across an engine's workers, in the engine's dialect. */
+export interface EngineController {
+  /** The worker URLs calls go to. */
+  workers(): Promise<string[]>;
+  /** Pauses generation on every worker. */
+  pause(mode: PauseMode): Promise<WorkerAnswer[]>;
+  /** Continues generation on every worker. */
+  continue(): Promise<WorkerAnswer[]>;
+  /**
+   * Names the weights every worker serves from now on: later tokens carry `version`.
+   * `abortAll` also aborts running requests (which the gateway resumes).
+   */
+  setWeightVersion(version: string, abortAll: boolean): Promise<WorkerAnswer[]>;
+  /** Each worker's current weight version. */
+  weightVersions(): Promise<{ url: string; version: string }[]>;
+}
+
+/**
+ * One engine dialect: its name (`ENGINE_API`), and how the gateway makes a client of an engine
+ * speaking it and a controller of its workers. A new dialect is a file with its record and a line
+ * in `dialects.ts`.
+ */
+export interface EngineDialect {
+  /** Its `ENGINE_API` value. */
+  readonly name: string;
+  /** Its name for people. */
+  readonly title: string;
+  /** A client of the engine at `url`. */
+  connect(url: string, options: EngineClientOptions): Engine;
+  /** A controller of the workers behind `url` (or the configured ones). */
+  control(url: string, options: EngineControlOptions): EngineController;
+}

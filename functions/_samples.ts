@@ -6,16 +6,13 @@
  */
 import { z } from "zod";
 import {
+  EXPORT_FORMATS,
+  exportFormat,
+  exportSegments,
   rawRecord,
   readSessionSegments,
-  recordedTools,
   selectSegments,
   type StalenessPolicy,
-  toJsonl,
-  toSample,
-  toSlime,
-  toVerl,
-  toXtuner,
   versionNumber,
 } from "../lib/segment/mod.ts";
 import { REWARD_ALLOCATIONS } from "../lib/config/mod.ts";
@@ -27,7 +24,9 @@ export type SamplesDeps = Pick<Deps, "kv" | "config" | "control" | "tokenizer">;
 
 /** The query of a samples export. */
 export const SamplesQuery = z.object({
-  format: z.enum(["samples", "raw", "slime", "verl", "jsonl", "xtuner"]).default("samples"),
+  /** A registered export format, or `raw` (the session as recorded). */
+  format: z.enum(["raw", ...EXPORT_FORMATS.map((format) => format.name)])
+    .default(EXPORT_FORMATS[0].name),
   /** How the session's reward is shared among its segments; the session's when unset. */
   reward_allocation: z.enum(REWARD_ALLOCATIONS).optional(),
   /** The old name of `reward_allocation`, still read. */
@@ -77,24 +76,8 @@ export async function exportSamples(
     overlong: query.overlong ?? deps.config.overlongSegments,
     staleness: query.max_staleness === undefined ? null : await stalenessPolicy(deps, query),
   });
-  switch (query.format) {
-    case "samples":
-      return { samples: segments.map((s) => toSample(session, s)), dropped };
-    case "slime":
-      return { samples: segments.map((s) => toSlime(session, s)), dropped };
-    case "verl":
-      return { samples: segments.map((s) => toVerl(session, s)), dropped };
-    case "jsonl":
-      return { records: segments.map((s) => toJsonl(session, s, deps.tokenizer)), dropped };
-    case "xtuner": {
-      const records = [];
-      for (const segment of segments) {
-        const tools = await recordedTools(deps.kv, session.id, segment);
-        records.push(toXtuner(session, segment, deps.tokenizer, tools));
-      }
-      return { records, dropped };
-    }
-  }
+  const records = await exportSegments(exportFormat(query.format)!, session, segments, deps);
+  return { ...records, dropped };
 }
 
 /** The export's staleness bound, at the trainer's version or, unsaid, the engine's newest. */

@@ -13,36 +13,45 @@ import { Hono } from "hono";
 import {
   type ChatCompletion,
   ChatCompletionCreateParams,
-  completionUsage,
   openaiTurnInput,
+  unsampledCompletion,
 } from "../lib/openai/mod.ts";
 import type { StartedTurn } from "../lib/session/mod.ts";
+import { type AgentProtocol, openaiReplyHeaders, serveTurn } from "./_agent_turn.ts";
 import { type AgentRouteDeps, lazyApp } from "./_deps.ts";
-import { serveOpenAITurn } from "./_openai_turn.ts";
+import { openaiErrorResponse } from "./_http.ts";
 import { chunkStreamResponse } from "./_sse.ts";
+
+/** Chat Completions as an agent protocol, decoding single tokens with `decodeToken`. */
+export function chatCompletionsProtocol(
+  decodeToken: (id: number) => string,
+): AgentProtocol<ChatCompletionCreateParams, ChatCompletion> {
+  return {
+    schema: ChatCompletionCreateParams,
+    turnInput: (request, context) => openaiTurnInput(request, { ...context, decodeToken }),
+    nothingSampled: (request, turn) => unsampledCompletion(head(request, turn), turn.promptTokens),
+    stream: (request, turn, stream) =>
+      chunkStreamResponse({
+        ...stream,
+        head: head(request, turn),
+        options: { includeUsage: request.stream_options?.include_usage === true },
+        rid: turn.rid,
+        promptIdsFirst: request.return_token_ids === true,
+        promptIds: turn.promptIds,
+        feed: turn.feed,
+        cancel: turn.cancel,
+        cancelled: () => turn.cancelled,
+      }),
+    errorResponse: openaiErrorResponse,
+    replyHeaders: openaiReplyHeaders,
+  };
+}
 
 /** The Chat Completions app over `deps`. */
 export function createChatCompletionsApp(deps: AgentRouteDeps): Hono {
   const app = new Hono();
-  const decodeToken = (id: number) => deps.tokenizer.decode([id]);
-  app.post("/v1/chat/completions", (c) =>
-    serveOpenAITurn(deps, c.req.raw, {
-      schema: ChatCompletionCreateParams,
-      turnInput: (request, context) => openaiTurnInput(request, { ...context, decodeToken }),
-      nothingSampled,
-      stream: (request, turn, stream) =>
-        chunkStreamResponse({
-          ...stream,
-          head: head(request, turn),
-          options: { includeUsage: request.stream_options?.include_usage === true },
-          rid: turn.rid,
-          promptIdsFirst: request.return_token_ids === true,
-          promptIds: turn.promptIds,
-          feed: turn.feed,
-          cancel: turn.cancel,
-          cancelled: () => turn.cancelled,
-        }),
-    }));
+  const protocol = chatCompletionsProtocol((id) => deps.tokenizer.decode([id]));
+  app.post("/v1/chat/completions", (c) => serveTurn(deps, c.req.raw, protocol));
   return app;
 }
 
@@ -52,24 +61,6 @@ function head(request: ChatCompletionCreateParams, turn: StartedTurn<ChatComplet
     id: `chatcmpl-${turn.rid}`,
     model: request.model,
     created: Math.floor(Date.now() / 1000),
-  };
-}
-
-/** The answer to a request for no tokens (`max_tokens: 0`): nothing sampled, nothing recorded. */
-function nothingSampled(
-  request: ChatCompletionCreateParams,
-  turn: StartedTurn<ChatCompletion>,
-): ChatCompletion {
-  return {
-    ...head(request, turn),
-    object: "chat.completion",
-    choices: [{
-      index: 0,
-      message: { role: "assistant", content: "", refusal: null },
-      logprobs: null,
-      finish_reason: "length",
-    }],
-    usage: completionUsage(turn.promptTokens, 0),
   };
 }
 

@@ -15,53 +15,45 @@ import {
   responseHead,
   type ResponseObject,
   responsesTurnInput,
-  responseUsage,
+  unsampledResponse,
   wantsEncrypted,
 } from "../lib/responses/mod.ts";
 import type { StartedTurn } from "../lib/session/mod.ts";
+import { type AgentProtocol, openaiReplyHeaders, serveTurn } from "./_agent_turn.ts";
 import { type AgentRouteDeps, lazyApp } from "./_deps.ts";
-import { serveOpenAITurn } from "./_openai_turn.ts";
+import { openaiErrorResponse } from "./_http.ts";
 import { responseStreamResponse } from "./_sse.ts";
+
+/** The Responses API as an agent protocol. */
+export const RESPONSES_PROTOCOL: AgentProtocol<ResponseCreateParams, ResponseObject> = {
+  schema: ResponseCreateParams,
+  turnInput: responsesTurnInput,
+  nothingSampled: (request, turn) => unsampledResponse(head(request, turn), turn.promptTokens),
+  stream: (request, turn, stream) =>
+    responseStreamResponse({
+      ...stream,
+      head: head(request, turn),
+      rid: turn.rid,
+      encrypted: wantsEncrypted(request),
+      namespaceOf: offeredFunctions(request.tools).namespaceOf,
+      feed: turn.feed,
+      cancel: turn.cancel,
+      cancelled: () => turn.cancelled,
+    }),
+  errorResponse: openaiErrorResponse,
+  replyHeaders: openaiReplyHeaders,
+};
 
 /** The Responses app over `deps`. */
 export function createResponsesApp(deps: AgentRouteDeps): Hono {
   const app = new Hono();
-  app.post("/v1/responses", (c) =>
-    serveOpenAITurn(deps, c.req.raw, {
-      schema: ResponseCreateParams,
-      turnInput: responsesTurnInput,
-      nothingSampled,
-      stream: (request, turn, stream) =>
-        responseStreamResponse({
-          ...stream,
-          head: head(request, turn),
-          rid: turn.rid,
-          encrypted: wantsEncrypted(request),
-          namespaceOf: offeredFunctions(request.tools).namespaceOf,
-          feed: turn.feed,
-          cancel: turn.cancel,
-          cancelled: () => turn.cancelled,
-        }),
-    }));
+  app.post("/v1/responses", (c) => serveTurn(deps, c.req.raw, RESPONSES_PROTOCOL));
   return app;
 }
 
 /** The response as `response.created` announces it. */
 function head(request: ResponseCreateParams, turn: StartedTurn<ResponseObject>): ResponseObject {
   return responseHead(`resp_${turn.rid}`, request, Math.floor(Date.now() / 1000));
-}
-
-/** The answer to a request for no tokens: nothing sampled, nothing recorded. */
-function nothingSampled(
-  request: ResponseCreateParams,
-  turn: StartedTurn<ResponseObject>,
-): ResponseObject {
-  return {
-    ...head(request, turn),
-    status: "incomplete",
-    incomplete_details: { reason: "max_output_tokens" },
-    usage: responseUsage(turn.promptTokens, 0),
-  };
 }
 
 export default lazyApp(createResponsesApp);

@@ -149,6 +149,14 @@ export function messageHead(rid: string, model: string, inputTokens: number): Me
 }
 
 /**
+ * The reply to a request for no tokens (`max_tokens: 0`): nothing sampled, nothing recorded,
+ * stopped at its limit.
+ */
+export function unsampledMessage(rid: string, model: string, inputTokens: number): Message {
+  return { ...messageHead(rid, model, inputTokens), stop_reason: "max_tokens" };
+}
+
+/**
  * Everything in a request but its conversation: model, sampling, thinking, tool choice and the
  * rest. `stream` is left out, since a client falling back from streaming to JSON asks the same
  * question; `cache_control` too, as everywhere.

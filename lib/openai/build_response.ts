@@ -145,3 +145,24 @@ const encoder = new TextEncoder();
 function utf8(text: string): number[] {
   return Array.from(encoder.encode(text));
 }
+
+/**
+ * The reply to a request for no tokens (`max_tokens: 0`): nothing sampled, nothing recorded,
+ * stopped at its length. `head` is the id, model and creation time every chunk carries.
+ */
+export function unsampledCompletion(
+  head: { readonly id: string; readonly model: string; readonly created: number },
+  promptTokens: number,
+): ChatCompletion {
+  return {
+    ...head,
+    object: "chat.completion",
+    choices: [{
+      index: 0,
+      message: { role: "assistant", content: "", refusal: null },
+      logprobs: null,
+      finish_reason: "length",
+    }],
+    usage: completionUsage(promptTokens, 0),
+  };
+}

@@ -175,3 +175,16 @@ export function itemId(prefix: string, rid: string, index: number): string {
     createHash("sha256").update(`${rid}:${prefix}:${index}`).digest("hex").slice(0, 24)
   }`;
 }
+
+/**
+ * The reply to a request for no tokens: nothing sampled, nothing recorded, incomplete at its
+ * `max_output_tokens`. `head` is the response as `response.created` announces it.
+ */
+export function unsampledResponse(head: ResponseObject, inputTokens: number): ResponseObject {
+  return {
+    ...head,
+    status: "incomplete",
+    incomplete_details: { reason: "max_output_tokens" },
+    usage: responseUsage(inputTokens, 0),
+  };
+}

@@ -8,3 +8,4 @@ export * from "./export_verl.ts";
 export * from "./export_jsonl.ts";
 export * from "./export_xtuner.ts";
 export * from "./export_raw.ts";
+export * from "./export_formats.ts";

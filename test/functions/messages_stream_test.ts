@@ -208,3 +208,27 @@ Deno.test("an engine lost after the stream started ends it with an error event a
     await gw.close();
   }
 });
+
+Deno.test("a streamed request for no tokens is a stream of the empty message, as every protocol answers it", async () => {
+  const gw = await startGateway({ script: [TOOL_REPLY] });
+  try {
+    const { token } = await gw.openSession();
+    const response = await gw.fetch("/v1/messages", {
+      method: "POST",
+      headers: { "x-api-key": token, "content-type": "application/json" },
+      body: JSON.stringify({ ...REQUEST, max_tokens: 0, stream: true }),
+    });
+    assert.equal(response.status, 200);
+    assert.match(response.headers.get("content-type")!, /^text\/event-stream/);
+    const events = sseEvents(await response.text()).filter((e) => e.event !== "ping");
+    assert.deepEqual(events.map((e) => e.event), [
+      "message_start",
+      "message_delta",
+      "message_stop",
+    ]);
+    assert.deepEqual(events[1].data.delta, { stop_reason: "max_tokens", stop_sequence: null });
+    assert.equal(gw.engine.calls.length, 0);
+  } finally {
+    await gw.close();
+  }
+});

@@ -192,7 +192,7 @@ Deno.test("each harness's E2B install is the version tools/<folder>/package.json
 
 Deno.test("a configured path that is not a file is refused at start-up, naming its variable", async () => {
   for (
-    const variable of ["CLAUDE_CODE_BIN", "QWEN_CODE_BIN", "CODEX_BIN", "NODE_BIN", "CODEX_TARBALL"]
+    const variable of ["CLAUDE_CODE_BIN", "CODEX_BIN", "NODE_BIN", "CODEX_TARBALL"]
   ) {
     const rollout = resolveConfig({ [variable]: "/nonexistent/file" }).rollout;
     await assert.rejects(agentInstalls(rollout), (error: unknown) => {

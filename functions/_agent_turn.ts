@@ -1,0 +1,120 @@
+/**
+ * One agent turn, whatever the protocol (the Messages API, Chat Completions, the Responses API),
+ * from request to reply: the session token resolved first (writing nothing), the body validated
+ * and translated, a first-use session stored, the turn started; then the reply as JSON, or as the
+ * protocol's stream — a failure before the first keep-alive is due still answered with an HTTP
+ * status — and any error in the protocol's envelope. A protocol is an {@linkcode AgentProtocol}
+ * record; its route is one line.
+ *
+ * @module
+ */
+import type { z } from "zod";
+import type { LowerOptions } from "../lib/anthropic/mod.ts";
+import type { IdentityMemo } from "../lib/chat/mod.ts";
+import { agentIdsOf, KNOWN_CLIENTS } from "../lib/clients/mod.ts";
+import type { GatewayMetrics } from "../lib/metrics/mod.ts";
+import {
+  type AgentIds,
+  resolveToken,
+  type StartedTurn,
+  startTurn,
+  storeOpenedSession,
+  type TurnInput,
+} from "../lib/session/mod.ts";
+import { type AgentRouteDeps, loweringOptions } from "./_deps.ts";
+import {
+  credential,
+  type ErrorOptions,
+  errorOptions,
+  newRequestId,
+  readJson,
+  validate,
+} from "./_http.ts";
+import { settleWithin } from "./_sse.ts";
+
+/** What a protocol's translation is given besides the request. */
+export interface TurnContext {
+  readonly sessionId: string;
+  readonly lowering: LowerOptions;
+  /** The agent ids the client's headers name (Claude Code's sub-agents). */
+  readonly agent: AgentIds;
+  readonly identities: IdentityMemo;
+}
+
+/** What the protocol's stream is given besides the request and the turn. */
+export interface StreamContext<Reply> {
+  readonly requestId: string;
+  /** The turn's session. */
+  readonly sessionId: string;
+  /** The whole reply, once the turn is done. */
+  readonly done: Promise<Reply>;
+  readonly pingIntervalMs: number;
+  readonly metrics: GatewayMetrics;
+}
+
+/** One agent protocol: its body, its translation into a turn, its replies and its errors. */
+export interface AgentProtocol<Body extends { stream?: boolean | null }, Reply> {
+  /** The body's schema. */
+  readonly schema: z.ZodType<Body>;
+  /** The turn the request asks for. */
+  turnInput(request: Body, context: TurnContext): TurnInput<Reply>;
+  /** The reply when nothing is sampled (a request for no tokens): nothing is recorded. */
+  nothingSampled(request: Body, turn: StartedTurn<Reply>): Reply;
+  /** The streamed reply of a started turn. */
+  stream(request: Body, turn: StartedTurn<Reply>, stream: StreamContext<Reply>): Response;
+  /** An error, answered in the protocol's envelope. */
+  errorResponse(error: unknown, requestId: string, options: ErrorOptions): Response;
+  /** The headers of a JSON reply (the request id, as the protocol's clients read it). */
+  replyHeaders(requestId: string): Record<string, string>;
+}
+
+/** Answers one request of `protocol`. */
+export async function serveTurn<Body extends { stream?: boolean | null }, Reply>(
+  deps: AgentRouteDeps,
+  raw: Request,
+  protocol: AgentProtocol<Body, Reply>,
+): Promise<Response> {
+  const requestId = newRequestId();
+  const errors = errorOptions(deps);
+  try {
+    // The token first, writing nothing: a stranger learns nothing about the body's checks.
+    const resolved = await resolveToken(deps.kv, credential(raw), {
+      devOpenSessions: deps.config.devOpenSessions,
+    });
+    const request = validate(protocol.schema, await readJson(raw, deps.config.maxBodyBytes));
+    const input = protocol.turnInput(request, {
+      sessionId: resolved.session.id,
+      lowering: loweringOptions(deps),
+      // Clients that name their sub-agents (Claude Code) route their requests to their chains.
+      agent: agentIdsOf(raw.headers, KNOWN_CLIENTS),
+      identities: deps.identities,
+    });
+    if (resolved.kind === "open") await storeOpenedSession(deps.kv, resolved.session);
+    const turn = await startTurn(deps, input, raw.signal, {
+      live: request.stream === true,
+      session: resolved.kind === "session" ? resolved.entry : undefined,
+    });
+    const done = turn.completion ?? Promise.resolve(protocol.nothingSampled(request, turn));
+    if (!request.stream) {
+      return Response.json(await done, { headers: protocol.replyHeaders(requestId) });
+    }
+    // Until the engine samples or the first keep-alive is due, a failure can still be answered
+    // with an HTTP status.
+    const early = await settleWithin(done, deps.config.pingIntervalMs, turn.feed?.sampling);
+    if (early && "error" in early) return protocol.errorResponse(early.error, requestId, errors);
+    return protocol.stream(request, turn, {
+      requestId,
+      sessionId: resolved.session.id,
+      done,
+      pingIntervalMs: deps.config.pingIntervalMs,
+      metrics: deps.metrics,
+    });
+  } catch (error) {
+    return protocol.errorResponse(error, requestId, errors);
+  }
+}
+
+/** The reply headers of OpenAI's protocols: the request id under both names clients read. */
+export function openaiReplyHeaders(requestId: string): Record<string, string> {
+  return { "request-id": requestId, "x-request-id": requestId };
+}

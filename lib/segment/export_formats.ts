@@ -1,0 +1,74 @@
+/**
+ * The export formats of a session's samples (`GET /sessions/:id/samples?format=`, a rollout
+ * job's result): each turns one selected, rewarded segment into one record of its trainer's
+ * shape. A new format is a file with its converter and a line here. `raw` (the session as
+ * recorded, not per segment) is the route's own.
+ *
+ * @module
+ */
+import type { ChatTokenizer } from "../template/mod.ts";
+import type { RewardedSession } from "../session/mod.ts";
+import type { TrainingSegment } from "./allocate_reward.ts";
+import { toJsonl } from "./export_jsonl.ts";
+import { toSlime } from "./export_slime.ts";
+import { toVerl } from "./export_verl.ts";
+import { recordedTools, toXtuner } from "./export_xtuner.ts";
+import { toSample } from "./samples.ts";
+
+/** What a converter may read besides the segment: the KV (recorded requests), the tokenizer. */
+export interface ExportContext {
+  readonly kv: Deno.Kv;
+  readonly tokenizer: Pick<ChatTokenizer, "decode" | "encode" | "formats" | "ending">;
+}
+
+/** One export format. */
+export interface ExportFormat {
+  /** Its `format=` value. */
+  readonly name: string;
+  /** The key of the answer's list: `samples` (trainer samples) or `records` (dataset lines). */
+  readonly list: "samples" | "records";
+  /** One segment of `session` as this format's record. */
+  record(
+    session: RewardedSession,
+    segment: TrainingSegment,
+    context: ExportContext,
+  ): unknown | Promise<unknown>;
+}
+
+/** Every export format, the default first. */
+export const EXPORT_FORMATS: readonly ExportFormat[] = [
+  { name: "samples", list: "samples", record: (session, segment) => toSample(session, segment) },
+  { name: "slime", list: "samples", record: (session, segment) => toSlime(session, segment) },
+  { name: "verl", list: "samples", record: (session, segment) => toVerl(session, segment) },
+  {
+    name: "jsonl",
+    list: "records",
+    record: (session, segment, { tokenizer }) => toJsonl(session, segment, tokenizer),
+  },
+  {
+    name: "xtuner",
+    list: "records",
+    record: async (session, segment, { kv, tokenizer }) =>
+      toXtuner(session, segment, tokenizer, await recordedTools(kv, session.id, segment)),
+  },
+];
+
+/** The format called `name`, or `undefined`. */
+export function exportFormat(name: string): ExportFormat | undefined {
+  return EXPORT_FORMATS.find((format) => format.name === name);
+}
+
+/**
+ * `segments` of `session` in `format`: `{samples}` or `{records}`, one per segment in order
+ * (converted one after another: a converter may read the KV).
+ */
+export async function exportSegments(
+  format: ExportFormat,
+  session: RewardedSession,
+  segments: readonly TrainingSegment[],
+  context: ExportContext,
+): Promise<Record<string, unknown[]>> {
+  const records: unknown[] = [];
+  for (const segment of segments) records.push(await format.record(session, segment, context));
+  return { [format.list]: records };
+}

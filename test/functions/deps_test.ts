@@ -4,42 +4,39 @@ import { buildDeps } from "../../functions/_deps.ts";
 import { qwen3 } from "../_gateway.ts";
 import { type BuiltFamily, builtFolder, templateFile } from "../_families.ts";
 
-Deno.test("buildDeps() refuses a CLAUDE_CODE_TARBALL that names no file, naming the variable", async () => {
+/** Asserts that `env` (on top of an in-memory KV and an engine URL) is refused at start-up. */
+async function assertRefusedAtStartup(
+  env: Record<string, string>,
+  variable: string,
+  message: string,
+): Promise<void> {
   const kv = await Deno.openKv(":memory:");
   try {
-    const config = resolveConfig({
-      KV_PATH: ":memory:",
-      SGLANG_URL: "http://127.0.0.1:9",
-      CLAUDE_CODE_TARBALL: "/nonexistent/claude-code.tgz",
-    });
+    const config = resolveConfig({ KV_PATH: ":memory:", SGLANG_URL: "http://127.0.0.1:9", ...env });
     await assert.rejects(
       buildDeps(config, { kv, tokenizer: await qwen3() }),
       (error) =>
-        error instanceof ConfigError && error.variable === "CLAUDE_CODE_TARBALL" &&
-        error.message === 'Invalid CLAUDE_CODE_TARBALL: no file at "/nonexistent/claude-code.tgz"',
+        error instanceof ConfigError && error.variable === variable && error.message === message,
     );
   } finally {
     kv.close();
   }
+}
+
+Deno.test("buildDeps() refuses a CLAUDE_CODE_TARBALL that names no file, naming the variable", async () => {
+  await assertRefusedAtStartup(
+    { CLAUDE_CODE_TARBALL: "/nonexistent/claude-code.tgz" },
+    "CLAUDE_CODE_TARBALL",
+    'Invalid CLAUDE_CODE_TARBALL: no file at "/nonexistent/claude-code.tgz"',
+  );
 });
 
 Deno.test("buildDeps() refuses an ENGINE_API no dialect is registered as, naming the known ones", async () => {
-  const kv = await Deno.openKv(":memory:");
-  try {
-    const config = resolveConfig({
-      KV_PATH: ":memory:",
-      SGLANG_URL: "http://127.0.0.1:9",
-      ENGINE_API: "tgi",
-    });
-    await assert.rejects(
-      buildDeps(config, { kv, tokenizer: await qwen3() }),
-      (error) =>
-        error instanceof ConfigError && error.variable === "ENGINE_API" &&
-        error.message === 'Invalid ENGINE_API: expected one of sglang, got "tgi"',
-    );
-  } finally {
-    kv.close();
-  }
+  await assertRefusedAtStartup(
+    { ENGINE_API: "tgi" },
+    "ENGINE_API",
+    'Invalid ENGINE_API: expected one of sglang, got "tgi"',
+  );
 });
 
 Deno.test("buildDeps() refuses a QWEN_CODE_BIN, NODE_BIN or CODEX_BIN that names no CLI, naming the variable", async () => {

@@ -381,7 +381,7 @@ export function banner(
       deps.formats.reasoningParser ?? "none"
     }`,
     `  context:    ${deps.contextLength} tokens`,
-    `  engine:     ${deps.engine.url}`,
+    `  engine:     ${deps.engine.url} (${deps.config.engineApi})`,
     `  sandboxes:  ${deps.sandbox.name}${
       deps.sandbox.location === undefined ? "" : ` (${deps.sandbox.location})`
     }, judgers: ${[...deps.judgers.keys()].join(", ")}`,

@@ -63,6 +63,8 @@ export interface Deps extends TurnDeps {
   readonly adminToken: string;
   /** Pause, continue and weight versions across the engine's workers. */
   readonly control: EngineController;
+  /** The dialect the engine speaks (`ENGINE_API`). */
+  readonly dialect: EngineDialect;
   /** The built-in scripted engine, when no `SGLANG_URL` is set. */
   readonly scripted: ScriptedEngine | null;
   /** Where sandboxes come from unless a request says: `SANDBOX_BACKEND`. */
@@ -142,9 +144,13 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   const dialect = dialectOf(config.engineApi);
   let engine = overrides.engine;
   if (!engine) {
-    let url = config.sglangUrl;
+    let url = config.engineUrl;
     if (url === null) {
-      scripted = await startScriptedEngine({ tokenizer, latencyMs: config.scriptedLatencyMs });
+      scripted = await startScriptedEngine({
+        tokenizer,
+        latencyMs: config.scriptedLatencyMs,
+        dialect: dialect.name,
+      });
       url = scripted.url;
     }
     engine = dialect.connect(url, {
@@ -237,7 +243,8 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     control: dialect.control(engine.url, {
       workers: config.engineWorkers,
       timeoutMs: config.engineTimeoutMs,
-    }),
+    }, engine),
+    dialect,
     scripted,
     sandbox,
     sandboxes,

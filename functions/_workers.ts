@@ -50,13 +50,14 @@ interface Worker {
 export async function supervise(config: Config): Promise<number> {
   const port = config.port === 0 ? freePort(config.host) : config.port;
   const env: Record<string, string> = { PORT: String(port) };
-  const scripted = config.sglangUrl === null
+  const scripted = config.engineUrl === null
     ? await startScriptedEngine({
       tokenizer: await loadServedTokenizer(config),
       latencyMs: config.scriptedLatencyMs,
+      dialect: config.engineApi,
     })
     : null;
-  if (scripted) env.SGLANG_URL = scripted.url;
+  if (scripted) env.ENGINE_URL = scripted.url;
 
   let stopping = false;
   const ready = new Map<number, string>();

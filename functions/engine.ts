@@ -12,11 +12,10 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
+import type { PauseMode } from "../lib/engine/mod.ts";
 import { admin } from "./_admin.ts";
 import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
 import { errorOptions, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
-
-const PauseBody = z.object({ mode: z.enum(["abort", "retract", "in_place"]).default("abort") });
 
 const VersionBody = z.object({
   /** The name of the weights served from now on: an integer for `max_staleness` to compare. */
@@ -26,12 +25,16 @@ const VersionBody = z.object({
 });
 
 /** What the engine-control app uses. */
-export type EngineDeps = AdminDeps & Pick<Deps, "control">;
+export type EngineDeps = AdminDeps & Pick<Deps, "control" | "dialect">;
 
 /** The engine-control app over `deps`. */
 export function createEngineApp(deps: EngineDeps): Hono {
   const app = new Hono();
   const { control } = deps;
+  // The dialect's own pause modes, its default first (SGLang: abort, retract, in_place; vLLM:
+  // abort, wait, keep).
+  const modes = deps.dialect.pauseModes as [PauseMode, ...PauseMode[]];
+  const PauseBody = z.object({ mode: z.enum(modes).default(modes[0]) });
   app.use("/engine/*", admin(deps));
   const body = async <T>(request: Request, schema: z.ZodType<T>) =>
     validate(schema, await readJson(request, deps.config.maxBodyBytes, { empty: {} }));

@@ -287,7 +287,8 @@ class Gateway:
         return parsed if format == "raw" else parsed[_exported_key(format)]
 
     def pause_engine(self, mode: str = "abort") -> Dict[str, Any]:
-        """Pauses generation on every engine worker (``abort``, ``retract`` or ``in_place``).
+        """Pauses generation on every engine worker: ``abort``, ``retract`` or ``in_place`` on
+        SGLang; ``abort``, ``wait`` or ``keep`` on vLLM.
 
         Turns in flight are not lost: they go on after :meth:`continue_engine`, each token
         keeping the weight version that sampled it.

@@ -151,6 +151,14 @@ export interface SampleJson {
   }[];
 }
 
+/** The engine dialects the engine-path tests run on (the scripted engine speaks each). */
+export const ENGINE_APIS = ["sglang", "vllm"] as const;
+
+/** A test's name on `api`: as it was on SGLang, marked on any other. */
+export function onEngine(name: string, api: string): string {
+  return api === "sglang" ? name : `${name} (engine: ${api})`;
+}
+
 /** Starts a gateway; `env` overrides configuration variables. */
 export async function startGateway(
   options: {
@@ -184,6 +192,8 @@ export async function startGateway(
     incrementalStreaming: options.incrementalStreaming,
     spelling: options.spelling,
     faultFor: options.faultFor,
+    // The engine speaks the dialect the gateway is configured for.
+    dialect: options.env?.ENGINE_API ?? "sglang",
   });
   const kv = options.kv ?? await Deno.openKv(":memory:");
   // Sandboxes, fixture repositories and bundles of this gateway only, removed on close.

@@ -28,17 +28,25 @@ export const ConfigSchema = z.object({
     fallback: "0.0.0.0",
     meaning: "interface to listen on",
   }),
-  /** SGLang worker or router URL; `null` runs the built-in scripted engine. */
+  /** The engine's worker or router URL; `null`: `SGLANG_URL`, else the scripted engine. */
+  engineUrl: variable("ENGINE_URL", httpUrl, {
+    expected: "an http(s) URL",
+    shown: "unset",
+    meaning: "the engine's worker or router URL, speaking `ENGINE_API`; unset runs the " +
+      "built-in scripted engine (in that dialect)",
+  }),
+  /** The old name of `ENGINE_URL`, still read. */
   sglangUrl: variable("SGLANG_URL", httpUrl, {
     expected: "an http(s) URL",
     shown: "unset",
-    meaning: "SGLang worker or router URL; unset runs the built-in scripted engine",
+    meaning: "the old name of `ENGINE_URL`, still read",
   }),
   /** The engine's dialect, a name `lib/engine/dialects.ts` registers (checked at start-up). */
   engineApi: variable("ENGINE_API", z.string().regex(/^[a-z][a-z0-9_]{0,31}$/), {
-    expected: "an engine dialect's name (sglang)",
+    expected: "an engine dialect's name (sglang or vllm)",
     fallback: "sglang",
-    meaning: "the dialect the engine speaks: `sglang` (its token-in/token-out `/generate`)",
+    meaning: "the dialect the engine speaks: `sglang` (its `/generate`) or `vllm` (its " +
+      "`/inference/v1/generate`, vLLM ≥ 0.20; the RL controls need `VLLM_SERVER_DEV_MODE=1`)",
   }),
   /**
    * Engine workers that pause, continue and weight-version calls go to; `null`: the router's
@@ -347,6 +355,8 @@ export interface ComputedConfig {
   readonly workers: number;
   /** Folder holding `tokenizer.json` and `tokenizer_config.json`. */
   readonly tokenizerPath: string;
+  /** The engine's URL (`ENGINE_URL`, else its old name `SGLANG_URL`); `null`: the scripted one. */
+  readonly engineUrl: string | null;
 }
 
 /** The resolved, frozen configuration every module receives. */

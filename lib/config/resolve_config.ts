@@ -61,7 +61,13 @@ export function resolveConfig(env: Record<string, string | undefined>): Readonly
  * needs a key; workers default to one per core and share a KV file, so `:memory:` allows one.
  */
 function joinVariables(parsed: ParsedConfig): Readonly<Config> {
-  const { sandboxBackend, e2b, kvPath, workers, tokenizerPath } = parsed;
+  const { sandboxBackend, e2b, kvPath, workers, tokenizerPath, engineUrl, sglangUrl } = parsed;
+  if (engineUrl !== null && sglangUrl !== null && engineUrl !== sglangUrl) {
+    throw new ConfigError(
+      "ENGINE_URL",
+      `Invalid ENGINE_URL: its old name SGLANG_URL says otherwise ("${sglangUrl}")`,
+    );
+  }
   if (sandboxBackend === "e2b" && e2b.apiKey === null) {
     throw new ConfigError(
       "E2B_API_KEY",
@@ -82,6 +88,7 @@ function joinVariables(parsed: ParsedConfig): Readonly<Config> {
       ? navigator.hardwareConcurrency
       : workers,
     tokenizerPath: tokenizerPath ?? defaultTokenizerPath(),
+    engineUrl: engineUrl ?? sglangUrl,
     judgers: Object.freeze(parsed.judgers),
     e2b: Object.freeze(e2b),
     rollout: Object.freeze(parsed.rollout),

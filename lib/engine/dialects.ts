@@ -6,9 +6,10 @@
  */
 import type { EngineDialect } from "./engine.ts";
 import { SGLANG } from "./sglang.ts";
+import { VLLM } from "./vllm.ts";
 
 /** Every engine dialect the gateway speaks. */
-export const ENGINE_DIALECTS: readonly EngineDialect[] = [SGLANG];
+export const ENGINE_DIALECTS: readonly EngineDialect[] = [SGLANG, VLLM];
 
 /** The dialect called `name`, or `undefined`. */
 export function engineDialect(

@@ -125,12 +125,13 @@ export function newRid(): string {
 }
 
 /**
- * How a pause treats running requests (SGLang's `/pause_generation` modes): `abort` ends them
- * with their partial output (the gateway resubmits prompt + partial output, which waits for
- * continue); `retract` sends them back to the waiting queue; `in_place` freezes them with their
- * KV cache. Only `abort` costs an extra engine request.
+ * How a pause treats running requests, each dialect taking its own ({@linkcode
+ * EngineDialect.pauseModes}). `abort` (both) ends them with their partial output: the gateway
+ * resubmits prompt + partial output, which waits for continue. SGLang: `retract` sends them back
+ * to the waiting queue, `in_place` freezes them with their KV cache. vLLM: `wait` lets them
+ * finish, `keep` freezes them with their KV. Only `abort` costs an extra engine request.
  */
-export type PauseMode = "abort" | "retract" | "in_place";
+export type PauseMode = "abort" | "retract" | "in_place" | "wait" | "keep";
 
 /** What one worker answered. */
 export interface WorkerAnswer {
@@ -191,6 +192,11 @@ export interface EngineDialect {
   readonly title: string;
   /** A client of the engine at `url`. */
   connect(url: string, options: EngineClientOptions): Engine;
-  /** A controller of the workers behind `url` (or the configured ones). */
-  control(url: string, options: EngineControlOptions): EngineController;
+  /** The pause modes its engine takes, the default first. */
+  readonly pauseModes: readonly PauseMode[];
+  /**
+   * A controller of the workers behind `url` (or the configured ones); `engine` is this
+   * dialect's client of the same engine, when the gateway made it.
+   */
+  control(url: string, options: EngineControlOptions, engine?: Engine): EngineController;
 }

@@ -39,23 +39,25 @@ const ANSWER_BYTES = 4096;
  * ```
  */
 export class EngineControl implements EngineController {
-  constructor(readonly engineUrl: string, private readonly options: EngineControlOptions) {}
+  readonly #workers: EngineWorkers;
+
+  constructor(readonly engineUrl: string, options: EngineControlOptions) {
+    this.#workers = new EngineWorkers(engineUrl, options);
+  }
 
   /** The worker URLs calls go to. */
-  async workers(): Promise<string[]> {
-    if (this.options.workers) return [...this.options.workers];
-    const listed = await this.#routerWorkers();
-    return listed ?? [this.engineUrl];
+  workers(): Promise<string[]> {
+    return this.#workers.list();
   }
 
   /** Pauses generation on every worker (`/pause_generation`). */
   pause(mode: PauseMode): Promise<WorkerAnswer[]> {
-    return this.#fanOut("POST", "/pause_generation", { mode });
+    return this.#workers.fanOut("POST", "/pause_generation", { mode });
   }
 
   /** Continues generation on every worker (`/continue_generation`). */
   continue(): Promise<WorkerAnswer[]> {
-    return this.#fanOut("POST", "/continue_generation", {});
+    return this.#workers.fanOut("POST", "/continue_generation", {});
   }
 
   /**
@@ -63,15 +65,35 @@ export class EngineControl implements EngineController {
    * carry `version`. `abortAll` also aborts running requests (which the gateway resumes).
    */
   setWeightVersion(version: string, abortAll: boolean): Promise<WorkerAnswer[]> {
-    return this.#fanOut("POST", "/update_weight_version", {
+    return this.#workers.fanOut("POST", "/update_weight_version", {
       new_version: version,
       abort_all_requests: abortAll,
     });
   }
 
   /** Each worker's current weight version (`GET /get_weight_version`). */
-  async weightVersions(): Promise<{ url: string; version: string }[]> {
-    const answers = await this.#fanOut("GET", "/get_weight_version");
+  weightVersions(): Promise<{ url: string; version: string }[]> {
+    return this.#workers.versions("/get_weight_version");
+  }
+}
+
+/**
+ * An engine's workers as control calls reach them, whatever the dialect: the configured list, a
+ * router's own list, or the engine URL as the one worker; every call sent to all at once.
+ */
+export class EngineWorkers {
+  constructor(readonly engineUrl: string, private readonly options: EngineControlOptions) {}
+
+  /** The worker URLs calls go to. */
+  async list(): Promise<string[]> {
+    if (this.options.workers) return [...this.options.workers];
+    const listed = await this.#routerWorkers();
+    return listed ?? [this.engineUrl];
+  }
+
+  /** Each worker's `weight_version`, read with `GET path`. */
+  async versions(path: string): Promise<{ url: string; version: string }[]> {
+    const answers = await this.fanOut("GET", path);
     return answers.map(({ url, body }) => {
       const version = (body as { weight_version?: unknown } | null)?.weight_version;
       if (typeof version !== "string") {
@@ -82,8 +104,8 @@ export class EngineControl implements EngineController {
   }
 
   /** Calls every worker at once; fails, after all have answered, if any did not accept. */
-  async #fanOut(method: "GET" | "POST", path: string, body?: unknown): Promise<WorkerAnswer[]> {
-    const workers = await this.workers();
+  async fanOut(method: "GET" | "POST", path: string, body?: unknown): Promise<WorkerAnswer[]> {
+    const workers = await this.list();
     const results = await Promise.all(workers.map(async (url) => {
       try {
         const response = await fetch(`${url}${path}`, {

@@ -3,9 +3,14 @@
  * token-out `/generate` first) and the sampling parameters. @module
  */
 export * from "./engine.ts";
+export * from "./generation.ts";
 export * from "./sampling.ts";
 export * from "./sglang_client.ts";
 export * from "./prompt_ids.ts";
 export * from "./engine_control.ts";
 export * from "./sglang.ts";
+export * from "./vllm_client.ts";
+export * from "./vllm_control.ts";
+export * from "./vllm.ts";
+export * from "./request_body.ts";
 export * from "./dialects.ts";

@@ -1,14 +1,16 @@
 /**
- * The scripted engine's `/generate` (reference sglang.md §1): a call is logged, plays a queued
- * fault or waits out a pause, then answers its script's reply, streamed or whole.
+ * The scripted engine's generate endpoint, in either dialect (SGLang's `/generate`, reference
+ * sglang.md §1; vLLM's `/inference/v1/generate`, `_vllm.ts`): a call is logged, plays a queued
+ * fault or waits out a pause, then answers its script's reply, streamed or whole, in the
+ * dialect's shape.
  *
  * @module
  */
 import type { GenerationState } from "./_generation_state.ts";
 import { Output } from "./_output.ts";
-import { NOTHING, plan } from "./_plan.ts";
+import { NOTHING, type OutputLimits, plan, sglangLimits } from "./_plan.ts";
 import { ABORTED } from "./_run.ts";
-import { cutShort, pauseFor, streamed } from "./_stream.ts";
+import { type ChunkShape, cutShort, pauseFor, streamed } from "./_stream.ts";
 import type { EngineCall, Fault, Script } from "./script.ts";
 import type { ScriptedEngineOptions } from "./types.ts";
 
@@ -26,33 +28,90 @@ export interface GenerateContext {
   latencyMs: number;
 }
 
-/** Answers one `/generate` request. */
-export async function generate(request: Request, engine: GenerateContext): Promise<Response> {
+/** A request as a dialect reads it. */
+export interface ParsedCall {
+  readonly rid: string;
+  readonly inputIds: number[];
+  /** The sampling parameters as sent (logged). */
+  readonly sampling: Record<string, unknown>;
+  readonly limits: OutputLimits;
+  /** Top logprobs asked for at each position. */
+  readonly topK: number;
+  readonly stream: boolean;
+}
+
+/** How one dialect reads a generate request and shapes its answers. */
+export interface GenerateDialect {
+  /** The call a body asks for, or why it is refused (400). */
+  parse(body: Record<string, unknown> | null): ParsedCall | { readonly error: string };
+  /** An error answer of `status`. */
+  error(status: number, message: string): Response;
+  /** A non-streamed answer (or a chunk: `finish` null mid-stream) of output `from..`. */
+  answer(
+    out: Output,
+    from: number,
+    finish: Record<string, unknown> | null,
+    version: string,
+  ): unknown;
+  /** Stream chunks carry only new tokens (else each repeats everything so far). */
+  readonly incremental: boolean;
+  /** A stream chunk with no new tokens is not sent unless it finishes the call. */
+  readonly skipEmpty: boolean;
+}
+
+/** SGLang's `/generate`, as `options` configure the scripted engine. */
+export function sglangDialect(options: ScriptedEngineOptions): GenerateDialect {
+  return {
+    parse(body) {
+      const inputIds = body?.input_ids;
+      if (!body || !Array.isArray(inputIds) || inputIds.length === 0) {
+        return { error: "input_ids cannot be empty." };
+      }
+      const sampling = (body.sampling_params ?? {}) as Record<string, unknown>;
+      return {
+        rid: String(body.rid ?? crypto.randomUUID().replaceAll("-", "")),
+        inputIds,
+        sampling,
+        limits: sglangLimits(sampling),
+        topK: Number(body.top_logprobs_num ?? 0),
+        stream: body.stream === true,
+      };
+    },
+    error: (status, message) => Response.json({ error: { message } }, { status }),
+    answer: (out, from, finish, version) => out.chunk(from, finish, version),
+    incremental: options.incrementalStreaming === true,
+    skipEmpty: false,
+  };
+}
+
+/** Answers one generate request in `dialect`. */
+export async function generate(
+  request: Request,
+  engine: GenerateContext,
+  dialect: GenerateDialect = sglangDialect(engine.options),
+): Promise<Response> {
   const { options, state } = engine;
   const { tokenizer } = options;
   const received = performance.now();
   const body = await request.json().catch(() => null);
-  const inputIds = body?.input_ids;
-  if (!Array.isArray(inputIds) || inputIds.length === 0) {
-    return Response.json({ error: { message: "input_ids cannot be empty." } }, { status: 400 });
-  }
+  const parsed = dialect.parse(body);
+  if ("error" in parsed) return dialect.error(400, parsed.error);
+  const inputIds = parsed.inputIds;
   const call: EngineCall = {
-    rid: String(body.rid ?? crypto.randomUUID().replaceAll("-", "")),
+    rid: parsed.rid,
     inputIds,
-    sampling: body.sampling_params ?? {},
+    sampling: parsed.sampling,
     receivedAt: Date.now(),
   };
   if (options.keepLog !== false) engine.calls.push(call);
   const fault = engine.faults.shift() ?? options.faultFor?.(call);
   if (fault?.kind === "unavailable") return new Response("Service Unavailable", { status: 503 });
-  if (fault?.kind === "reject") {
-    return Response.json({ error: { message: fault.message } }, { status: 400 });
-  }
+  if (fault?.kind === "reject") return dialect.error(400, fault.message);
   // While paused, a new call waits inside the engine until generation continues.
   while (state.pause !== null) await state.pause.continued;
   const script = engine.script;
   const reply = fault?.kind === "hang" ? NOTHING : script(call, () => tokenizer.decode(inputIds));
-  const planned = plan(tokenizer, call, reply, options.spelling);
+  const planned = plan(tokenizer, call, reply, options.spelling, parsed.limits);
   let tokens = planned.tokens;
   let finish: Record<string, unknown> = planned.finish;
   if (fault?.kind === "abort") {
@@ -62,15 +121,14 @@ export async function generate(request: Request, engine: GenerateContext): Promi
   const perToken = (fault?.kind === "slow" ? fault.latencyMs : undefined) ??
     (typeof reply === "string" ? undefined : reply.latencyMs) ?? engine.latencyMs;
   const run = state.startRun(call.rid, request.signal);
-  const topK = Number(body.top_logprobs_num ?? 0);
-  const out = new Output(call, tokens, topK, received, () => run.retractions, tokenizer);
+  const out = new Output(call, tokens, parsed.topK, received, () => run.retractions, tokenizer);
   const finished = async (): Promise<Record<string, unknown>> => {
     const produced = await state.produce(
       run,
       out,
       perToken,
       fault?.kind === "hang",
-      body.stream === true,
+      parsed.stream,
     );
     run.done();
     if (fault?.kind === "abort" && fault.weightVersion) state.weightVersion = fault.weightVersion;
@@ -81,16 +139,21 @@ export async function generate(request: Request, engine: GenerateContext): Promi
     call.finishedAt = Date.now();
     options.onAnswer?.(call, String(final.type));
   };
-  if (body.stream === true) {
+  if (parsed.stream) {
+    const shape: ChunkShape = (from, finish, version) =>
+      dialect.skipEmpty && finish === null && from >= out.produced
+        ? null
+        : dialect.answer(out, from, finish, version);
     return streamed(out, run, finished, answered, () => state.weightVersion, {
-      incremental: options.incrementalStreaming === true,
+      incremental: dialect.incremental,
       dropAfterMs: fault?.kind === "drop" ? fault.afterMs : null,
+      shape,
     });
   }
   const version = state.weightVersion;
   const final = await finished();
   // A non-streamed answer reports the version it started under unless it sampled under others.
-  const answer = out.chunk(0, final, out.spans.at(-1)?.version ?? version);
+  const answer = dialect.answer(out, 0, final, out.spans.at(-1)?.version ?? version);
   if (fault?.kind === "drop") {
     await pauseFor(fault.afterMs, request.signal);
     return cutShort(JSON.stringify(answer));

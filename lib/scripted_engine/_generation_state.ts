@@ -95,7 +95,8 @@ export class GenerationState {
     let heldBy: Pause | null = null;
     while (!run.stopped && (hang || out.produced < out.planned.length)) {
       const pause = this.pause;
-      if (pause !== null) {
+      // A `wait` pause lets running calls finish; every other mode holds them.
+      if (pause !== null && pause.mode !== "wait") {
         if (pause !== heldBy && pause.mode === "retract" && out.produced > 0) run.retractions++;
         heldBy = pause;
         await Promise.race([pause.continued, this.changed]);
@@ -123,7 +124,10 @@ export class GenerationState {
     return out.produced;
   }
 
-  /** `/pause_generation`: abort aborts every running call; retract and in_place hold them. */
+  /**
+   * A pause: `abort` aborts every running call, `wait` lets them finish (both return once none
+   * runs); `retract`, `in_place` and `keep` hold them. New calls wait until continue.
+   */
   async pauseGeneration(mode: PauseMode): Promise<void> {
     if (this.pause === null) {
       let resume: () => void = () => {};
@@ -133,6 +137,9 @@ export class GenerationState {
     this.pauses.push(mode);
     if (mode === "abort") {
       for (const run of this.running.values()) run.stop(ABORTED);
+    }
+    if (mode === "abort" || mode === "wait") {
+      this.wake();
       // Returns once every in-flight call has returned.
       while (this.running.size > 0) await this.changed;
     }

@@ -10,12 +10,29 @@ import type { EngineCall, Reply, Spelling } from "./script.ts";
 /** The reply of a call that never generated. */
 export const NOTHING: Reply = { tokens: [], eos: false };
 
-/** The tokens and finish reason of a reply under the call's sampling parameters. */
+/** What ends an output: its length limit, stop token ids (besides the family's), stop strings. */
+export interface OutputLimits {
+  readonly maxNew: number;
+  readonly stopIds: readonly number[];
+  readonly stops: readonly string[];
+}
+
+/** The limits of an SGLang call's `sampling_params`. */
+export function sglangLimits(sampling: Record<string, unknown>): OutputLimits {
+  return {
+    maxNew: Number(sampling.max_new_tokens ?? 128),
+    stopIds: (sampling.stop_token_ids as number[] | undefined) ?? [],
+    stops: (sampling.stop as string[] | undefined) ?? [],
+  };
+}
+
+/** The tokens and finish reason of a reply under the call's limits. */
 export function plan(
   tokenizer: ChatTokenizer,
   call: EngineCall,
   reply: Reply,
   spelling: Spelling = "tokenizer",
+  limits: OutputLimits = sglangLimits(call.sampling),
 ): { tokens: number[]; finish: Record<string, unknown> } {
   const spec = typeof reply === "string" ? { text: reply } : reply;
   const base = spec.tokens
@@ -24,10 +41,9 @@ export function plan(
     ? spelledOut(tokenizer, spec.text ?? "")
     : tokenizer.encode(spec.text ?? "");
   const full = spec.eos === false ? base : [...base, tokenizer.ending.stopIds[0]];
-  const stopIds = new Set((call.sampling.stop_token_ids as number[] | undefined) ?? []);
+  const stopIds = new Set(limits.stopIds);
   for (const id of tokenizer.ending.stopIds) stopIds.add(id);
-  const stops = (call.sampling.stop as string[] | undefined) ?? [];
-  const maxNew = Number(call.sampling.max_new_tokens ?? 128);
+  const { stops, maxNew } = limits;
   const tokens: number[] = [];
   // As SGLang's Req.check_finished: the length limit first, then stop tokens, then stop strings.
   for (const token of full) {

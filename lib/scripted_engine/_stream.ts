@@ -8,9 +8,19 @@ import type { Output } from "./_output.ts";
 import type { Run } from "./_run.ts";
 
 /**
+ * A stream chunk of output `from..` (`finish` null mid-stream) under `version`, in the engine's
+ * dialect; `null` sends nothing.
+ */
+export type ChunkShape = (
+  from: number,
+  finish: Record<string, unknown> | null,
+  version: string,
+) => unknown | null;
+
+/**
  * The streaming response of a call (sglang.md §1.4): a `data:` chunk per emission, cumulative
  * or incremental, the final chunk with the finish reason, then `data: [DONE]`. A drop fault cuts
- * the connection instead of finishing.
+ * the connection instead of finishing. `shape` makes a chunk (SGLang's by default).
  */
 export function streamed(
   out: Output,
@@ -18,8 +28,9 @@ export function streamed(
   finished: () => Promise<Record<string, unknown>>,
   answered: (finish: Record<string, unknown>) => void,
   version: () => string,
-  options: { incremental: boolean; dropAfterMs: number | null },
+  options: { incremental: boolean; dropAfterMs: number | null; shape?: ChunkShape },
 ): Response {
+  const shape: ChunkShape = options.shape ?? ((from, finish, v) => out.chunk(from, finish, v));
   const encoder = new TextEncoder();
   let sent = 0;
   let open = true;
@@ -36,8 +47,8 @@ export function streamed(
       };
       const send = (finish: Record<string, unknown> | null) => {
         if (!open) return;
-        const chunk = out.chunk(options.incremental ? sent : 0, finish, version());
-        write(`data: ${JSON.stringify(chunk)}\n\n`);
+        const chunk = shape(options.incremental ? sent : 0, finish, version());
+        if (chunk !== null) write(`data: ${JSON.stringify(chunk)}\n\n`);
         sent = out.produced;
       };
       const end = () => {

@@ -33,6 +33,8 @@ export interface ScriptedEngineOptions {
    * chunks, where each chunk repeats everything so far.
    */
   readonly incrementalStreaming?: boolean;
+  /** The wire it speaks: SGLang's (the default) or vLLM's. */
+  readonly dialect?: "sglang" | "vllm" | string;
 }
 
 /** A running scripted engine. */
@@ -59,8 +61,11 @@ export interface ScriptedEngine {
   close(): Promise<void>;
 }
 
-/** How `/pause_generation` treats running calls (reference sglang.md §2). */
-export type PauseMode = "abort" | "retract" | "in_place";
+/**
+ * How a pause treats running calls: SGLang's `/pause_generation` modes (reference sglang.md §2)
+ * and vLLM's `/pause?mode=` (`wait` lets running calls finish, `keep` holds them as `in_place`).
+ */
+export type PauseMode = "abort" | "retract" | "in_place" | "wait" | "keep";
 
 /** Every {@linkcode PauseMode}: `/pause_generation` refuses any other. */
 export const PAUSE_MODES: readonly string[] = ["abort", "retract", "in_place"];

@@ -11,14 +11,18 @@ import {
   samplingParams,
   SGLANG,
   SglangClient,
+  VLLM,
 } from "../../lib/engine/mod.ts";
 import { startScriptedEngine } from "../../lib/scripted_engine/mod.ts";
 import { qwen3 } from "../_gateway.ts";
 
 Deno.test("the dialects are found by name, SGLang first; a list given is searched instead", () => {
-  assert.deepEqual(ENGINE_DIALECTS.map((dialect) => dialect.name), ["sglang"]);
+  assert.deepEqual(ENGINE_DIALECTS.map((dialect) => dialect.name), ["sglang", "vllm"]);
   assert.equal(engineDialect("sglang"), SGLANG);
-  assert.equal(engineDialect("vllm"), undefined);
+  assert.equal(engineDialect("vllm"), VLLM);
+  assert.equal(engineDialect("tgi"), undefined);
+  assert.deepEqual(SGLANG.pauseModes, ["abort", "retract", "in_place"]);
+  assert.deepEqual(VLLM.pauseModes, ["abort", "wait", "keep"]);
   const other: EngineDialect = { ...SGLANG, name: "other", title: "Other" };
   assert.equal(engineDialect("other", [...ENGINE_DIALECTS, other]), other);
   assert.equal(engineDialect("other"), undefined);

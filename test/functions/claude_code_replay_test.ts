@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { unaccounted } from "../../lib/anthropic/mod.ts";
 import { episode, replay } from "../_claude_episode.ts";
-import { startGateway } from "../_gateway.ts";
+import { ENGINE_APIS, onEngine, startGateway } from "../_gateway.ts";
 import { assertFieldsAccounted } from "../_recorded.ts";
 
 Deno.test("every field and header Claude Code sends is used or deliberately ignored", async () => {
@@ -19,43 +19,55 @@ Deno.test("every field and header Claude Code sends is used or deliberately igno
   assertFieldsAccounted(recorded.flat(), unaccounted);
 });
 
-Deno.test("the recorded Claude Code episode replays as one token-exact chain", async () => {
-  const gw = await startGateway({ script: episode.replies });
-  try {
-    const { id, token } = await gw.openSession();
-    const { replies } = await replay(gw, token);
-    assert.deepEqual(replies.map((r) => r.stop_reason), [
-      "tool_use",
-      "tool_use",
-      "tool_use",
-      "end_turn",
-    ]);
-    const calls = gw.engine.calls;
-    assert.equal(calls.length, episode.requests.length);
-    for (let k = 0; k + 1 < calls.length; k++) {
-      const previous = [...calls[k].inputIds, ...calls[k].output!];
-      assert.deepEqual(calls[k + 1].inputIds.slice(0, previous.length), previous, `turn ${k + 1}`);
-    }
-    // usage.input_tokens is the prompt the engine read: Claude Code compacts on it.
-    assert.deepEqual(replies.map((r) => r.usage.input_tokens), calls.map((c) => c.inputIds.length));
-    const [sample, ...others] = await gw.samples(id);
-    assert.equal(others.length, 0);
-    assert.deepEqual(
-      sample.response_ids.filter((_, i) => sample.loss_mask[i] === 1),
-      calls.flatMap((c) => c.output!),
-    );
+for (const api of ENGINE_APIS) {
+  Deno.test(
+    onEngine("the recorded Claude Code episode replays as one token-exact chain", api),
+    async () => {
+      const gw = await startGateway({ script: episode.replies, env: { ENGINE_API: api } });
+      try {
+        const { id, token } = await gw.openSession();
+        const { replies } = await replay(gw, token);
+        assert.deepEqual(replies.map((r) => r.stop_reason), [
+          "tool_use",
+          "tool_use",
+          "tool_use",
+          "end_turn",
+        ]);
+        const calls = gw.engine.calls;
+        assert.equal(calls.length, episode.requests.length);
+        for (let k = 0; k + 1 < calls.length; k++) {
+          const previous = [...calls[k].inputIds, ...calls[k].output!];
+          assert.deepEqual(
+            calls[k + 1].inputIds.slice(0, previous.length),
+            previous,
+            `turn ${k + 1}`,
+          );
+        }
+        // usage.input_tokens is the prompt the engine read: Claude Code compacts on it.
+        assert.deepEqual(
+          replies.map((r) => r.usage.input_tokens),
+          calls.map((c) => c.inputIds.length),
+        );
+        const [sample, ...others] = await gw.samples(id);
+        assert.equal(others.length, 0);
+        assert.deepEqual(
+          sample.response_ids.filter((_, i) => sample.loss_mask[i] === 1),
+          calls.flatMap((c) => c.output!),
+        );
 
-    // The prompt as the model sees it: the mid-conversation system message folded into the
-    // user turn, the attribution line left out, every tool rendered.
-    const prompt = gw.tokenizer.decode(calls[0].inputIds);
-    assert.match(prompt, /<system-reminder>\n# Environment\n/);
-    assert.doesNotMatch(prompt, /x-anthropic-billing-header/);
-    assert.match(prompt, /"name": "Write"/);
-    assert.match(prompt, /Write a script that prints a greeting and run it\./);
-  } finally {
-    await gw.close();
-  }
-});
+        // The prompt as the model sees it: the mid-conversation system message folded into the
+        // user turn, the attribution line left out, every tool rendered.
+        const prompt = gw.tokenizer.decode(calls[0].inputIds);
+        assert.match(prompt, /<system-reminder>\n# Environment\n/);
+        assert.doesNotMatch(prompt, /x-anthropic-billing-header/);
+        assert.match(prompt, /"name": "Write"/);
+        assert.match(prompt, /Write a script that prints a greeting and run it\./);
+      } finally {
+        await gw.close();
+      }
+    },
+  );
+}
 
 Deno.test("count_tokens on a recorded request counts what the next turn's usage reports", async () => {
   const gw = await startGateway({ script: episode.replies });

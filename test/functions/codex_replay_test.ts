@@ -10,7 +10,13 @@ import assert from "node:assert/strict";
 import { unaccountedResponses } from "../../lib/responses/mod.ts";
 import type { RecordedResponsesEpisode } from "../../fixtures/codex/record.ts";
 import { assertChainExact, callsOfSample } from "../_chain_exact.ts";
-import { ADMIN_HEADERS, type SampleJson, startGateway } from "../_gateway.ts";
+import {
+  ADMIN_HEADERS,
+  ENGINE_APIS,
+  onEngine,
+  type SampleJson,
+  startGateway,
+} from "../_gateway.ts";
 import { assertFieldsAccounted, readRecorded } from "../_recorded.ts";
 
 const REPO = "/tmp/replayed-repo";
@@ -77,33 +83,48 @@ Deno.test("the recorded Codex sub-agent episode replays as the root's chain and 
   }
 });
 
-Deno.test("the recorded Codex episode replays as one token-exact chain, events and JSON recording the same tokens", async () => {
-  const recorded: unknown[] = [];
-  for (const stream of [true, false]) {
-    const gw = await startGateway({ script: episode.requests.map((request) => request.reply) });
-    try {
-      const { id, token } = await gw.openSession();
-      for (const request of episode.requests) {
-        const response = await gw.fetch(request.path, {
-          method: request.method,
-          headers: { ...request.headers, authorization: `Bearer ${token}` },
-          body: JSON.stringify({ ...request.body, stream }),
+for (const api of ENGINE_APIS) {
+  Deno.test(
+    onEngine(
+      "the recorded Codex episode replays as one token-exact chain, events and JSON recording the same tokens",
+      api,
+    ),
+    async () => {
+      const recorded: unknown[] = [];
+      for (const stream of [true, false]) {
+        const gw = await startGateway({
+          script: episode.requests.map((request) => request.reply),
+          env: { ENGINE_API: api },
         });
-        const text = await response.text();
-        assert.equal(response.status, 200, text);
-        const usage = stream
-          ? JSON.parse(text.trimEnd().split("\n").at(-1)!.slice("data: ".length)).response.usage
-          : JSON.parse(text).usage;
-        assert.equal(usage.input_tokens, gw.engine.calls.at(-1)!.inputIds.length);
+        try {
+          const { id, token } = await gw.openSession();
+          for (const request of episode.requests) {
+            const response = await gw.fetch(request.path, {
+              method: request.method,
+              headers: { ...request.headers, authorization: `Bearer ${token}` },
+              body: JSON.stringify({ ...request.body, stream }),
+            });
+            const text = await response.text();
+            assert.equal(response.status, 200, text);
+            const usage = stream
+              ? JSON.parse(text.trimEnd().split("\n").at(-1)!.slice("data: ".length)).response.usage
+              : JSON.parse(text).usage;
+            assert.equal(usage.input_tokens, gw.engine.calls.at(-1)!.inputIds.length);
+          }
+          const samples = await gw.samples(id);
+          assertChainExact(
+            gw.engine.calls,
+            samples,
+            `Codex replay (${stream ? "events" : "JSON"})`,
+          );
+          assert.equal((await gw.session(id)).chains.length, 1, "no fork");
+          const [{ prompt_ids, response_ids, loss_mask, logprobs }] = samples;
+          recorded.push({ prompt_ids, response_ids, loss_mask, logprobs });
+        } finally {
+          await gw.close();
+        }
       }
-      const samples = await gw.samples(id);
-      assertChainExact(gw.engine.calls, samples, `Codex replay (${stream ? "events" : "JSON"})`);
-      assert.equal((await gw.session(id)).chains.length, 1, "no fork");
-      const [{ prompt_ids, response_ids, loss_mask, logprobs }] = samples;
-      recorded.push({ prompt_ids, response_ids, loss_mask, logprobs });
-    } finally {
-      await gw.close();
-    }
-  }
-  assert.deepEqual(recorded[1], recorded[0], "events and JSON record the same tokens");
-});
+      assert.deepEqual(recorded[1], recorded[0], "events and JSON record the same tokens");
+    },
+  );
+}

@@ -35,7 +35,7 @@ Deno.test("buildDeps() refuses an ENGINE_API no dialect is registered as, naming
   await assertRefusedAtStartup(
     { ENGINE_API: "tgi" },
     "ENGINE_API",
-    'Invalid ENGINE_API: expected one of sglang, got "tgi"',
+    'Invalid ENGINE_API: expected one of sglang, vllm, got "tgi"',
   );
 });
 

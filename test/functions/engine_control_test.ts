@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { type PauseMode, scriptedLogprob } from "../../lib/scripted_engine/mod.ts";
 import {
   ADMIN_HEADERS,
+  onEngine,
   qwen3,
   type SampleJson,
   startGateway,
@@ -36,98 +37,114 @@ async function exportWith(gw: TestGateway, id: string, query: string) {
   return { status: response.status, body: await response.json() as any };
 }
 
-for (const mode of ["abort", "retract", "in_place"] as PauseMode[]) {
-  Deno.test(`a streamed turn paused (${mode}) across a weight update completes as one exact chain with two versions`, async () => {
-    const tok = await qwen3();
-    const full = [...tok.encode(TEXT), tok.eosId];
-    // A resumed call continues the reply: it is scripted as what its prompt has not yet got.
-    let firstPrompt = 0;
-    const gw = await startGateway({
-      latencyMs: 8,
-      script: (call) => {
-        if (firstPrompt === 0) firstPrompt = call.inputIds.length;
-        return { tokens: full.slice(call.inputIds.length - firstPrompt), eos: false };
-      },
-    });
-    try {
-      const { id, token } = await gw.openSession();
-      const client = gw.anthropic(token);
-      const stream = client.messages.stream({
-        model: "qwen3",
-        max_tokens: 500,
-        messages: [{ role: "user", content: "Write while the weights change." }],
+/** Each dialect's pause modes that hold or end a running call (vLLM's `wait` lets it finish). */
+const PAUSES: [string, PauseMode][] = [
+  ["sglang", "abort"],
+  ["sglang", "retract"],
+  ["sglang", "in_place"],
+  ["vllm", "abort"],
+  ["vllm", "keep"],
+];
+
+for (const [api, mode] of PAUSES) {
+  Deno.test(
+    onEngine(
+      `a streamed turn paused (${mode}) across a weight update completes as one exact chain with two versions`,
+      api,
+    ),
+    async () => {
+      const tok = await qwen3();
+      const full = [...tok.encode(TEXT), tok.eosId];
+      // A resumed call continues the reply: it is scripted as what its prompt has not yet got.
+      let firstPrompt = 0;
+      const gw = await startGateway({
+        latencyMs: 8,
+        script: (call) => {
+          if (firstPrompt === 0) firstPrompt = call.inputIds.length;
+          return { tokens: full.slice(call.inputIds.length - firstPrompt), eos: false };
+        },
+        env: { ENGINE_API: api },
       });
-      let streamed = "";
-      stream.on("text", (delta) => void (streamed += delta));
-      await until(() => streamed.length > 10);
+      try {
+        const { id, token } = await gw.openSession();
+        const client = gw.anthropic(token);
+        const stream = client.messages.stream({
+          model: "qwen3",
+          max_tokens: 500,
+          messages: [{ role: "user", content: "Write while the weights change." }],
+        });
+        let streamed = "";
+        stream.on("text", (delta) => void (streamed += delta));
+        await until(() => streamed.length > 10);
 
-      const paused = await admin(gw, "/engine/pause", { mode });
-      assert.equal(paused.status, 200, JSON.stringify(paused.body));
-      assert.deepEqual(paused.body.workers.map((w: { url: string }) => w.url), [gw.engine.url]);
-      // Held (retract, in place) or ended (abort): nothing more is sampled until continue.
-      const cut = gw.engine.calls[0].produced!;
-      const updated = await admin(gw, "/engine/weight_version", { version: "2" });
-      assert.equal(updated.status, 200, JSON.stringify(updated.body));
-      assert.deepEqual((await admin(gw, "/engine/weight_version", undefined, "GET")).body, {
-        workers: [{ url: gw.engine.url, version: "2" }],
-      });
-      assert.equal((await admin(gw, "/engine/continue")).status, 200);
+        const paused = await admin(gw, "/engine/pause", { mode });
+        assert.equal(paused.status, 200, JSON.stringify(paused.body));
+        assert.deepEqual(paused.body.workers.map((w: { url: string }) => w.url), [gw.engine.url]);
+        // Held (retract, in place) or ended (abort): nothing more is sampled until continue.
+        const cut = gw.engine.calls[0].produced!;
+        const updated = await admin(gw, "/engine/weight_version", { version: "2" });
+        assert.equal(updated.status, 200, JSON.stringify(updated.body));
+        assert.deepEqual((await admin(gw, "/engine/weight_version", undefined, "GET")).body, {
+          workers: [{ url: gw.engine.url, version: "2" }],
+        });
+        assert.equal((await admin(gw, "/engine/continue")).status, 200);
 
-      const message = await stream.finalMessage();
-      assert.deepEqual(message.content, [{ type: "text", text: TEXT }]);
-      assert.equal(streamed, TEXT, "the agent's stream went on past the pause");
-      assert.deepEqual(gw.engine.pauses, [mode]);
+        const message = await stream.finalMessage();
+        assert.deepEqual(message.content, [{ type: "text", text: TEXT }]);
+        assert.equal(streamed, TEXT, "the agent's stream went on past the pause");
+        assert.deepEqual(gw.engine.pauses, [mode]);
 
-      const calls = gw.engine.calls;
-      assert.equal(calls.length, mode === "abort" ? 2 : 1, "an abort costs one more engine call");
-      const outputs = calls.map((call) => call.output!);
-      assert.deepEqual(outputs.flat(), full, "the outputs add up to the reply");
-      const [sample] = await gw.samples(id) as SampleJson[];
-      assert.deepEqual(sample.prompt_ids, calls[0].inputIds);
-      assert.deepEqual(sample.response_ids, full, "one chain: the prompt, then every token once");
-      assert.deepEqual(sample.loss_mask, full.map(() => 1));
-      assert.deepEqual(
-        sample.logprobs,
-        outputs.flatMap((output) => output.map((token, i) => scriptedLogprob(token, i))),
-      );
-      if (mode === "abort") {
-        assert.deepEqual(calls[1].inputIds, [...calls[0].inputIds, ...outputs[0]]);
-        assert.deepEqual(sample.turns[0].flags, ["engine_aborted"]);
-      } else {
-        assert.deepEqual(sample.turns[0].flags, []);
+        const calls = gw.engine.calls;
+        assert.equal(calls.length, mode === "abort" ? 2 : 1, "an abort costs one more engine call");
+        const outputs = calls.map((call) => call.output!);
+        assert.deepEqual(outputs.flat(), full, "the outputs add up to the reply");
+        const [sample] = await gw.samples(id) as SampleJson[];
+        assert.deepEqual(sample.prompt_ids, calls[0].inputIds);
+        assert.deepEqual(sample.response_ids, full, "one chain: the prompt, then every token once");
+        assert.deepEqual(sample.loss_mask, full.map(() => 1));
+        assert.deepEqual(
+          sample.logprobs,
+          outputs.flatMap((output) => output.map((token, i) => scriptedLogprob(token, i))),
+        );
+        if (mode === "abort") {
+          assert.deepEqual(calls[1].inputIds, [...calls[0].inputIds, ...outputs[0]]);
+          assert.deepEqual(sample.turns[0].flags, ["engine_aborted"]);
+        } else {
+          assert.deepEqual(sample.turns[0].flags, []);
+        }
+        // Tokens sampled before the update are "default"'s, the rest version 2's.
+        const before = cut;
+        if (mode === "abort") assert.equal(outputs[0].length, cut);
+        assert.ok(before > 0 && before < full.length, `cut at ${before}`);
+        assert.deepEqual(sample.version_spans, [
+          { version: "default", start: 0, end: before },
+          { version: "2", start: before, end: full.length },
+        ]);
+        assert.deepEqual(sample.turns[0].weight_versions, ["default", "2"]);
+
+        // max_staleness 1 at version 2: "default" (0) is two behind, so its tokens are stale.
+        const masked = await exportWith(gw, id, "max_staleness=1");
+        assert.equal(masked.status, 200, JSON.stringify(masked.body));
+        assert.deepEqual(masked.body.samples[0].loss_mask, full.map((_, i) => i < before ? 0 : 1));
+        assert.equal(masked.body.samples[0].stale_tokens, before);
+        const fresh = await exportWith(gw, id, "max_staleness=2");
+        assert.deepEqual(fresh.body.samples[0].loss_mask, full.map(() => 1));
+        const dropped = await exportWith(gw, id, "max_staleness=0&current_version=2&stale=drop");
+        assert.deepEqual(dropped.body.samples, []);
+        assert.deepEqual(dropped.body.dropped, [{
+          chain_id: sample.chain_id,
+          kind: "final",
+          reason: `${before} tokens sampled by weight versions older than 2`,
+        }]);
+        const slime = await exportWith(gw, id, "format=slime&max_staleness=1");
+        assert.deepEqual(slime.body.samples[0].weight_versions, ["default", "2"]);
+        assert.deepEqual(slime.body.samples[0].metadata.version_spans, sample.version_spans);
+        assert.deepEqual(slime.body.samples[0].loss_mask, masked.body.samples[0].loss_mask);
+      } finally {
+        await gw.close();
       }
-      // Tokens sampled before the update are "default"'s, the rest version 2's.
-      const before = cut;
-      if (mode === "abort") assert.equal(outputs[0].length, cut);
-      assert.ok(before > 0 && before < full.length, `cut at ${before}`);
-      assert.deepEqual(sample.version_spans, [
-        { version: "default", start: 0, end: before },
-        { version: "2", start: before, end: full.length },
-      ]);
-      assert.deepEqual(sample.turns[0].weight_versions, ["default", "2"]);
-
-      // max_staleness 1 at version 2: "default" (0) is two behind, so its tokens are stale.
-      const masked = await exportWith(gw, id, "max_staleness=1");
-      assert.equal(masked.status, 200, JSON.stringify(masked.body));
-      assert.deepEqual(masked.body.samples[0].loss_mask, full.map((_, i) => i < before ? 0 : 1));
-      assert.equal(masked.body.samples[0].stale_tokens, before);
-      const fresh = await exportWith(gw, id, "max_staleness=2");
-      assert.deepEqual(fresh.body.samples[0].loss_mask, full.map(() => 1));
-      const dropped = await exportWith(gw, id, "max_staleness=0&current_version=2&stale=drop");
-      assert.deepEqual(dropped.body.samples, []);
-      assert.deepEqual(dropped.body.dropped, [{
-        chain_id: sample.chain_id,
-        kind: "final",
-        reason: `${before} tokens sampled by weight versions older than 2`,
-      }]);
-      const slime = await exportWith(gw, id, "format=slime&max_staleness=1");
-      assert.deepEqual(slime.body.samples[0].weight_versions, ["default", "2"]);
-      assert.deepEqual(slime.body.samples[0].metadata.version_spans, sample.version_spans);
-      assert.deepEqual(slime.body.samples[0].loss_mask, masked.body.samples[0].loss_mask);
-    } finally {
-      await gw.close();
-    }
-  });
+    },
+  );
 }
 
 Deno.test("engine controls want the admin token and a good body; a worker down is a 503 naming it", async () => {

@@ -5,7 +5,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import assert from "node:assert/strict";
 import { parseKey } from "../../lib/kv/mod.ts";
-import { startGateway } from "../_gateway.ts";
+import { ENGINE_APIS, onEngine, startGateway } from "../_gateway.ts";
 import { sseEvents } from "../_sse.ts";
 
 const TOOL_REPLY =
@@ -137,44 +137,58 @@ async function eventually(check: () => boolean, ms = 5000): Promise<void> {
   }
 }
 
-for (const stream of [true, false]) {
-  Deno.test(`a client that disconnects mid-turn aborts the engine request and records nothing (${stream ? "SSE" : "JSON"})`, async () => {
-    const gw = await startGateway({ script: ["word ".repeat(200)], latencyMs: 20 });
-    try {
-      const { id, token } = await gw.openSession();
-      const controller = new AbortController();
-      const response = fetch(`${gw.url}/v1/messages`, {
-        method: "POST",
-        headers: { "x-api-key": token, "content-type": "application/json" },
-        body: JSON.stringify({ ...REQUEST, stream }),
-        signal: controller.signal,
-      });
-      if (stream) {
-        const reader = (await response).body!.getReader();
-        await reader.read(); // message_start
-        await eventually(() => gw.engine.calls.length === 1);
-        await reader.cancel();
-      } else {
-        await eventually(() => gw.engine.calls.length === 1);
-        controller.abort();
-        await assert.rejects(response);
-      }
-      const rid = gw.engine.calls[0].rid;
-      await eventually(() => gw.engine.abortRequests.includes(rid));
-      await eventually(() => gw.engine.calls[0].output !== undefined);
-      assert.ok(gw.engine.calls[0].output!.length < 200, "the generation stopped early");
-      // The chain was registered when the request was routed; no turn of it was recorded.
-      const turnFamilies = new Set(["turn", "turn_chunk", "replay", "lease", "chain_lease"]);
-      const recorded: Deno.KvKey[] = [];
-      for await (const entry of gw.kv.list({ prefix: [] })) {
-        if (turnFamilies.has(parseKey(entry.key).kind)) recorded.push(entry.key);
-      }
-      assert.deepEqual(recorded, []);
-      assert.deepEqual(await gw.samples(id), []);
-    } finally {
-      await gw.close();
-    }
-  });
+for (const api of ENGINE_APIS) {
+  for (const stream of [true, false]) {
+    Deno.test(
+      onEngine(
+        `a client that disconnects mid-turn aborts the engine request and records nothing (${
+          stream ? "SSE" : "JSON"
+        })`,
+        api,
+      ),
+      async () => {
+        const gw = await startGateway({
+          script: ["word ".repeat(200)],
+          latencyMs: 20,
+          env: { ENGINE_API: api },
+        });
+        try {
+          const { id, token } = await gw.openSession();
+          const controller = new AbortController();
+          const response = fetch(`${gw.url}/v1/messages`, {
+            method: "POST",
+            headers: { "x-api-key": token, "content-type": "application/json" },
+            body: JSON.stringify({ ...REQUEST, stream }),
+            signal: controller.signal,
+          });
+          if (stream) {
+            const reader = (await response).body!.getReader();
+            await reader.read(); // message_start
+            await eventually(() => gw.engine.calls.length === 1);
+            await reader.cancel();
+          } else {
+            await eventually(() => gw.engine.calls.length === 1);
+            controller.abort();
+            await assert.rejects(response);
+          }
+          const rid = gw.engine.calls[0].rid;
+          await eventually(() => gw.engine.abortRequests.includes(rid));
+          await eventually(() => gw.engine.calls[0].output !== undefined);
+          assert.ok(gw.engine.calls[0].output!.length < 200, "the generation stopped early");
+          // The chain was registered when the request was routed; no turn of it was recorded.
+          const turnFamilies = new Set(["turn", "turn_chunk", "replay", "lease", "chain_lease"]);
+          const recorded: Deno.KvKey[] = [];
+          for await (const entry of gw.kv.list({ prefix: [] })) {
+            if (turnFamilies.has(parseKey(entry.key).kind)) recorded.push(entry.key);
+          }
+          assert.deepEqual(recorded, []);
+          assert.deepEqual(await gw.samples(id), []);
+        } finally {
+          await gw.close();
+        }
+      },
+    );
+  }
 }
 
 Deno.test("an engine lost after the stream started ends it with an error event and records nothing", async () => {

@@ -10,7 +10,14 @@ import assert from "node:assert/strict";
 import { unaccountedChat } from "../../lib/openai/mod.ts";
 import type { RecordedChatEpisode } from "../../fixtures/qwen_code/record.ts";
 import { assertChainExact, callsOfSample } from "../_chain_exact.ts";
-import { ADMIN_HEADERS, type SampleJson, startGateway, type TestGateway } from "../_gateway.ts";
+import {
+  ADMIN_HEADERS,
+  ENGINE_APIS,
+  onEngine,
+  type SampleJson,
+  startGateway,
+  type TestGateway,
+} from "../_gateway.ts";
 import { assertFieldsAccounted, readRecorded } from "../_recorded.ts";
 
 const REPO = "/tmp/replayed-repo";
@@ -73,18 +80,30 @@ Deno.test("the recorded one-answer episode replays as the agent's final chain an
   }
 });
 
-Deno.test("the recorded Qwen Code episode replays as one token-exact chain, in its own echoes", async () => {
-  const gw = await startGateway({ script: episode.requests.map((request) => request.reply) });
-  try {
-    const { id, token } = await gw.openSession();
-    await replay(gw, token, episode, (text) => {
-      assert.ok(text.trimEnd().endsWith("data: [DONE]"), "a complete chunk stream");
-      const usage = JSON.parse(text.trimEnd().split("\n\n").at(-2)!.slice("data: ".length)).usage;
-      assert.equal(usage.prompt_tokens, gw.engine.calls.at(-1)!.inputIds.length);
-    });
-    assertChainExact(gw.engine.calls, await gw.samples(id), "Qwen Code replay");
-    assert.equal((await gw.session(id)).chains.length, 1, "no fork");
-  } finally {
-    await gw.close();
-  }
-});
+for (const api of ENGINE_APIS) {
+  Deno.test(
+    onEngine(
+      "the recorded Qwen Code episode replays as one token-exact chain, in its own echoes",
+      api,
+    ),
+    async () => {
+      const gw = await startGateway({
+        script: episode.requests.map((request) => request.reply),
+        env: { ENGINE_API: api },
+      });
+      try {
+        const { id, token } = await gw.openSession();
+        await replay(gw, token, episode, (text) => {
+          assert.ok(text.trimEnd().endsWith("data: [DONE]"), "a complete chunk stream");
+          const usage =
+            JSON.parse(text.trimEnd().split("\n\n").at(-2)!.slice("data: ".length)).usage;
+          assert.equal(usage.prompt_tokens, gw.engine.calls.at(-1)!.inputIds.length);
+        });
+        assertChainExact(gw.engine.calls, await gw.samples(id), "Qwen Code replay");
+        assert.equal((await gw.session(id)).chains.length, 1, "no fork");
+      } finally {
+        await gw.close();
+      }
+    },
+  );
+}

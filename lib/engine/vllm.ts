@@ -1,0 +1,20 @@
+/**
+ * The vLLM dialect: the token-in/token-out `POST /inference/v1/generate` (`vllm_client.ts`) and
+ * the dev-mode RL controls `/pause`, `/resume`, `/update_weight_version`, `/weight_info`
+ * (`vllm_control.ts`).
+ *
+ * @module
+ */
+import type { EngineDialect } from "./engine.ts";
+import { VllmClient } from "./vllm_client.ts";
+import { VLLM_PAUSE_MODES, VllmControl } from "./vllm_control.ts";
+
+/** vLLM (`ENGINE_API=vllm`). */
+export const VLLM: EngineDialect = {
+  name: "vllm",
+  title: "vLLM",
+  pauseModes: VLLM_PAUSE_MODES,
+  connect: (url, options) => new VllmClient(url, options),
+  control: (url, options, engine) =>
+    new VllmControl(url, options, engine instanceof VllmClient ? engine : undefined),
+};

@@ -1,0 +1,265 @@
+/**
+ * Client of vLLM's token-in/token-out `POST /inference/v1/generate` (vLLM ≥ 0.20; its
+ * `vllm/entrypoints/scale_out/token_in_token_out/protocol.py`; docs/engines.md): token ids
+ * in, `choices[0].token_ids` and their logprobs out, streamed as SSE deltas when the caller wants
+ * tokens as they are sampled. A client that leaves closes the connection (vLLM aborts a request
+ * whose client disconnects) and is also named to `/abort_requests` where the server has it; an
+ * engine-side abort (`finish_reason: "abort"`, a `/pause?mode=abort`) is resumed by resubmitting
+ * prompt + partial output, as on SGLang.
+ *
+ * @module
+ */
+import type { GatewayMetrics } from "../metrics/mod.ts";
+import { Agent, request } from "undici";
+import {
+  type Engine,
+  type EngineClientOptions,
+  type EngineFinish,
+  EngineRejectedError,
+  EngineUnavailableError,
+  type GenerateRequest,
+  type Generation,
+  type VersionSpan,
+} from "./engine.ts";
+import {
+  type CallEnd,
+  type GeneratedSoFar,
+  generateResuming,
+  type SampledChunk,
+} from "./generation.ts";
+import type { PromptIds } from "./prompt_ids.ts";
+import { engineErrorMessage, requestBody } from "./request_body.ts";
+import type { SamplingParams } from "./sampling.ts";
+import { sseData, StreamFormatError } from "./stream_chunks.ts";
+
+/** vLLM's name for the weights of a server whose version was never set. */
+export const VLLM_DEFAULT_VERSION = "default";
+
+/** The prefix vLLM gives a `/inference/v1/generate` request's id inside the engine. */
+const INTERNAL_ID_PREFIX = "generate-tokens-";
+
+/** One choice of an answer or a stream chunk, as far as the gateway reads it. */
+interface VllmChoice {
+  token_ids?: number[];
+  finish_reason?: string | null;
+  /** The matched stop token id or string (servers that send it). */
+  stop_reason?: number | string | null;
+  logprobs?: {
+    content?: {
+      token_id: number;
+      logprob: number;
+      top_logprobs?: { token_id: number; logprob: number }[];
+    }[];
+  } | null;
+  /** Output spans sampled under each weight version (the final chunk's cover the whole output). */
+  weight_versions?: VersionSpan[] | null;
+}
+
+/** An answer, or one chunk of a streamed one. */
+interface VllmAnswer {
+  choices?: VllmChoice[];
+  error?: { message?: string };
+}
+
+/** The vLLM engine client. */
+export class VllmClient implements Engine {
+  readonly #agent: Agent;
+  readonly #options: Required<Omit<EngineClientOptions, "metrics">>;
+  readonly #metrics: GatewayMetrics | undefined;
+  /**
+   * The weight version tokens are labelled with when the server reports no spans: the one the
+   * trainer last set through the gateway (see `VllmControl`), else vLLM's default.
+   */
+  assumedVersion = VLLM_DEFAULT_VERSION;
+
+  constructor(readonly url: string, options: EngineClientOptions) {
+    this.#options = { maxResumes: 16, ...options };
+    this.#metrics = options.metrics;
+    this.#agent = new Agent({
+      connections: options.connections,
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+    });
+  }
+
+  generate(req: GenerateRequest): Promise<Generation> {
+    return generateResuming(
+      req,
+      req.sampling.max_new_tokens,
+      { maxResumes: this.#options.maxResumes, metrics: this.#metrics },
+      (rid, inputIds, maxNew, output) => this.#call(rid, req, inputIds, maxNew, output),
+    );
+  }
+
+  /** One `/inference/v1/generate` call; its tokens go into `output`; resolves to how it ended. */
+  async #call(
+    rid: string,
+    req: GenerateRequest,
+    inputIds: PromptIds,
+    maxNew: number,
+    output: GeneratedSoFar,
+  ): Promise<CallEnd> {
+    req.signal?.throwIfAborted();
+    const stream = req.onTokens !== undefined;
+    const sampling = JSON.stringify(vllmSampling(req.sampling, maxNew, req.topLogprobs ?? 0));
+    const { body, length } = requestBody([
+      encoder.encode(`{"request_id":"${rid}","token_ids":[`),
+      inputIds.ascii(),
+      encoder.encode(`],"sampling_params":${sampling},"stream":${stream}}`),
+    ]);
+    const timeout = AbortSignal.timeout(this.#options.timeoutMs);
+    const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
+    const onAbort = () => void this.#abort(rid);
+    signal.addEventListener("abort", onAbort, { once: true });
+    const topK = req.topLogprobs ?? 0;
+    try {
+      const response = await request(`${this.url}/inference/v1/generate`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "content-length": String(length) },
+        body,
+        dispatcher: this.#agent,
+        signal,
+      });
+      if (response.statusCode >= 400) {
+        const text = await response.body.text();
+        if (response.statusCode >= 500 || response.statusCode === 429) {
+          throw new EngineUnavailableError(
+            `Engine answered HTTP ${response.statusCode}: ${text.slice(0, 300)}`,
+          );
+        }
+        throw new EngineRejectedError(`Engine rejected the request: ${engineErrorMessage(text)}`);
+      }
+      if (!stream) {
+        const answer = JSON.parse(await response.body.text()) as VllmAnswer;
+        const choice = answer.choices?.[0] ?? {};
+        output.addSpanned(chunkOf(choice, topK), choice.weight_versions, this.assumedVersion);
+        return callEnd(choice);
+      }
+      let final: VllmChoice | null = null;
+      const from = output.ids.length;
+      // Read to the body's end (past `[DONE]`), so the connection goes back to the pool.
+      for await (const data of sseData(response.body)) {
+        if (data === "[DONE]" || final) continue;
+        const chunk = JSON.parse(data) as VllmAnswer;
+        if (chunk.error) {
+          throw new EngineRejectedError(
+            `Engine failed the request: ${String(chunk.error.message ?? "").slice(0, 500)}`,
+          );
+        }
+        const choice = chunk.choices?.[0];
+        if (choice === undefined) continue; // the usage chunk
+        output.add(chunkOf(choice, topK), this.assumedVersion);
+        if (choice.finish_reason) final = choice;
+      }
+      // Versions come with the last chunk, covering this call's output: the tokens already
+      // reported keep the label they were shown with, the record takes the engine's.
+      if (final?.weight_versions) output.relabel(from, final.weight_versions);
+      // Older servers send no chunk for an abort that sampled nothing new: the stream just ends.
+      if (final === null) return { aborted: "stream ended without a finish", reportedMs: 0 };
+      return callEnd(final);
+    } catch (error) {
+      if (req.signal?.aborted) throw req.signal.reason;
+      if (timeout.aborted) {
+        throw new EngineUnavailableError(
+          `Engine did not answer within ${this.#options.timeoutMs} ms`,
+        );
+      }
+      if (error instanceof EngineRejectedError || error instanceof EngineUnavailableError) {
+        throw error;
+      }
+      if (error instanceof StreamFormatError) throw new EngineRejectedError(error.message);
+      throw new EngineUnavailableError(`Engine at ${this.url} is unreachable: ${String(error)}`, {
+        cause: error,
+      });
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /**
+   * Best effort: `/abort_requests` is served with `--tokens-only` or in dev mode (it takes the
+   * engine's id of the request); anywhere else the dropped connection is the abort.
+   */
+  async #abort(rid: string): Promise<void> {
+    try {
+      const response = await request(`${this.url}/abort_requests`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ request_ids: [`${INTERNAL_ID_PREFIX}${rid}`] }),
+        dispatcher: this.#agent,
+      });
+      await response.body.dump();
+    } catch {
+      // the engine may be gone
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#agent.close();
+  }
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * The gateway's sampling parameters (SGLang's shape) as vLLM's `SamplingParams`: special tokens
+ * kept and a matched stop string left in (the gateway parses them), the sampled token's logprob
+ * always; one more top logprob than asked, since vLLM lists the sampled token first (the gateway
+ * keeps the `topK` most likely). Text is decoded only when stop strings need it.
+ */
+export function vllmSampling(
+  sampling: SamplingParams,
+  maxNew: number,
+  topK: number,
+): Record<string, unknown> {
+  const stops = sampling.stop ?? [];
+  return {
+    max_tokens: maxNew,
+    ...(sampling.temperature === undefined ? {} : { temperature: sampling.temperature }),
+    ...(sampling.top_p === undefined ? {} : { top_p: sampling.top_p }),
+    ...(sampling.top_k === undefined ? {} : { top_k: sampling.top_k }),
+    ...(sampling.sampling_seed === undefined ? {} : { seed: sampling.sampling_seed }),
+    ...(stops.length > 0 ? { stop: stops } : {}),
+    stop_token_ids: [...sampling.stop_token_ids],
+    logprobs: topK > 0 ? topK + 1 : 0,
+    skip_special_tokens: false,
+    spaces_between_special_tokens: false,
+    include_stop_str_in_output: true,
+    detokenize: stops.length > 0,
+  };
+}
+
+/**
+ * A choice's tokens with their logprobs (and the `topK` most likely of each position).
+ *
+ * @throws {StreamFormatError} when the logprobs do not match the ids.
+ */
+function chunkOf(choice: VllmChoice, topK: number): SampledChunk {
+  const ids = choice.token_ids ?? [];
+  const content = choice.logprobs?.content ?? [];
+  if (content.length !== ids.length || content.some((entry, i) => entry.token_id !== ids[i])) {
+    throw new StreamFormatError("Engine returned logprobs that do not match its token_ids");
+  }
+  return {
+    ids,
+    logprobs: content.map((entry) => entry.logprob),
+    tops: topK === 0
+      ? []
+      : content.map((entry) =>
+        [...(entry.top_logprobs ?? [])].sort((a, b) => b.logprob - a.logprob).slice(0, topK)
+          .map((top) => [top.token_id, top.logprob] as const)
+      ),
+  };
+}
+
+/** How a call's last choice says it ended (vLLM reports no time of its own). */
+function callEnd(choice: VllmChoice): CallEnd {
+  const reportedMs = 0;
+  const finish = choice.finish_reason ?? "stop";
+  if (finish === "abort") return { aborted: "Aborted by the engine", reportedMs };
+  if (finish === "error") throw new EngineUnavailableError("Engine failed the generation");
+  const engineFinish: EngineFinish = finish === "length"
+    ? { type: "length" }
+    : { type: "stop", matched: choice.stop_reason ?? null };
+  return { finish: engineFinish, reportedMs };
+}

@@ -1,0 +1,153 @@
+/**
+ * The scripted engine speaking vLLM (as vLLM's own
+ * `token_in_token_out/protocol.py` and `serve/dev/rlhf/api_router.py` define it; docs/engines.md): `POST
+ * /inference/v1/generate` with `token_ids` in and `choices[0].token_ids` with `logprobs.content`
+ * out, streamed as SSE deltas (a chunk with no new tokens is not sent unless it finishes), the
+ * weight version spans on the answer (and the final chunk); and the dev-mode controls `/pause`,
+ * `/resume`, `/is_paused`, `/abort_requests`, `/update_weight_version`, `/weight_info`.
+ *
+ * @module
+ */
+import type { GenerateDialect } from "./_generate.ts";
+import type { GenerationState } from "./_generation_state.ts";
+import type { Output } from "./_output.ts";
+import { scriptedLogprob, scriptedTopLogprobs } from "./logprobs.ts";
+import type { PauseMode } from "./types.ts";
+
+/** The prefix vLLM gives a token-in/token-out request's id inside the engine. */
+export const VLLM_ID_PREFIX = "generate-tokens-";
+
+/** The pause modes vLLM's `/pause` takes. */
+export const VLLM_PAUSE_MODES: readonly PauseMode[] = ["abort", "wait", "keep"];
+
+/** vLLM's error body (`{error: {message, type, param, code}}`). */
+function vllmError(status: number, message: string): Response {
+  const type = status === 404 ? "NotFoundError" : "BadRequestError";
+  return Response.json({ error: { message, type, param: null, code: status } }, { status });
+}
+
+/** vLLM's `/inference/v1/generate`. */
+export const VLLM_GENERATE: GenerateDialect = {
+  parse(body) {
+    const tokenIds = body?.token_ids;
+    if (!body || !Array.isArray(tokenIds) || tokenIds.length === 0) {
+      return { error: "1 validation error: token_ids: List should have at least 1 item" };
+    }
+    const sampling = body.sampling_params;
+    if (sampling === null || typeof sampling !== "object" || Array.isArray(sampling)) {
+      return { error: "1 validation error: sampling_params: Field required" };
+    }
+    const params = sampling as Record<string, unknown>;
+    const logprobs = Number(params.logprobs ?? -1);
+    return {
+      rid: String(body.request_id ?? crypto.randomUUID().replaceAll("-", "")),
+      inputIds: tokenIds,
+      sampling: params,
+      limits: {
+        maxNew: Number(params.max_tokens ?? 16),
+        stopIds: (params.stop_token_ids as number[] | undefined) ?? [],
+        stops: typeof params.stop === "string"
+          ? [params.stop]
+          : (params.stop as string[] | undefined) ?? [],
+      },
+      // vLLM lists max(N, 1) entries, the sampled token first; none without `logprobs`.
+      topK: logprobs < 0 ? 0 : Math.max(1, logprobs),
+      stream: body.stream === true,
+    };
+  },
+  error: vllmError,
+  answer: (out, from, finish, version) => vllmAnswer(out, from, finish, version),
+  incremental: true,
+  skipEmpty: true,
+};
+
+/** An answer, or a chunk (`finish` null mid-stream), of output `from..` in vLLM's shape. */
+function vllmAnswer(
+  out: Output,
+  from: number,
+  finish: Record<string, unknown> | null,
+  version: string,
+): unknown {
+  const ids = out.planned.slice(from, out.produced);
+  const k = out.topK;
+  const spans = out.spans.length > 0 ? out.spans.map((span) => ({ ...span })) : [
+    { version, start: 0, end: out.produced },
+  ];
+  return {
+    request_id: `${VLLM_ID_PREFIX}${out.call.rid}`,
+    output_mode: "tokens",
+    choices: [{
+      index: 0,
+      finish_reason: finish === null ? null : String(finish.type),
+      ...(finish?.type === "stop" ? { stop_reason: finish.matched ?? null } : {}),
+      token_ids: ids,
+      logprobs: k === 0 ? null : {
+        content: ids.map((token, i) => ({
+          token_id: token,
+          logprob: scriptedLogprob(token, from + i),
+          rank: null,
+          top_logprobs: scriptedTopLogprobs(token, from + i, k).map(([logprob, id]) => ({
+            token_id: id,
+            logprob,
+            rank: null,
+          })),
+        })),
+      },
+      // Spans over the whole output, on the answer and the final chunk only.
+      weight_versions: finish === null ? null : spans,
+    }],
+    usage: finish === null ? null : {
+      prompt_tokens: out.call.inputIds.length,
+      completion_tokens: out.produced,
+      total_tokens: out.call.inputIds.length + out.produced,
+    },
+  };
+}
+
+/** Answers vLLM's control routes, or `null` for any other request. */
+export async function vllmControl(
+  request: Request,
+  path: string,
+  state: GenerationState,
+  abortRequests: string[],
+): Promise<Response | null> {
+  if (request.method === "POST" && path === "/pause") {
+    const mode = new URL(request.url).searchParams.get("mode") ?? "abort";
+    await request.body?.cancel();
+    if (!VLLM_PAUSE_MODES.includes(mode as PauseMode)) {
+      return Response.json({ error: `Invalid mode: ${mode}` }, { status: 400 });
+    }
+    await state.pauseGeneration(mode as PauseMode);
+    return Response.json({ status: "paused" });
+  }
+  if (request.method === "POST" && path === "/resume") {
+    await request.body?.cancel();
+    state.continueGeneration();
+    return Response.json({ status: "resumed" });
+  }
+  if (request.method === "GET" && path === "/is_paused") {
+    return Response.json({ is_paused: state.pause !== null });
+  }
+  if (request.method === "POST" && path === "/abort_requests") {
+    const body = await request.json().catch(() => ({}));
+    const ids: unknown[] = Array.isArray(body?.request_ids) ? body.request_ids : [];
+    // No ids: every running request (the dev-mode route's reading).
+    const rids = ids.length === 0
+      ? [...state.running.keys()]
+      : ids.map((id) => String(id).replace(VLLM_ID_PREFIX, ""));
+    for (const rid of rids) {
+      abortRequests.push(rid);
+      state.running.get(rid)?.stop();
+    }
+    return Response.json({ status: "aborted", aborted: rids.length });
+  }
+  if (request.method === "POST" && path === "/update_weight_version") {
+    const body = await request.json().catch(() => ({}));
+    await state.updateWeights(body?.new_version, false);
+    return Response.json({ success: true, new_version: state.weightVersion });
+  }
+  if (request.method === "GET" && path === "/weight_info") {
+    return Response.json({ weight_version: state.weightVersion });
+  }
+  return null;
+}

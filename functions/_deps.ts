@@ -157,6 +157,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       connections: config.engineConnections,
       timeoutMs: config.engineTimeoutMs,
       metrics,
+      endpoint: config.vllmEndpoint,
     });
   }
   const contextLength = config.contextLength ?? tokenizer.modelMaxLength ?? 32_768;

@@ -151,8 +151,18 @@ export interface SampleJson {
   }[];
 }
 
-/** The engine dialects the engine-path tests run on (the scripted engine speaks each). */
-export const ENGINE_APIS = ["sglang", "vllm"] as const;
+/**
+ * The engines the engine-path tests run on (the scripted engine speaks each): SGLang, vLLM's
+ * token-in/token-out endpoint, and vLLM's `/v1/completions` (older servers).
+ */
+export const ENGINE_APIS = ["sglang", "vllm", "vllm_completions"] as const;
+
+/** The configuration that points the gateway at engine `api` of {@linkcode ENGINE_APIS}. */
+export function engineEnv(api: string): Record<string, string> {
+  return api === "vllm_completions"
+    ? { ENGINE_API: "vllm", VLLM_ENDPOINT: "completions" }
+    : { ENGINE_API: api };
+}
 
 /** A test's name on `api`: as it was on SGLang, marked on any other. */
 export function onEngine(name: string, api: string): string {

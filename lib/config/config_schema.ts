@@ -48,6 +48,14 @@ export const ConfigSchema = z.object({
     meaning: "the dialect the engine speaks: `sglang` (its `/generate`) or `vllm` (its " +
       "`/inference/v1/generate`, vLLM ≥ 0.20; the RL controls need `VLLM_SERVER_DEV_MODE=1`)",
   }),
+  /** Which vLLM endpoint generates (`ENGINE_API=vllm`). */
+  vllmEndpoint: variable("VLLM_ENDPOINT", z.enum(["auto", "generate", "completions"]), {
+    expected: "auto, generate or completions",
+    fallback: "auto",
+    meaning: "with `ENGINE_API=vllm`: `generate` (`/inference/v1/generate`, vLLM ≥ 0.20), " +
+      "`completions` (`/v1/completions` with token ids, older servers), or `auto`: `generate` " +
+      "until the server answers 404 there, then `completions`",
+  }),
   /**
    * Engine workers that pause, continue and weight-version calls go to; `null`: the router's
    * own list of workers, or `sglangUrl` itself when it is one worker.

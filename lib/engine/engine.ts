@@ -117,6 +117,8 @@ export interface EngineClientOptions {
   readonly maxResumes?: number;
   /** Counts engine-side aborts and resumes. */
   readonly metrics?: GatewayMetrics;
+  /** The endpoint, for a dialect that has more than one (vLLM: `auto`, `generate`, `completions`). */
+  readonly endpoint?: string;
 }
 
 /** A fixed-length request id (32 hex digits), so SGLang's prefix-matching abort hits one call. */

@@ -45,11 +45,16 @@ interface VllmChoice {
   /** The matched stop token id or string (servers that send it). */
   stop_reason?: number | string | null;
   logprobs?: {
+    /** `/inference/v1/generate`'s: one entry per token. */
     content?: {
       token_id: number;
       logprob: number;
       top_logprobs?: { token_id: number; logprob: number }[];
     }[];
+    /** `/v1/completions`' (with `return_tokens_as_token_ids`): `token_id:N` names. */
+    tokens?: string[];
+    token_logprobs?: (number | null)[];
+    top_logprobs?: (Record<string, number> | null)[] | null;
   } | null;
   /** Output spans sampled under each weight version (the final chunk's cover the whole output). */
   weight_versions?: VersionSpan[] | null;
@@ -64,16 +69,23 @@ interface VllmAnswer {
 /** The vLLM engine client. */
 export class VllmClient implements Engine {
   readonly #agent: Agent;
-  readonly #options: Required<Omit<EngineClientOptions, "metrics">>;
+  readonly #options: Required<Omit<EngineClientOptions, "metrics" | "endpoint">>;
   readonly #metrics: GatewayMetrics | undefined;
   /**
    * The weight version tokens are labelled with when the server reports no spans: the one the
    * trainer last set through the gateway (see `VllmControl`), else vLLM's default.
    */
   assumedVersion = VLLM_DEFAULT_VERSION;
+  /**
+   * The endpoint calls go to: `generate` (`/inference/v1/generate`), `completions`
+   * (`/v1/completions`, servers older than 0.20), or `auto`: `generate` until the server answers
+   * 404 there, then `completions` from then on.
+   */
+  #endpoint: VllmEndpoint;
 
   constructor(readonly url: string, options: EngineClientOptions) {
     this.#options = { maxResumes: 16, ...options };
+    this.#endpoint = parseEndpoint(options.endpoint);
     this.#metrics = options.metrics;
     this.#agent = new Agent({
       connections: options.connections,
@@ -91,8 +103,41 @@ export class VllmClient implements Engine {
     );
   }
 
-  /** One `/inference/v1/generate` call; its tokens go into `output`; resolves to how it ended. */
+  /** The endpoint calls go to now. */
+  get endpoint(): VllmEndpoint {
+    return this.#endpoint;
+  }
+
+  /**
+   * One call at the endpoint in use; its tokens go into `output`; resolves to how it ended. With
+   * `auto`, a 404 at `/inference/v1/generate` (a server older than 0.20) moves every later call
+   * to `/v1/completions`, this one first.
+   */
   async #call(
+    rid: string,
+    req: GenerateRequest,
+    inputIds: PromptIds,
+    maxNew: number,
+    output: GeneratedSoFar,
+  ): Promise<CallEnd> {
+    const wire = this.#endpoint === "completions" ? COMPLETIONS : GENERATE;
+    try {
+      return await this.#callAt(wire, rid, req, inputIds, maxNew, output);
+    } catch (error) {
+      if (!(error instanceof NoEndpointError)) throw error;
+      if (this.#endpoint !== "auto") {
+        throw new EngineRejectedError(
+          `Engine has no ${wire.path} (ENGINE_API=vllm needs vLLM ≥ 0.20 for it, or ` +
+            "VLLM_ENDPOINT=completions)",
+        );
+      }
+      this.#endpoint = "completions";
+      return await this.#callAt(COMPLETIONS, rid, req, inputIds, maxNew, output);
+    }
+  }
+
+  async #callAt(
+    wire: Wire,
     rid: string,
     req: GenerateRequest,
     inputIds: PromptIds,
@@ -101,19 +146,16 @@ export class VllmClient implements Engine {
   ): Promise<CallEnd> {
     req.signal?.throwIfAborted();
     const stream = req.onTokens !== undefined;
-    const sampling = JSON.stringify(vllmSampling(req.sampling, maxNew, req.topLogprobs ?? 0));
-    const { body, length } = requestBody([
-      encoder.encode(`{"request_id":"${rid}","token_ids":[`),
-      inputIds.ascii(),
-      encoder.encode(`],"sampling_params":${sampling},"stream":${stream}}`),
-    ]);
+    const { body, length } = requestBody(
+      wire.body(rid, inputIds, req.sampling, maxNew, req.topLogprobs ?? 0, stream),
+    );
     const timeout = AbortSignal.timeout(this.#options.timeoutMs);
     const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
-    const onAbort = () => void this.#abort(rid);
+    const onAbort = () => void (wire === GENERATE && this.#abort(rid));
     signal.addEventListener("abort", onAbort, { once: true });
     const topK = req.topLogprobs ?? 0;
     try {
-      const response = await request(`${this.url}/inference/v1/generate`, {
+      const response = await request(`${this.url}${wire.path}`, {
         method: "POST",
         headers: { "content-type": "application/json", "content-length": String(length) },
         body,
@@ -122,6 +164,9 @@ export class VllmClient implements Engine {
       });
       if (response.statusCode >= 400) {
         const text = await response.body.text();
+        if (response.statusCode === 404 && wire === GENERATE && !/"error"/.test(text)) {
+          throw new NoEndpointError();
+        }
         if (response.statusCode >= 500 || response.statusCode === 429) {
           throw new EngineUnavailableError(
             `Engine answered HTTP ${response.statusCode}: ${text.slice(0, 300)}`,
@@ -132,7 +177,7 @@ export class VllmClient implements Engine {
       if (!stream) {
         const answer = JSON.parse(await response.body.text()) as VllmAnswer;
         const choice = answer.choices?.[0] ?? {};
-        output.addSpanned(chunkOf(choice, topK), choice.weight_versions, this.assumedVersion);
+        output.addSpanned(wire.chunk(choice, topK), choice.weight_versions, this.assumedVersion);
         return callEnd(choice);
       }
       let final: VllmChoice | null = null;
@@ -148,7 +193,7 @@ export class VllmClient implements Engine {
         }
         const choice = chunk.choices?.[0];
         if (choice === undefined) continue; // the usage chunk
-        output.add(chunkOf(choice, topK), this.assumedVersion);
+        output.add(wire.chunk(choice, topK), this.assumedVersion);
         if (choice.finish_reason) final = choice;
       }
       // Versions come with the last chunk, covering this call's output: the tokens already
@@ -164,7 +209,10 @@ export class VllmClient implements Engine {
           `Engine did not answer within ${this.#options.timeoutMs} ms`,
         );
       }
-      if (error instanceof EngineRejectedError || error instanceof EngineUnavailableError) {
+      if (
+        error instanceof EngineRejectedError || error instanceof EngineUnavailableError ||
+        error instanceof NoEndpointError
+      ) {
         throw error;
       }
       if (error instanceof StreamFormatError) throw new EngineRejectedError(error.message);
@@ -200,6 +248,108 @@ export class VllmClient implements Engine {
 }
 
 const encoder = new TextEncoder();
+
+/** Which vLLM endpoint generates: see {@linkcode VllmClient.endpoint}. */
+export type VllmEndpoint = "auto" | "generate" | "completions";
+
+/** The endpoints `VLLM_ENDPOINT` names. */
+export const VLLM_ENDPOINTS: readonly VllmEndpoint[] = ["auto", "generate", "completions"];
+
+function parseEndpoint(value: string | undefined): VllmEndpoint {
+  const endpoint = value ?? "auto";
+  if (!(VLLM_ENDPOINTS as readonly string[]).includes(endpoint)) {
+    throw new TypeError(`No vLLM endpoint ${endpoint}: one of ${VLLM_ENDPOINTS.join(", ")}`);
+  }
+  return endpoint as VllmEndpoint;
+}
+
+/** The server has no such route (FastAPI's 404 `{"detail":"Not Found"}`, not an error body). */
+class NoEndpointError extends Error {}
+
+/** One generate endpoint's wire: where, the body around the prompt's ids, a choice's tokens. */
+interface Wire {
+  readonly path: string;
+  body(
+    rid: string,
+    inputIds: PromptIds,
+    sampling: SamplingParams,
+    maxNew: number,
+    topK: number,
+    stream: boolean,
+  ): [Uint8Array, Uint8Array, Uint8Array];
+  chunk(choice: VllmChoice, topK: number): SampledChunk;
+}
+
+/** `POST /inference/v1/generate`: `token_ids` and vLLM's `SamplingParams`. */
+const GENERATE: Wire = {
+  path: "/inference/v1/generate",
+  body: (rid, inputIds, sampling, maxNew, topK, stream) => [
+    encoder.encode(`{"request_id":"${rid}","token_ids":[`),
+    inputIds.ascii(),
+    encoder.encode(
+      `],"sampling_params":${
+        JSON.stringify(vllmSampling(sampling, maxNew, topK))
+      },"stream":${stream}}`,
+    ),
+  ],
+  chunk: chunkOf,
+};
+
+/**
+ * `POST /v1/completions` with the prompt as token ids, the sampled ids returned
+ * (`return_token_ids`) and logprobs named by id (`return_tokens_as_token_ids`); its sampling
+ * fields at the top level. Its `top_logprobs` hold the sampled token and the `logprobs` most
+ * likely, so it is asked for exactly the top logprobs wanted.
+ */
+const COMPLETIONS: Wire = {
+  path: "/v1/completions",
+  body: (rid, inputIds, sampling, maxNew, topK, stream) => {
+    const { logprobs: _, detokenize: _text, ...fields } = vllmSampling(sampling, maxNew, topK);
+    const rest = JSON.stringify({
+      ...fields,
+      logprobs: topK,
+      stream,
+      return_token_ids: true,
+      return_tokens_as_token_ids: true,
+      request_id: rid,
+    });
+    return [encoder.encode(`{"prompt":[`), inputIds.ascii(), encoder.encode(`],${rest.slice(1)}`)];
+  },
+  chunk: completionsChunkOf,
+};
+
+/** The id a completions logprob names (`token_id:N`), or `NaN`. */
+function namedId(name: string): number {
+  return name.startsWith("token_id:") ? Number(name.slice(9)) : NaN;
+}
+
+/**
+ * A completions choice's tokens with their logprobs (and the `topK` most likely of each).
+ *
+ * @throws {StreamFormatError} when the logprobs do not name its ids.
+ */
+function completionsChunkOf(choice: VllmChoice, topK: number): SampledChunk {
+  const ids = choice.token_ids ?? [];
+  const names = choice.logprobs?.tokens ?? [];
+  const logprobs = choice.logprobs?.token_logprobs ?? [];
+  if (
+    names.length !== ids.length || logprobs.length !== ids.length ||
+    names.some((name, i) => namedId(name) !== ids[i])
+  ) {
+    throw new StreamFormatError("Engine returned logprobs that do not match its token_ids");
+  }
+  const tops = choice.logprobs?.top_logprobs ?? [];
+  return {
+    ids,
+    logprobs: logprobs.map((logprob) => logprob ?? -9999),
+    tops: topK === 0
+      ? []
+      : ids.map((_, i) =>
+        Object.entries(tops[i] ?? {}).map(([name, logprob]) => [namedId(name), logprob] as const)
+          .sort((a, b) => b[1] - a[1]).slice(0, topK)
+      ),
+  };
+}
 
 /**
  * The gateway's sampling parameters (SGLang's shape) as vLLM's `SamplingParams`: special tokens

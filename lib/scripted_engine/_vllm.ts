@@ -61,6 +61,86 @@ export const VLLM_GENERATE: GenerateDialect = {
   skipEmpty: true,
 };
 
+/**
+ * vLLM's `/v1/completions` with the prompt as token ids (as servers older than 0.20 serve token
+ * ids): `return_token_ids` for the sampled ids, `return_tokens_as_token_ids` for logprobs named
+ * `token_id:N`, each position's `top_logprobs` the sampled token and the `logprobs` most likely.
+ */
+export const VLLM_COMPLETIONS: GenerateDialect = {
+  parse(body) {
+    const prompt = body?.prompt;
+    if (!body || !Array.isArray(prompt) || prompt.length === 0) {
+      return { error: "1 validation error: prompt: the prompt as token ids is required here" };
+    }
+    if (body.return_token_ids !== true) {
+      return { error: "the scripted engine answers only with return_token_ids: true" };
+    }
+    const logprobs = body.logprobs === undefined || body.logprobs === null
+      ? -1
+      : Number(body.logprobs);
+    return {
+      rid: String(body.request_id ?? crypto.randomUUID().replaceAll("-", "")),
+      inputIds: prompt,
+      sampling: body,
+      limits: {
+        maxNew: Number(body.max_tokens ?? 16),
+        stopIds: (body.stop_token_ids as number[] | undefined) ?? [],
+        stops: typeof body.stop === "string"
+          ? [body.stop]
+          : (body.stop as string[] | undefined) ?? [],
+      },
+      // The sampled token and the `logprobs` most likely (it is the most likely here).
+      topK: logprobs < 0 ? 0 : logprobs + 1,
+      stream: body.stream === true,
+    };
+  },
+  error: vllmError,
+  answer: (out, from, finish) => completionsAnswer(out, from, finish),
+  incremental: true,
+  skipEmpty: true,
+};
+
+/** A completion, or a chunk of one (`finish` null mid-stream), of output `from..`. */
+function completionsAnswer(
+  out: Output,
+  from: number,
+  finish: Record<string, unknown> | null,
+): unknown {
+  const ids = out.planned.slice(from, out.produced);
+  const k = out.topK;
+  return {
+    id: `cmpl-${out.call.rid}`,
+    object: "text_completion",
+    created: Math.floor(Date.now() / 1000),
+    model: "scripted",
+    choices: [{
+      index: 0,
+      text: out.tokenizer.decode(ids),
+      token_ids: ids,
+      ...(from === 0 ? { prompt_token_ids: out.call.inputIds } : {}),
+      logprobs: k === 0 ? null : {
+        text_offset: ids.map(() => 0),
+        tokens: ids.map((token) => `token_id:${token}`),
+        token_logprobs: ids.map((token, i) => scriptedLogprob(token, from + i)),
+        top_logprobs: ids.map((token, i) =>
+          Object.fromEntries(
+            scriptedTopLogprobs(token, from + i, k).map((
+              [logprob, id],
+            ) => [`token_id:${id}`, logprob]),
+          )
+        ),
+      },
+      finish_reason: finish === null ? null : String(finish.type),
+      stop_reason: finish?.type === "stop" ? finish.matched ?? null : null,
+    }],
+    usage: finish === null ? null : {
+      prompt_tokens: out.call.inputIds.length,
+      completion_tokens: out.produced,
+      total_tokens: out.call.inputIds.length + out.produced,
+    },
+  };
+}
+
 /** An answer, or a chunk (`finish` null mid-stream), of output `from..` in vLLM's shape. */
 function vllmAnswer(
   out: Output,

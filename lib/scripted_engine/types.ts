@@ -35,6 +35,11 @@ export interface ScriptedEngineOptions {
   readonly incrementalStreaming?: boolean;
   /** The wire it speaks: SGLang's (the default) or vLLM's. */
   readonly dialect?: "sglang" | "vllm" | string;
+  /**
+   * A vLLM engine's generate endpoints: `both` (the default: `/inference/v1/generate` and
+   * `/v1/completions`), or `completions` only, as servers older than 0.20 serve.
+   */
+  readonly vllmEndpoints?: "both" | "completions";
 }
 
 /** A running scripted engine. */

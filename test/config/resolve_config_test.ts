@@ -28,6 +28,7 @@ Deno.test("resolveConfig() fills every setting with its default on an empty envi
     sglangUrl: null,
     engineUrl: null,
     engineApi: "sglang",
+    vllmEndpoint: "auto",
     engineWorkers: null,
     workers: navigator.hardwareConcurrency,
     kvPath: "./data/gateway.kv",
@@ -113,6 +114,7 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     DEV_OPEN_SESSIONS: "true",
     MAX_BODY_BYTES: "2048",
     ENGINE_API: "vllm",
+    VLLM_ENDPOINT: "completions",
     ENGINE_CONNECTIONS: "8",
     ENGINE_TIMEOUT_MS: "60000",
     PING_INTERVAL_MS: "50",
@@ -185,6 +187,7 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     maxBodyBytes: 2048,
     engineApi: "vllm",
     engineUrl: "http://10.0.0.5:30000",
+    vllmEndpoint: "completions",
     engineConnections: 8,
     engineTimeoutMs: 60_000,
     pingIntervalMs: 50,
@@ -313,6 +316,7 @@ Deno.test("resolveConfig() lists every variable it reads in CONFIG_VARIABLES", (
     "TOKENIZER_WORKERS",
     "TOOL_CALL_PARSER",
     "TRAIN_SIDE_SEGMENTS",
+    "VLLM_ENDPOINT",
     "WORKERS",
   ]);
 });

@@ -25,7 +25,12 @@ const TEXT = "Listing the files first, then reading the one that failed.";
 
 /** A vLLM-speaking scripted engine and a client of it, for one test. */
 async function withVllm(
-  options: { script?: string[]; latencyMs?: number },
+  options: {
+    script?: string[];
+    latencyMs?: number;
+    endpoint?: string;
+    vllmEndpoints?: "both" | "completions";
+  },
   run: (ctx: {
     engine: Awaited<ReturnType<typeof startScriptedEngine>>;
     client: VllmClient;
@@ -38,8 +43,13 @@ async function withVllm(
     script: options.script ?? (() => TEXT),
     latencyMs: options.latencyMs,
     dialect: "vllm",
+    vllmEndpoints: options.vllmEndpoints,
   });
-  const client = new VllmClient(engine.url, { connections: 4, timeoutMs: 30_000 });
+  const client = new VllmClient(engine.url, {
+    connections: 4,
+    timeoutMs: 30_000,
+    endpoint: options.endpoint,
+  });
   try {
     await run({ engine, client, tokens: [...tokenizer.encode(TEXT), tokenizer.eosId] });
   } finally {
@@ -79,38 +89,45 @@ Deno.test("the request is vLLM's: token_ids, its SamplingParams, special tokens 
   ]);
 });
 
-Deno.test("VllmClient streamed and whole sample the same tokens, logprobs and top logprobs", async () => {
-  await withVllm({}, async ({ engine, client, tokens }) => {
-    const whole = await client.generate({ inputIds: PROMPT, sampling: sampling(), topLogprobs: 2 });
-    const told: number[] = [];
-    const streamed = await client.generate({
-      inputIds: PROMPT,
-      sampling: sampling(),
-      topLogprobs: 2,
-      onTokens: (sampled) => told.push(...sampled.ids),
+for (const endpoint of ["generate", "completions"]) {
+  Deno.test(`VllmClient streamed and whole sample the same tokens, logprobs and top logprobs (${endpoint})`, async () => {
+    await withVllm({ endpoint }, async ({ engine, client, tokens }) => {
+      const whole = await client.generate({
+        inputIds: PROMPT,
+        sampling: sampling(),
+        topLogprobs: 2,
+      });
+      const told: number[] = [];
+      const streamed = await client.generate({
+        inputIds: PROMPT,
+        sampling: sampling(),
+        topLogprobs: 2,
+        onTokens: (sampled) => told.push(...sampled.ids),
+      });
+      for (const generation of [whole, streamed]) {
+        assert.deepEqual(generation.outputIds, tokens);
+        assert.deepEqual(generation.logprobs, tokens.map((t, i) => scriptedLogprob(t, i)));
+        assert.deepEqual(
+          generation.topLogprobs,
+          tokens.map((t, i) => scriptedTopLogprobs(t, i, 2).map(([lp, id]) => [id, lp])),
+        );
+        assert.deepEqual(generation.finish, { type: "stop", matched: tokens.at(-1) });
+        assert.deepEqual(generation.versionSpans, [
+          { version: "default", start: 0, end: tokens.length },
+        ]);
+        assert.match(generation.rid, RID);
+      }
+      assert.deepEqual(told, tokens);
+      const [first, second] = engine.calls;
+      assert.deepEqual(first.inputIds, PROMPT);
+      assert.equal(first.sampling.max_tokens, 256);
+      // One more than asked where vLLM lists the sampled token first; completions list it beside.
+      assert.equal(first.sampling.logprobs, endpoint === "generate" ? 3 : 2);
+      assert.equal(first.rid, whole.rid);
+      assert.equal(second.rid, streamed.rid);
     });
-    for (const generation of [whole, streamed]) {
-      assert.deepEqual(generation.outputIds, tokens);
-      assert.deepEqual(generation.logprobs, tokens.map((t, i) => scriptedLogprob(t, i)));
-      assert.deepEqual(
-        generation.topLogprobs,
-        tokens.map((t, i) => scriptedTopLogprobs(t, i, 2).map(([lp, id]) => [id, lp])),
-      );
-      assert.deepEqual(generation.finish, { type: "stop", matched: tokens.at(-1) });
-      assert.deepEqual(generation.versionSpans, [
-        { version: "default", start: 0, end: tokens.length },
-      ]);
-      assert.match(generation.rid, RID);
-    }
-    assert.deepEqual(told, tokens);
-    const [first, second] = engine.calls;
-    assert.deepEqual(first.inputIds, PROMPT);
-    assert.equal(first.sampling.max_tokens, 256);
-    assert.equal(first.sampling.logprobs, 3);
-    assert.equal(first.rid, whole.rid);
-    assert.equal(second.rid, streamed.rid);
   });
-});
+}
 
 Deno.test("VllmClient resumes a generation a pause aborted, under the version set meanwhile", async () => {
   await withVllm({ latencyMs: 5 }, async ({ engine, client, tokens }) => {
@@ -231,6 +248,29 @@ Deno.test("vLLM's errors map to the retry statuses: 4xx rejected with its messag
         client.generate({ inputIds: [1], sampling: sampling(4) }),
         (error: Error) =>
           error instanceof EngineRejectedError && /logprobs that do not match/.test(error.message),
+      );
+    },
+  );
+});
+
+Deno.test("with VLLM_ENDPOINT=auto a server older than 0.20 is found out once and served over /v1/completions", async () => {
+  await withVllm({ vllmEndpoints: "completions" }, async ({ engine, client, tokens }) => {
+    assert.equal(client.endpoint, "auto");
+    const first = await client.generate({ inputIds: PROMPT, sampling: sampling() });
+    assert.equal(client.endpoint, "completions");
+    const second = await client.generate({ inputIds: PROMPT, sampling: sampling(), onTokens() {} });
+    for (const generation of [first, second]) assert.deepEqual(generation.outputIds, tokens);
+    // The 404 left no call on the engine: only the two completions.
+    assert.equal(engine.calls.length, 2);
+    assert.deepEqual(engine.calls.map((call) => call.sampling.return_token_ids), [true, true]);
+  });
+  await withVllm(
+    { vllmEndpoints: "completions", endpoint: "generate" },
+    async ({ client }) => {
+      await assert.rejects(
+        client.generate({ inputIds: PROMPT, sampling: sampling() }),
+        (error: Error) =>
+          error instanceof EngineRejectedError && /VLLM_ENDPOINT=completions/.test(error.message),
       );
     },
   );

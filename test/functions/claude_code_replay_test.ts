@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { unaccounted } from "../../lib/anthropic/mod.ts";
 import { episode, replay } from "../_claude_episode.ts";
-import { ENGINE_APIS, onEngine, startGateway } from "../_gateway.ts";
+import { ENGINE_APIS, engineEnv, onEngine, startGateway } from "../_gateway.ts";
 import { assertFieldsAccounted } from "../_recorded.ts";
 
 Deno.test("every field and header Claude Code sends is used or deliberately ignored", async () => {
@@ -23,7 +23,7 @@ for (const api of ENGINE_APIS) {
   Deno.test(
     onEngine("the recorded Claude Code episode replays as one token-exact chain", api),
     async () => {
-      const gw = await startGateway({ script: episode.replies, env: { ENGINE_API: api } });
+      const gw = await startGateway({ script: episode.replies, env: engineEnv(api) });
       try {
         const { id, token } = await gw.openSession();
         const { replies } = await replay(gw, token);

@@ -13,6 +13,7 @@ import { assertChainExact, callsOfSample } from "../_chain_exact.ts";
 import {
   ADMIN_HEADERS,
   ENGINE_APIS,
+  engineEnv,
   onEngine,
   type SampleJson,
   startGateway,
@@ -94,7 +95,7 @@ for (const api of ENGINE_APIS) {
       for (const stream of [true, false]) {
         const gw = await startGateway({
           script: episode.requests.map((request) => request.reply),
-          env: { ENGINE_API: api },
+          env: engineEnv(api),
         });
         try {
           const { id, token } = await gw.openSession();

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { type PauseMode, scriptedLogprob } from "../../lib/scripted_engine/mod.ts";
 import {
   ADMIN_HEADERS,
+  engineEnv,
   onEngine,
   qwen3,
   type SampleJson,
@@ -44,6 +45,8 @@ const PAUSES: [string, PauseMode][] = [
   ["sglang", "in_place"],
   ["vllm", "abort"],
   ["vllm", "keep"],
+  ["vllm_completions", "abort"],
+  ["vllm_completions", "keep"],
 ];
 
 for (const [api, mode] of PAUSES) {
@@ -63,7 +66,7 @@ for (const [api, mode] of PAUSES) {
           if (firstPrompt === 0) firstPrompt = call.inputIds.length;
           return { tokens: full.slice(call.inputIds.length - firstPrompt), eos: false };
         },
-        env: { ENGINE_API: api },
+        env: engineEnv(api),
       });
       try {
         const { id, token } = await gw.openSession();

@@ -5,7 +5,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import assert from "node:assert/strict";
 import { parseKey } from "../../lib/kv/mod.ts";
-import { ENGINE_APIS, onEngine, startGateway } from "../_gateway.ts";
+import { ENGINE_APIS, engineEnv, onEngine, startGateway } from "../_gateway.ts";
 import { sseEvents } from "../_sse.ts";
 
 const TOOL_REPLY =
@@ -150,7 +150,7 @@ for (const api of ENGINE_APIS) {
         const gw = await startGateway({
           script: ["word ".repeat(200)],
           latencyMs: 20,
-          env: { ENGINE_API: api },
+          env: engineEnv(api),
         });
         try {
           const { id, token } = await gw.openSession();
@@ -172,9 +172,16 @@ for (const api of ENGINE_APIS) {
             await assert.rejects(response);
           }
           const rid = gw.engine.calls[0].rid;
-          await eventually(() => gw.engine.abortRequests.includes(rid));
+          // `/v1/completions` (older vLLM) names its requests with ids of its own: there the
+          // closed connection alone is the abort. vLLM sees it (`with_cancellation`); the
+          // scripted engine (Deno.serve) does not see a client leave once it has read a body
+          // this size, so there only a stream's end stops it here.
+          const named = api !== "vllm_completions";
+          if (named) await eventually(() => gw.engine.abortRequests.includes(rid));
           await eventually(() => gw.engine.calls[0].output !== undefined);
-          assert.ok(gw.engine.calls[0].output!.length < 200, "the generation stopped early");
+          if (named || stream) {
+            assert.ok(gw.engine.calls[0].output!.length < 200, "the generation stopped early");
+          }
           // The chain was registered when the request was routed; no turn of it was recorded.
           const turnFamilies = new Set(["turn", "turn_chunk", "replay", "lease", "chain_lease"]);
           const recorded: Deno.KvKey[] = [];

@@ -158,6 +158,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       timeoutMs: config.engineTimeoutMs,
       metrics,
       endpoint: config.vllmEndpoint,
+      cacheSalt: config.cacheSalt,
     });
   }
   const contextLength = config.contextLength ?? tokenizer.modelMaxLength ?? 32_768;

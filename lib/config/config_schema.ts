@@ -48,6 +48,14 @@ export const ConfigSchema = z.object({
     meaning: "the dialect the engine speaks: `sglang` (its `/generate`) or `vllm` (its " +
       "`/inference/v1/generate`, vLLM ≥ 0.20; the RL controls need `VLLM_SERVER_DEV_MODE=1`)",
   }),
+  /** The engine's prefix-cache namespace of a request (vLLM's `cache_salt`). */
+  cacheSalt: variable("CACHE_SALT", z.enum(["none", "weight_version"]), {
+    expected: "none or weight_version",
+    fallback: "none",
+    meaning: "with `ENGINE_API=vllm`, `weight_version` sends the weight version (as last set " +
+      "through `/engine/weight_version`) as each request's `cache_salt`: no prefix computed " +
+      "under older weights is reused, at the cost of one re-prefill of every chain per update",
+  }),
   /** Which vLLM endpoint generates (`ENGINE_API=vllm`). */
   vllmEndpoint: variable("VLLM_ENDPOINT", z.enum(["auto", "generate", "completions"]), {
     expected: "auto, generate or completions",

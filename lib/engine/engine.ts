@@ -119,6 +119,8 @@ export interface EngineClientOptions {
   readonly metrics?: GatewayMetrics;
   /** The endpoint, for a dialect that has more than one (vLLM: `auto`, `generate`, `completions`). */
   readonly endpoint?: string;
+  /** The prefix-cache namespace of a request: none, or the weight version it is sampled under. */
+  readonly cacheSalt?: "none" | "weight_version";
 }
 
 /** A fixed-length request id (32 hex digits), so SGLang's prefix-matching abort hits one call. */

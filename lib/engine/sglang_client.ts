@@ -63,7 +63,7 @@ import {
  */
 export class SglangClient implements Engine {
   readonly #agent: Agent;
-  readonly #options: Required<Omit<EngineClientOptions, "metrics" | "endpoint">>;
+  readonly #options: Required<Omit<EngineClientOptions, "metrics" | "endpoint" | "cacheSalt">>;
   readonly #metrics: GatewayMetrics | undefined;
 
   constructor(readonly url: string, options: EngineClientOptions) {

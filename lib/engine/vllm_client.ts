@@ -69,7 +69,7 @@ interface VllmAnswer {
 /** The vLLM engine client. */
 export class VllmClient implements Engine {
   readonly #agent: Agent;
-  readonly #options: Required<Omit<EngineClientOptions, "metrics" | "endpoint">>;
+  readonly #options: Required<Omit<EngineClientOptions, "metrics" | "endpoint" | "cacheSalt">>;
   readonly #metrics: GatewayMetrics | undefined;
   /**
    * The weight version tokens are labelled with when the server reports no spans: the one the
@@ -82,10 +82,13 @@ export class VllmClient implements Engine {
    * 404 there, then `completions` from then on.
    */
   #endpoint: VllmEndpoint;
+  /** Each request's `cache_salt` is the version it is sampled under (`CACHE_SALT=weight_version`). */
+  readonly #saltByVersion: boolean;
 
   constructor(readonly url: string, options: EngineClientOptions) {
     this.#options = { maxResumes: 16, ...options };
     this.#endpoint = parseEndpoint(options.endpoint);
+    this.#saltByVersion = options.cacheSalt === "weight_version";
     this.#metrics = options.metrics;
     this.#agent = new Agent({
       connections: options.connections,
@@ -146,8 +149,9 @@ export class VllmClient implements Engine {
   ): Promise<CallEnd> {
     req.signal?.throwIfAborted();
     const stream = req.onTokens !== undefined;
+    const salt = this.#saltByVersion ? this.assumedVersion : null;
     const { body, length } = requestBody(
-      wire.body(rid, inputIds, req.sampling, maxNew, req.topLogprobs ?? 0, stream),
+      wire.body(rid, inputIds, req.sampling, maxNew, req.topLogprobs ?? 0, stream, salt),
     );
     const timeout = AbortSignal.timeout(this.#options.timeoutMs);
     const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
@@ -276,6 +280,8 @@ interface Wire {
     maxNew: number,
     topK: number,
     stream: boolean,
+    /** The request's prefix-cache namespace, or `null`. */
+    salt: string | null,
   ): [Uint8Array, Uint8Array, Uint8Array];
   chunk(choice: VllmChoice, topK: number): SampledChunk;
 }
@@ -283,13 +289,13 @@ interface Wire {
 /** `POST /inference/v1/generate`: `token_ids` and vLLM's `SamplingParams`. */
 const GENERATE: Wire = {
   path: "/inference/v1/generate",
-  body: (rid, inputIds, sampling, maxNew, topK, stream) => [
+  body: (rid, inputIds, sampling, maxNew, topK, stream, salt) => [
     encoder.encode(`{"request_id":"${rid}","token_ids":[`),
     inputIds.ascii(),
     encoder.encode(
       `],"sampling_params":${
         JSON.stringify(vllmSampling(sampling, maxNew, topK))
-      },"stream":${stream}}`,
+      },"stream":${stream}${salt === null ? "" : `,"cache_salt":${JSON.stringify(salt)}`}}`,
     ),
   ],
   chunk: chunkOf,
@@ -303,7 +309,7 @@ const GENERATE: Wire = {
  */
 const COMPLETIONS: Wire = {
   path: "/v1/completions",
-  body: (rid, inputIds, sampling, maxNew, topK, stream) => {
+  body: (rid, inputIds, sampling, maxNew, topK, stream, salt) => {
     const { logprobs: _, detokenize: _text, ...fields } = vllmSampling(sampling, maxNew, topK);
     const rest = JSON.stringify({
       ...fields,
@@ -312,6 +318,7 @@ const COMPLETIONS: Wire = {
       return_token_ids: true,
       return_tokens_as_token_ids: true,
       request_id: rid,
+      ...(salt === null ? {} : { cache_salt: salt }),
     });
     return [encoder.encode(`{"prompt":[`), inputIds.ascii(), encoder.encode(`],${rest.slice(1)}`)];
   },

@@ -38,6 +38,8 @@ export interface ParsedCall {
   /** Top logprobs asked for at each position. */
   readonly topK: number;
   readonly stream: boolean;
+  /** The request's prefix-cache namespace, when it named one. */
+  readonly cacheSalt?: string;
 }
 
 /** How one dialect reads a generate request and shapes its answers. */
@@ -101,6 +103,7 @@ export async function generate(
     rid: parsed.rid,
     inputIds,
     sampling: parsed.sampling,
+    ...(parsed.cacheSalt === undefined ? {} : { cacheSalt: parsed.cacheSalt }),
     receivedAt: Date.now(),
   };
   if (options.keepLog !== false) engine.calls.push(call);

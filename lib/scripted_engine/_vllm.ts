@@ -53,6 +53,7 @@ export const VLLM_GENERATE: GenerateDialect = {
       // vLLM lists max(N, 1) entries, the sampled token first; none without `logprobs`.
       topK: logprobs < 0 ? 0 : Math.max(1, logprobs),
       stream: body.stream === true,
+      ...(typeof body.cache_salt === "string" ? { cacheSalt: body.cache_salt } : {}),
     };
   },
   error: vllmError,
@@ -92,6 +93,7 @@ export const VLLM_COMPLETIONS: GenerateDialect = {
       // The sampled token and the `logprobs` most likely (it is the most likely here).
       topK: logprobs < 0 ? 0 : logprobs + 1,
       stream: body.stream === true,
+      ...(typeof body.cache_salt === "string" ? { cacheSalt: body.cache_salt } : {}),
     };
   },
   error: vllmError,

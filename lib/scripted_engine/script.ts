@@ -32,6 +32,8 @@ export interface EngineCall {
   readonly rid: string;
   readonly inputIds: number[];
   readonly sampling: Record<string, unknown>;
+  /** The request's prefix-cache namespace (vLLM's `cache_salt`), when it named one. */
+  readonly cacheSalt?: string;
   readonly receivedAt: number;
   /** The tokens answered, once the call finished. */
   output?: number[];

@@ -29,6 +29,7 @@ Deno.test("resolveConfig() fills every setting with its default on an empty envi
     engineUrl: null,
     engineApi: "sglang",
     vllmEndpoint: "auto",
+    cacheSalt: "none",
     engineWorkers: null,
     workers: navigator.hardwareConcurrency,
     kvPath: "./data/gateway.kv",
@@ -115,6 +116,7 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     MAX_BODY_BYTES: "2048",
     ENGINE_API: "vllm",
     VLLM_ENDPOINT: "completions",
+    CACHE_SALT: "weight_version",
     ENGINE_CONNECTIONS: "8",
     ENGINE_TIMEOUT_MS: "60000",
     PING_INTERVAL_MS: "50",
@@ -188,6 +190,7 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     engineApi: "vllm",
     engineUrl: "http://10.0.0.5:30000",
     vllmEndpoint: "completions",
+    cacheSalt: "weight_version",
     engineConnections: 8,
     engineTimeoutMs: 60_000,
     pingIntervalMs: 50,
@@ -250,6 +253,7 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
 Deno.test("resolveConfig() lists every variable it reads in CONFIG_VARIABLES", () => {
   assert.deepEqual([...CONFIG_VARIABLES].sort(), [
     "ADMIN_TOKEN",
+    "CACHE_SALT",
     "CHAIN_CACHE_TOKENS",
     "CHAT_TEMPLATE",
     "CLAUDE_CODE_BIN",

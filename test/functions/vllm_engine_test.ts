@@ -170,3 +170,48 @@ Deno.test("on vLLM, pause, version and continue reach every worker ENGINE_WORKER
     await other.close();
   }
 });
+
+Deno.test("CACHE_SALT=weight_version is refused off vLLM, and on it names each request's namespace", async () => {
+  assert.throws(
+    () => resolveConfig({ CACHE_SALT: "weight_version" }),
+    (error) =>
+      error instanceof ConfigError && error.variable === "CACHE_SALT" &&
+      error.message === "Invalid CACHE_SALT: weight_version is sent only to vLLM (ENGINE_API=vllm)",
+  );
+  for (const endpoint of ["generate", "completions"]) {
+    const gw = await startGateway({
+      env: { ENGINE_API: "vllm", VLLM_ENDPOINT: endpoint, CACHE_SALT: "weight_version" },
+    });
+    try {
+      const { token } = await gw.openSession();
+      const turn = () =>
+        gw.openai(token).chat.completions.create({
+          model: "m",
+          max_tokens: 16,
+          messages: [{ role: "user", content: `hi ${gw.engine.calls.length}` }],
+        });
+      await turn();
+      await gw.fetch("/engine/weight_version", {
+        method: "POST",
+        headers: ADMIN_HEADERS,
+        body: JSON.stringify({ version: "12" }),
+      });
+      await turn();
+      assert.deepEqual(gw.engine.calls.map((call) => call.cacheSalt), ["default", "12"]);
+    } finally {
+      await gw.close();
+    }
+  }
+  const plain = await startGateway({ env: { ENGINE_API: "vllm" } });
+  try {
+    const { token } = await plain.openSession();
+    await plain.openai(token).chat.completions.create({
+      model: "m",
+      max_tokens: 16,
+      messages: [{ role: "user", content: "hi" }],
+    });
+    assert.equal(plain.engine.calls[0].cacheSalt, undefined);
+  } finally {
+    await plain.close();
+  }
+});

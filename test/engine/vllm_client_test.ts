@@ -275,3 +275,27 @@ Deno.test("with VLLM_ENDPOINT=auto a server older than 0.20 is found out once an
     },
   );
 });
+
+Deno.test("a stop string ends a vLLM generation with the string kept and named, on both endpoints", async () => {
+  for (const endpoint of ["generate", "completions"]) {
+    await withVllm(
+      { endpoint, script: ["Step one.\n\nStep two."] },
+      async ({ engine, client }) => {
+        const generation = await client.generate({
+          inputIds: PROMPT,
+          sampling: sampling(64, ["\n\n"]),
+          onTokens() {},
+        });
+        const tokenizer = await qwen3();
+        assert.equal(tokenizer.decode(generation.outputIds), "Step one.\n\n");
+        assert.deepEqual(generation.finish, { type: "stop", matched: "\n\n" });
+        // Text is decoded on the engine only because a stop string needs it.
+        const sent = engine.calls[0].sampling;
+        assert.deepEqual(
+          endpoint === "generate" ? [sent.stop, sent.detokenize] : [sent.stop],
+          endpoint === "generate" ? [["\n\n"], true] : [["\n\n"]],
+        );
+      },
+    );
+  }
+});

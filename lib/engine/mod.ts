@@ -12,5 +12,5 @@ export * from "./sglang.ts";
 export * from "./vllm_client.ts";
 export * from "./vllm_control.ts";
 export * from "./vllm.ts";
-export * from "./request_body.ts";
+export * from "./engine_http.ts";
 export * from "./dialects.ts";

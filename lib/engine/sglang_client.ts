@@ -8,11 +8,9 @@
  * @module
  */
 import type { GatewayMetrics } from "../metrics/mod.ts";
-import { Agent, request } from "undici";
 import {
   type Engine,
   type EngineClientOptions,
-  EngineRejectedError,
   EngineUnavailableError,
   type GenerateRequest,
   type Generation,
@@ -24,15 +22,8 @@ import {
   type SampledChunk,
 } from "./generation.ts";
 import type { PromptIds } from "./prompt_ids.ts";
-import { engineErrorMessage, requestBody } from "./request_body.ts";
-import {
-  ChunkReader,
-  type NewTokens,
-  newTokens,
-  type RawOutput,
-  sseData,
-  StreamFormatError,
-} from "./stream_chunks.ts";
+import { engineChunks, EngineHttp } from "./engine_http.ts";
+import { ChunkReader, type NewTokens, newTokens, type RawOutput } from "./stream_chunks.ts";
 
 /**
  * The SGLang engine client.
@@ -62,25 +53,21 @@ import {
  * ```
  */
 export class SglangClient implements Engine {
-  readonly #agent: Agent;
-  readonly #options: Required<Omit<EngineClientOptions, "metrics" | "endpoint" | "cacheSalt">>;
+  readonly #http: EngineHttp;
+  readonly #maxResumes: number;
   readonly #metrics: GatewayMetrics | undefined;
 
   constructor(readonly url: string, options: EngineClientOptions) {
-    this.#options = { maxResumes: 16, ...options };
+    this.#http = new EngineHttp(url, options.timeoutMs, options.connections);
+    this.#maxResumes = options.maxResumes ?? 16;
     this.#metrics = options.metrics;
-    this.#agent = new Agent({
-      connections: options.connections,
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
-    });
   }
 
   generate(req: GenerateRequest): Promise<Generation> {
     return generateResuming(
       req,
       req.sampling.max_new_tokens,
-      { maxResumes: this.#options.maxResumes, metrics: this.#metrics },
+      { maxResumes: this.#maxResumes, metrics: this.#metrics },
       (rid, inputIds, maxNew, output) => this.#call(rid, req, inputIds, maxNew, output),
     );
   }
@@ -90,14 +77,13 @@ export class SglangClient implements Engine {
    * tokens go into `output` (as they stream, when the caller wants them so); resolves to how the
    * call ended.
    */
-  async #call(
+  #call(
     rid: string,
     req: GenerateRequest,
     inputIds: PromptIds,
     maxNew: number,
     output: GeneratedSoFar,
   ): Promise<CallEnd> {
-    req.signal?.throwIfAborted();
     const stream = req.onTokens !== undefined;
     const sampling = JSON.stringify({ ...req.sampling, max_new_tokens: maxNew });
     const parts: [Uint8Array, Uint8Array, Uint8Array] = [
@@ -109,86 +95,29 @@ export class SglangClient implements Engine {
         }"stream":${stream}}`,
       ),
     ];
-    const { body, length } = requestBody(parts);
-    const timeout = AbortSignal.timeout(this.#options.timeoutMs);
-    const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
-    const onAbort = () => void this.#abort(rid);
-    signal.addEventListener("abort", onAbort, { once: true });
-    try {
-      const response = await request(`${this.url}/generate`, {
-        method: "POST",
-        headers: { "content-type": "application/json", "content-length": String(length) },
-        body,
-        dispatcher: this.#agent,
-        signal,
-      });
-      if (response.statusCode >= 400) {
-        const text = await response.body.text();
-        if (response.statusCode >= 500 || response.statusCode === 429) {
-          throw new EngineUnavailableError(
-            `Engine answered HTTP ${response.statusCode}: ${text.slice(0, 300)}`,
-          );
-        }
-        throw new EngineRejectedError(`Engine rejected the request: ${engineErrorMessage(text)}`);
-      }
+    // Routers have no `/abort_request`; the dropped connection aborts there.
+    const onAbort = () => void this.#http.tell("/abort_request", { rid, abort_all: false });
+    return this.#http.post("/generate", parts, req.signal, onAbort, async (body) => {
       if (!stream) {
-        const answer = JSON.parse(await response.body.text()) as RawOutput;
+        const answer = JSON.parse(await body.text()) as RawOutput;
         const meta = answer.meta_info;
         output.addSpanned(sampled(newTokens(answer)), meta?.weight_versions, meta?.weight_version);
         return callEnd(answer);
       }
       const chunks = new ChunkReader();
       let final: RawOutput | null = null;
-      // Read to the body's end (past `[DONE]`), so the connection goes back to the pool.
-      for await (const data of sseData(response.body)) {
-        if (data === "[DONE]" || final) continue;
-        const chunk = JSON.parse(data) as RawOutput;
-        if (chunk.error) {
-          throw new EngineRejectedError(
-            `Engine failed the request: ${String(chunk.error.message ?? "").slice(0, 500)}`,
-          );
-        }
+      for await (const chunk of engineChunks<RawOutput>(body)) {
+        if (final) continue;
         output.add(sampled(chunks.next(chunk)), chunk.meta_info?.weight_version);
         if (chunk.meta_info?.finish_reason) final = chunk;
       }
       if (final) return callEnd(final);
       throw new EngineUnavailableError("Engine stream ended before the generation finished");
-    } catch (error) {
-      if (req.signal?.aborted) throw req.signal.reason;
-      if (timeout.aborted) {
-        throw new EngineUnavailableError(
-          `Engine did not answer within ${this.#options.timeoutMs} ms`,
-        );
-      }
-      if (error instanceof EngineRejectedError || error instanceof EngineUnavailableError) {
-        throw error;
-      }
-      if (error instanceof StreamFormatError) throw new EngineRejectedError(error.message);
-      throw new EngineUnavailableError(`Engine at ${this.url} is unreachable: ${String(error)}`, {
-        cause: error,
-      });
-    } finally {
-      signal.removeEventListener("abort", onAbort);
-    }
-  }
-
-  /** Best effort: routers have no `/abort_request`, and closing the connection aborts too. */
-  async #abort(rid: string): Promise<void> {
-    try {
-      const response = await request(`${this.url}/abort_request`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ rid, abort_all: false }),
-        dispatcher: this.#agent,
-      });
-      await response.body.dump();
-    } catch {
-      // the engine may be gone; the dropped connection is the abort then
-    }
+    });
   }
 
   async close(): Promise<void> {
-    await this.#agent.close();
+    await this.#http.close();
   }
 }
 

@@ -10,7 +10,6 @@
  * @module
  */
 import type { GatewayMetrics } from "../metrics/mod.ts";
-import { Agent, request } from "undici";
 import {
   type Engine,
   type EngineClientOptions,
@@ -28,9 +27,9 @@ import {
   type SampledChunk,
 } from "./generation.ts";
 import type { PromptIds } from "./prompt_ids.ts";
-import { engineErrorMessage, requestBody } from "./request_body.ts";
+import { engineChunks, EngineHttp } from "./engine_http.ts";
 import type { SamplingParams } from "./sampling.ts";
-import { sseData, StreamFormatError } from "./stream_chunks.ts";
+import { StreamFormatError } from "./stream_chunks.ts";
 
 /** vLLM's name for the weights of a server whose version was never set. */
 export const VLLM_DEFAULT_VERSION = "default";
@@ -68,8 +67,8 @@ interface VllmAnswer {
 
 /** The vLLM engine client. */
 export class VllmClient implements Engine {
-  readonly #agent: Agent;
-  readonly #options: Required<Omit<EngineClientOptions, "metrics" | "endpoint" | "cacheSalt">>;
+  readonly #http: EngineHttp;
+  readonly #maxResumes: number;
   readonly #metrics: GatewayMetrics | undefined;
   /**
    * The weight version tokens are labelled with when the server reports no spans: the one the
@@ -86,22 +85,18 @@ export class VllmClient implements Engine {
   readonly #saltByVersion: boolean;
 
   constructor(readonly url: string, options: EngineClientOptions) {
-    this.#options = { maxResumes: 16, ...options };
+    this.#http = new EngineHttp(url, options.timeoutMs, options.connections);
+    this.#maxResumes = options.maxResumes ?? 16;
+    this.#metrics = options.metrics;
     this.#endpoint = parseEndpoint(options.endpoint);
     this.#saltByVersion = options.cacheSalt === "weight_version";
-    this.#metrics = options.metrics;
-    this.#agent = new Agent({
-      connections: options.connections,
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
-    });
   }
 
   generate(req: GenerateRequest): Promise<Generation> {
     return generateResuming(
       req,
       req.sampling.max_new_tokens,
-      { maxResumes: this.#options.maxResumes, metrics: this.#metrics },
+      { maxResumes: this.#maxResumes, metrics: this.#metrics },
       (rid, inputIds, maxNew, output) => this.#call(rid, req, inputIds, maxNew, output),
     );
   }
@@ -139,7 +134,7 @@ export class VllmClient implements Engine {
     }
   }
 
-  async #callAt(
+  #callAt(
     wire: Wire,
     rid: string,
     req: GenerateRequest,
@@ -147,56 +142,31 @@ export class VllmClient implements Engine {
     maxNew: number,
     output: GeneratedSoFar,
   ): Promise<CallEnd> {
-    req.signal?.throwIfAborted();
     const stream = req.onTokens !== undefined;
-    const salt = this.#saltByVersion ? this.assumedVersion : null;
-    const { body, length } = requestBody(
-      wire.body(rid, inputIds, req.sampling, maxNew, req.topLogprobs ?? 0, stream, salt),
-    );
-    const timeout = AbortSignal.timeout(this.#options.timeoutMs);
-    const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
-    const onAbort = () => void (wire === GENERATE && this.#abort(rid));
-    signal.addEventListener("abort", onAbort, { once: true });
     const topK = req.topLogprobs ?? 0;
-    try {
-      const response = await request(`${this.url}${wire.path}`, {
-        method: "POST",
-        headers: { "content-type": "application/json", "content-length": String(length) },
-        body,
-        dispatcher: this.#agent,
-        signal,
-      });
-      if (response.statusCode >= 400) {
-        const text = await response.body.text();
-        if (response.statusCode === 404 && wire === GENERATE && !/"error"/.test(text)) {
-          throw new NoEndpointError();
-        }
-        if (response.statusCode >= 500 || response.statusCode === 429) {
-          throw new EngineUnavailableError(
-            `Engine answered HTTP ${response.statusCode}: ${text.slice(0, 300)}`,
-          );
-        }
-        throw new EngineRejectedError(`Engine rejected the request: ${engineErrorMessage(text)}`);
-      }
+    const salt = this.#saltByVersion ? this.assumedVersion : null;
+    const parts = wire.body(rid, inputIds, req.sampling, maxNew, topK, stream, salt);
+    // `/abort_requests` is served with `--tokens-only` or in dev mode, and takes the engine's id
+    // of the request; anywhere else (and for completions, named by the server) the dropped
+    // connection is the abort.
+    const onAbort = () =>
+      void (wire === GENERATE &&
+        this.#http.tell("/abort_requests", { request_ids: [`${INTERNAL_ID_PREFIX}${rid}`] }));
+    // FastAPI's bare 404 (`{"detail": "Not Found"}`): a server without the route.
+    const refuse = (status: number, text: string) =>
+      status === 404 && wire === GENERATE && !/"error"/.test(text) ? new NoEndpointError() : null;
+    return this.#http.post(wire.path, parts, req.signal, onAbort, async (body) => {
       if (!stream) {
-        const answer = JSON.parse(await response.body.text()) as VllmAnswer;
+        const answer = JSON.parse(await body.text()) as VllmAnswer;
         const choice = answer.choices?.[0] ?? {};
         output.addSpanned(wire.chunk(choice, topK), choice.weight_versions, this.assumedVersion);
         return callEnd(choice);
       }
       let final: VllmChoice | null = null;
       const from = output.ids.length;
-      // Read to the body's end (past `[DONE]`), so the connection goes back to the pool.
-      for await (const data of sseData(response.body)) {
-        if (data === "[DONE]" || final) continue;
-        const chunk = JSON.parse(data) as VllmAnswer;
-        if (chunk.error) {
-          throw new EngineRejectedError(
-            `Engine failed the request: ${String(chunk.error.message ?? "").slice(0, 500)}`,
-          );
-        }
+      for await (const chunk of engineChunks<VllmAnswer>(body)) {
         const choice = chunk.choices?.[0];
-        if (choice === undefined) continue; // the usage chunk
+        if (final || choice === undefined) continue; // past the end, or the usage chunk
         output.add(wire.chunk(choice, topK), this.assumedVersion);
         if (choice.finish_reason) final = choice;
       }
@@ -206,48 +176,11 @@ export class VllmClient implements Engine {
       // Older servers send no chunk for an abort that sampled nothing new: the stream just ends.
       if (final === null) return { aborted: "stream ended without a finish", reportedMs: 0 };
       return callEnd(final);
-    } catch (error) {
-      if (req.signal?.aborted) throw req.signal.reason;
-      if (timeout.aborted) {
-        throw new EngineUnavailableError(
-          `Engine did not answer within ${this.#options.timeoutMs} ms`,
-        );
-      }
-      if (
-        error instanceof EngineRejectedError || error instanceof EngineUnavailableError ||
-        error instanceof NoEndpointError
-      ) {
-        throw error;
-      }
-      if (error instanceof StreamFormatError) throw new EngineRejectedError(error.message);
-      throw new EngineUnavailableError(`Engine at ${this.url} is unreachable: ${String(error)}`, {
-        cause: error,
-      });
-    } finally {
-      signal.removeEventListener("abort", onAbort);
-    }
-  }
-
-  /**
-   * Best effort: `/abort_requests` is served with `--tokens-only` or in dev mode (it takes the
-   * engine's id of the request); anywhere else the dropped connection is the abort.
-   */
-  async #abort(rid: string): Promise<void> {
-    try {
-      const response = await request(`${this.url}/abort_requests`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ request_ids: [`${INTERNAL_ID_PREFIX}${rid}`] }),
-        dispatcher: this.#agent,
-      });
-      await response.body.dump();
-    } catch {
-      // the engine may be gone
-    }
+    }, refuse);
   }
 
   async close(): Promise<void> {
-    await this.#agent.close();
+    await this.#http.close();
   }
 }
 
@@ -268,7 +201,11 @@ function parseEndpoint(value: string | undefined): VllmEndpoint {
 }
 
 /** The server has no such route (FastAPI's 404 `{"detail":"Not Found"}`, not an error body). */
-class NoEndpointError extends Error {}
+class NoEndpointError extends EngineRejectedError {
+  constructor() {
+    super("Engine has no such endpoint");
+  }
+}
 
 /** One generate endpoint's wire: where, the body around the prompt's ids, a choice's tokens. */
 interface Wire {

@@ -159,6 +159,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       metrics,
       endpoint: config.vllmEndpoint,
       cacheSalt: config.cacheSalt,
+      routingKeys: config.enginePlacement === "router",
     });
   }
   const contextLength = config.contextLength ?? tokenizer.modelMaxLength ?? 32_768;
@@ -245,7 +246,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     control: dialect.control(engine.url, {
       workers: config.engineWorkers,
       timeoutMs: config.engineTimeoutMs,
-    }, engine),
+    }),
     dialect,
     scripted,
     sandbox,

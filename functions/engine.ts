@@ -25,7 +25,7 @@ const VersionBody = z.object({
 });
 
 /** What the engine-control app uses. */
-export type EngineDeps = AdminDeps & Pick<Deps, "control" | "dialect">;
+export type EngineDeps = AdminDeps & Pick<Deps, "control" | "dialect" | "engine">;
 
 /** The engine-control app over `deps`. */
 export function createEngineApp(deps: EngineDeps): Hono {
@@ -52,6 +52,8 @@ export function createEngineApp(deps: EngineDeps): Hono {
   });
   app.post("/engine/weight_version", async (c) => {
     const { version, abort_all_requests } = await body(c.req.raw, VersionBody);
+    // The client first: requests resumed by the abort carry the new version's namespace.
+    deps.engine.versionSet?.(version);
     return c.json({
       version,
       workers: await control.setWeightVersion(version, abort_all_requests),

@@ -48,13 +48,23 @@ export const ConfigSchema = z.object({
     meaning: "the dialect the engine speaks: `sglang` (its `/generate`) or `vllm` (its " +
       "`/inference/v1/generate`, vLLM ≥ 0.20; the RL controls need `VLLM_SERVER_DEV_MODE=1`)",
   }),
-  /** The engine's prefix-cache namespace of a request (vLLM's `cache_salt`). */
+  /** How engine requests are placed on workers. */
+  enginePlacement: variable("ENGINE_PLACEMENT", z.enum(["router", "none"]), {
+    expected: "router or none",
+    fallback: "router",
+    meaning: "`router`: each engine request carries its session's routing key for the router " +
+      "at `ENGINE_URL` (`X-SMG-Routing-Key` for SGLang's model gateway, `x-session-id` for " +
+      "vLLM's router), so a session's chains stay on the worker that has their prefix; " +
+      "`none`: no key",
+  }),
+  /** The engine's prefix-cache namespace of a request (its `cache_salt`). */
   cacheSalt: variable("CACHE_SALT", z.enum(["none", "weight_version"]), {
     expected: "none or weight_version",
     fallback: "none",
-    meaning: "with `ENGINE_API=vllm`, `weight_version` sends the weight version (as last set " +
-      "through `/engine/weight_version`) as each request's `cache_salt`: no prefix computed " +
-      "under older weights is reused, at the cost of one re-prefill of every chain per update",
+    meaning: "`weight_version` sends the weight version (as last set through " +
+      "`/engine/weight_version`) as each request's `cache_salt` (SGLang's and vLLM's cache " +
+      "namespace): no prefix computed under older weights is reused, at the cost of one " +
+      "re-prefill of every chain per update",
   }),
   /** Which vLLM endpoint generates (`ENGINE_API=vllm`). */
   vllmEndpoint: variable("VLLM_ENDPOINT", z.enum(["auto", "generate", "completions"]), {

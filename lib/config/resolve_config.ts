@@ -62,12 +62,6 @@ export function resolveConfig(env: Record<string, string | undefined>): Readonly
  */
 function joinVariables(parsed: ParsedConfig): Readonly<Config> {
   const { sandboxBackend, e2b, kvPath, workers, tokenizerPath, engineUrl, sglangUrl } = parsed;
-  if (parsed.cacheSalt !== "none" && parsed.engineApi !== "vllm") {
-    throw new ConfigError(
-      "CACHE_SALT",
-      `Invalid CACHE_SALT: ${parsed.cacheSalt} is sent only to vLLM (ENGINE_API=vllm)`,
-    );
-  }
   if (engineUrl !== null && sglangUrl !== null && engineUrl !== sglangUrl) {
     throw new ConfigError(
       "ENGINE_URL",

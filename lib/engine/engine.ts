@@ -70,6 +70,11 @@ export interface GenerateRequest {
    * calls after an engine-side abort continue the same report.
    */
   readonly onTokens?: (tokens: SampledTokens) => void;
+  /**
+   * What a router in front of the engine places the request by, so requests that share a prefix
+   * reach the worker that has it cached: the dialect sends it as its router's key header.
+   */
+  readonly routingKey?: string;
 }
 
 /**
@@ -85,6 +90,11 @@ export interface Engine {
    * resumed with prompt + partial output when the engine aborts it itself (a weight update).
    */
   generate(request: GenerateRequest): Promise<Generation>;
+  /**
+   * Told the weight version the trainer set through the gateway: what a dialect labels tokens
+   * with when its engine names none, and the cache namespace under `CACHE_SALT=weight_version`.
+   */
+  versionSet?(version: string): void;
   /** Closes its connections; a pending generation fails. */
   close(): Promise<void>;
 }
@@ -119,6 +129,8 @@ export interface EngineClientOptions {
   readonly metrics?: GatewayMetrics;
   /** The endpoint, for a dialect that has more than one (vLLM: `auto`, `generate`, `completions`). */
   readonly endpoint?: string;
+  /** Send each request's routing key to the router (`ENGINE_PLACEMENT=router`). */
+  readonly routingKeys?: boolean;
   /** The prefix-cache namespace of a request: none, or the weight version it is sampled under. */
   readonly cacheSalt?: "none" | "weight_version";
 }
@@ -198,9 +210,6 @@ export interface EngineDialect {
   connect(url: string, options: EngineClientOptions): Engine;
   /** The pause modes its engine takes, the default first. */
   readonly pauseModes: readonly PauseMode[];
-  /**
-   * A controller of the workers behind `url` (or the configured ones); `engine` is this
-   * dialect's client of the same engine, when the gateway made it.
-   */
-  control(url: string, options: EngineControlOptions, engine?: Engine): EngineController;
+  /** A controller of the workers behind `url` (or the configured ones). */
+  control(url: string, options: EngineControlOptions): EngineController;
 }

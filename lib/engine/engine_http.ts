@@ -58,6 +58,15 @@ export async function* engineChunks<T>(body: AsyncIterable<Uint8Array>): AsyncGe
   }
 }
 
+/** The router's key header (`name: key`) of a request, when keys are sent and it has one. */
+export function routingHeaders(
+  send: boolean,
+  name: string,
+  key: string | undefined,
+): Record<string, string> {
+  return send && key !== undefined ? { [name]: key } : {};
+}
+
 /** One engine's HTTP side: its URL, its connection pool, its timeout. */
 export class EngineHttp {
   readonly #agent: Agent;
@@ -74,7 +83,8 @@ export class EngineHttp {
    * POSTs `parts` to `path` and gives the answer's body to `read`, within the timeout; when
    * `signal` aborts (the caller left) `onAbort` tells the engine and the caller's reason is
    * thrown. An error status is refused (4xx, unless `refuse` says otherwise) or unavailable
-   * (5xx, 429); any other failure is the engine unreachable.
+   * (5xx, 429); any other failure is the engine unreachable. `headers` go with the request (a
+   * router's placement key).
    */
   async post<T>(
     path: string,
@@ -83,6 +93,7 @@ export class EngineHttp {
     onAbort: () => void,
     read: (body: Dispatcher.ResponseData["body"]) => Promise<T>,
     refuse?: (status: number, text: string) => Error | null,
+    headers: Readonly<Record<string, string>> = {},
   ): Promise<T> {
     signal?.throwIfAborted();
     const { body, length } = requestBody(parts);
@@ -92,7 +103,11 @@ export class EngineHttp {
     try {
       const response = await request(`${this.url}${path}`, {
         method: "POST",
-        headers: { "content-type": "application/json", "content-length": String(length) },
+        headers: {
+          ...headers,
+          "content-type": "application/json",
+          "content-length": String(length),
+        },
         body,
         dispatcher: this.#agent,
         signal: both,

@@ -22,7 +22,7 @@ import {
   type SampledChunk,
 } from "./generation.ts";
 import type { PromptIds } from "./prompt_ids.ts";
-import { engineChunks, EngineHttp } from "./engine_http.ts";
+import { engineChunks, EngineHttp, routingHeaders } from "./engine_http.ts";
 import { ChunkReader, type NewTokens, newTokens, type RawOutput } from "./stream_chunks.ts";
 
 /**
@@ -56,11 +56,21 @@ export class SglangClient implements Engine {
   readonly #http: EngineHttp;
   readonly #maxResumes: number;
   readonly #metrics: GatewayMetrics | undefined;
+  readonly #routingKeys: boolean;
+  readonly #saltByVersion: boolean;
+  /** The weight version last set through the gateway: the cache namespace when salted. */
+  #version = "default";
 
   constructor(readonly url: string, options: EngineClientOptions) {
     this.#http = new EngineHttp(url, options.timeoutMs, options.connections);
     this.#maxResumes = options.maxResumes ?? 16;
     this.#metrics = options.metrics;
+    this.#routingKeys = options.routingKeys ?? false;
+    this.#saltByVersion = options.cacheSalt === "weight_version";
+  }
+
+  versionSet(version: string): void {
+    this.#version = version;
   }
 
   generate(req: GenerateRequest): Promise<Generation> {
@@ -92,28 +102,42 @@ export class SglangClient implements Engine {
       encoder.encode(
         `],"sampling_params":${sampling},"return_logprob":true,${
           req.topLogprobs ? `"top_logprobs_num":${req.topLogprobs},` : ""
+        }${
+          this.#saltByVersion ? `"cache_salt":${JSON.stringify(this.#version)},` : ""
         }"stream":${stream}}`,
       ),
     ];
     // Routers have no `/abort_request`; the dropped connection aborts there.
     const onAbort = () => void this.#http.tell("/abort_request", { rid, abort_all: false });
-    return this.#http.post("/generate", parts, req.signal, onAbort, async (body) => {
-      if (!stream) {
-        const answer = JSON.parse(await body.text()) as RawOutput;
-        const meta = answer.meta_info;
-        output.addSpanned(sampled(newTokens(answer)), meta?.weight_versions, meta?.weight_version);
-        return callEnd(answer);
-      }
-      const chunks = new ChunkReader();
-      let final: RawOutput | null = null;
-      for await (const chunk of engineChunks<RawOutput>(body)) {
-        if (final) continue;
-        output.add(sampled(chunks.next(chunk)), chunk.meta_info?.weight_version);
-        if (chunk.meta_info?.finish_reason) final = chunk;
-      }
-      if (final) return callEnd(final);
-      throw new EngineUnavailableError("Engine stream ended before the generation finished");
-    });
+    return this.#http.post(
+      "/generate",
+      parts,
+      req.signal,
+      onAbort,
+      async (body) => {
+        if (!stream) {
+          const answer = JSON.parse(await body.text()) as RawOutput;
+          const meta = answer.meta_info;
+          output.addSpanned(
+            sampled(newTokens(answer)),
+            meta?.weight_versions,
+            meta?.weight_version,
+          );
+          return callEnd(answer);
+        }
+        const chunks = new ChunkReader();
+        let final: RawOutput | null = null;
+        for await (const chunk of engineChunks<RawOutput>(body)) {
+          if (final) continue;
+          output.add(sampled(chunks.next(chunk)), chunk.meta_info?.weight_version);
+          if (chunk.meta_info?.finish_reason) final = chunk;
+        }
+        if (final) return callEnd(final);
+        throw new EngineUnavailableError("Engine stream ended before the generation finished");
+      },
+      undefined,
+      routingHeaders(this.#routingKeys, SGLANG_ROUTING_HEADER, req.routingKey),
+    );
   }
 
   async close(): Promise<void> {
@@ -122,6 +146,12 @@ export class SglangClient implements Engine {
 }
 
 const encoder = new TextEncoder();
+
+/**
+ * The header SGLang's model gateway places a request by (`consistent_hashing`, `manual`
+ * policies: sgl-model-gateway's `policies/consistent_hashing.rs`, `manual.rs`).
+ */
+export const SGLANG_ROUTING_HEADER = "x-smg-routing-key";
 
 /** How the answer (or last chunk) `final` says the call ended. */
 function callEnd(final: RawOutput): CallEnd {

@@ -15,6 +15,5 @@ export const VLLM: EngineDialect = {
   title: "vLLM",
   pauseModes: VLLM_PAUSE_MODES,
   connect: (url, options) => new VllmClient(url, options),
-  control: (url, options, engine) =>
-    new VllmControl(url, options, engine instanceof VllmClient ? engine : undefined),
+  control: (url, options) => new VllmControl(url, options),
 };

@@ -27,12 +27,18 @@ import {
   type SampledChunk,
 } from "./generation.ts";
 import type { PromptIds } from "./prompt_ids.ts";
-import { engineChunks, EngineHttp } from "./engine_http.ts";
+import { engineChunks, EngineHttp, routingHeaders } from "./engine_http.ts";
 import type { SamplingParams } from "./sampling.ts";
 import { StreamFormatError } from "./stream_chunks.ts";
 
 /** vLLM's name for the weights of a server whose version was never set. */
 export const VLLM_DEFAULT_VERSION = "default";
+
+/**
+ * The header vLLM's router hashes a request by, first of those it reads (its
+ * `src/policies/hash_key.rs`; production-stack's session router is configured with it too).
+ */
+export const VLLM_ROUTING_HEADER = "x-session-id";
 
 /** The prefix vLLM gives a `/inference/v1/generate` request's id inside the engine. */
 const INTERNAL_ID_PREFIX = "generate-tokens-";
@@ -72,7 +78,7 @@ export class VllmClient implements Engine {
   readonly #metrics: GatewayMetrics | undefined;
   /**
    * The weight version tokens are labelled with when the server reports no spans: the one the
-   * trainer last set through the gateway (see `VllmControl`), else vLLM's default.
+   * trainer last set through the gateway ({@linkcode VllmClient.versionSet}), else vLLM's default.
    */
   assumedVersion = VLLM_DEFAULT_VERSION;
   /**
@@ -83,6 +89,7 @@ export class VllmClient implements Engine {
   #endpoint: VllmEndpoint;
   /** Each request's `cache_salt` is the version it is sampled under (`CACHE_SALT=weight_version`). */
   readonly #saltByVersion: boolean;
+  readonly #routingKeys: boolean;
 
   constructor(readonly url: string, options: EngineClientOptions) {
     this.#http = new EngineHttp(url, options.timeoutMs, options.connections);
@@ -90,6 +97,7 @@ export class VllmClient implements Engine {
     this.#metrics = options.metrics;
     this.#endpoint = parseEndpoint(options.endpoint);
     this.#saltByVersion = options.cacheSalt === "weight_version";
+    this.#routingKeys = options.routingKeys ?? false;
   }
 
   generate(req: GenerateRequest): Promise<Generation> {
@@ -99,6 +107,10 @@ export class VllmClient implements Engine {
       { maxResumes: this.#maxResumes, metrics: this.#metrics },
       (rid, inputIds, maxNew, output) => this.#call(rid, req, inputIds, maxNew, output),
     );
+  }
+
+  versionSet(version: string): void {
+    this.assumedVersion = version;
   }
 
   /** The endpoint calls go to now. */
@@ -155,28 +167,36 @@ export class VllmClient implements Engine {
     // FastAPI's bare 404 (`{"detail": "Not Found"}`): a server without the route.
     const refuse = (status: number, text: string) =>
       status === 404 && wire === GENERATE && !/"error"/.test(text) ? new NoEndpointError() : null;
-    return this.#http.post(wire.path, parts, req.signal, onAbort, async (body) => {
-      if (!stream) {
-        const answer = JSON.parse(await body.text()) as VllmAnswer;
-        const choice = answer.choices?.[0] ?? {};
-        output.addSpanned(wire.chunk(choice, topK), choice.weight_versions, this.assumedVersion);
-        return callEnd(choice);
-      }
-      let final: VllmChoice | null = null;
-      const from = output.ids.length;
-      for await (const chunk of engineChunks<VllmAnswer>(body)) {
-        const choice = chunk.choices?.[0];
-        if (final || choice === undefined) continue; // past the end, or the usage chunk
-        output.add(wire.chunk(choice, topK), this.assumedVersion);
-        if (choice.finish_reason) final = choice;
-      }
-      // Versions come with the last chunk, covering this call's output: the tokens already
-      // reported keep the label they were shown with, the record takes the engine's.
-      if (final?.weight_versions) output.relabel(from, final.weight_versions);
-      // Older servers send no chunk for an abort that sampled nothing new: the stream just ends.
-      if (final === null) return { aborted: "stream ended without a finish", reportedMs: 0 };
-      return callEnd(final);
-    }, refuse);
+    return this.#http.post(
+      wire.path,
+      parts,
+      req.signal,
+      onAbort,
+      async (body) => {
+        if (!stream) {
+          const answer = JSON.parse(await body.text()) as VllmAnswer;
+          const choice = answer.choices?.[0] ?? {};
+          output.addSpanned(wire.chunk(choice, topK), choice.weight_versions, this.assumedVersion);
+          return callEnd(choice);
+        }
+        let final: VllmChoice | null = null;
+        const from = output.ids.length;
+        for await (const chunk of engineChunks<VllmAnswer>(body)) {
+          const choice = chunk.choices?.[0];
+          if (final || choice === undefined) continue; // past the end, or the usage chunk
+          output.add(wire.chunk(choice, topK), this.assumedVersion);
+          if (choice.finish_reason) final = choice;
+        }
+        // Versions come with the last chunk, covering this call's output: the tokens already
+        // reported keep the label they were shown with, the record takes the engine's.
+        if (final?.weight_versions) output.relabel(from, final.weight_versions);
+        // Older servers send no chunk for an abort that sampled nothing new: the stream just ends.
+        if (final === null) return { aborted: "stream ended without a finish", reportedMs: 0 };
+        return callEnd(final);
+      },
+      refuse,
+      routingHeaders(this.#routingKeys, VLLM_ROUTING_HEADER, req.routingKey),
+    );
   }
 
   async close(): Promise<void> {

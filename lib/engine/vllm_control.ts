@@ -14,7 +14,6 @@ import {
   type WorkerAnswer,
 } from "./engine.ts";
 import { EngineWorkers } from "./engine_control.ts";
-import type { VllmClient } from "./vllm_client.ts";
 
 /** The pause modes vLLM's `/pause` takes, its default first. */
 export const VLLM_PAUSE_MODES: readonly PauseMode[] = ["abort", "wait", "keep"];
@@ -23,15 +22,7 @@ export const VLLM_PAUSE_MODES: readonly PauseMode[] = ["abort", "wait", "keep"];
 export class VllmControl implements EngineController {
   readonly #workers: EngineWorkers;
 
-  /**
-   * `client`, when given, labels its tokens with the version set here while the server reports
-   * no spans of its own.
-   */
-  constructor(
-    readonly engineUrl: string,
-    options: EngineControlOptions,
-    readonly client?: VllmClient,
-  ) {
+  constructor(readonly engineUrl: string, options: EngineControlOptions) {
     this.#workers = new EngineWorkers(engineUrl, options);
   }
 
@@ -54,7 +45,6 @@ export class VllmControl implements EngineController {
    * (`/abort_requests` with no ids), which the gateway resumes under the new version.
    */
   async setWeightVersion(version: string, abortAll: boolean): Promise<WorkerAnswer[]> {
-    if (this.client) this.client.assumedVersion = version;
     if (abortAll) await this.#workers.fanOut("POST", "/abort_requests", { request_ids: [] });
     return await this.#workers.fanOut("POST", "/update_weight_version", { new_version: version });
   }

@@ -59,6 +59,8 @@ export interface GenerateDialect {
   readonly incremental: boolean;
   /** A stream chunk with no new tokens is not sent unless it finishes the call. */
   readonly skipEmpty: boolean;
+  /** The header its router places a request by. */
+  readonly routingHeader: string;
 }
 
 /** SGLang's `/generate`, as `options` configure the scripted engine. */
@@ -77,12 +79,14 @@ export function sglangDialect(options: ScriptedEngineOptions): GenerateDialect {
         limits: sglangLimits(sampling),
         topK: Number(body.top_logprobs_num ?? 0),
         stream: body.stream === true,
+        ...(typeof body.cache_salt === "string" ? { cacheSalt: body.cache_salt } : {}),
       };
     },
     error: (status, message) => Response.json({ error: { message } }, { status }),
     answer: (out, from, finish, version) => out.chunk(from, finish, version),
     incremental: options.incrementalStreaming === true,
     skipEmpty: false,
+    routingHeader: "x-smg-routing-key",
   };
 }
 
@@ -98,12 +102,14 @@ export async function generate(
   const body = await request.json().catch(() => null);
   const parsed = dialect.parse(body);
   if ("error" in parsed) return dialect.error(400, parsed.error);
+  const routingKey = request.headers.get(dialect.routingHeader);
   const inputIds = parsed.inputIds;
   const call: EngineCall = {
     rid: parsed.rid,
     inputIds,
     sampling: parsed.sampling,
     ...(parsed.cacheSalt === undefined ? {} : { cacheSalt: parsed.cacheSalt }),
+    ...(routingKey === null ? {} : { routingKey }),
     receivedAt: Date.now(),
   };
   if (options.keepLog !== false) engine.calls.push(call);

@@ -60,6 +60,7 @@ export const VLLM_GENERATE: GenerateDialect = {
   answer: (out, from, finish, version) => vllmAnswer(out, from, finish, version),
   incremental: true,
   skipEmpty: true,
+  routingHeader: "x-session-id",
 };
 
 /**
@@ -100,6 +101,7 @@ export const VLLM_COMPLETIONS: GenerateDialect = {
   answer: (out, from, finish) => completionsAnswer(out, from, finish),
   incremental: true,
   skipEmpty: true,
+  routingHeader: "x-session-id",
 };
 
 /** A completion, or a chunk of one (`finish` null mid-stream), of output `from..`. */

@@ -34,6 +34,8 @@ export interface EngineCall {
   readonly sampling: Record<string, unknown>;
   /** The request's prefix-cache namespace (vLLM's `cache_salt`), when it named one. */
   readonly cacheSalt?: string;
+  /** The key a router would place the request by (its dialect's header), when it sent one. */
+  readonly routingKey?: string;
   readonly receivedAt: number;
   /** The tokens answered, once the call finished. */
   output?: number[];

@@ -376,6 +376,9 @@ async function generateAndRecord<Reply>(
     ...(input.tokenData?.topLogprobs ? { topLogprobs: input.tokenData.topLogprobs } : {}),
     signal,
     ...(feed && live ? { onTokens: (tokens) => feed.push(live.push(tokens.ids)) } : {}),
+    // A session's chains share their system prompt and tools, and a sub-agent its parent's
+    // context: one key keeps them on the worker that has those cached.
+    routingKey: input.sessionId,
   });
   signal?.throwIfAborted();
 

@@ -131,7 +131,7 @@ for (const endpoint of ["generate", "completions"]) {
 
 Deno.test("VllmClient resumes a generation a pause aborted, under the version set meanwhile", async () => {
   await withVllm({ latencyMs: 5 }, async ({ engine, client, tokens }) => {
-    const control = new VllmControl(engine.url, { workers: null, timeoutMs: 5000 }, client);
+    const control = new VllmControl(engine.url, { workers: null, timeoutMs: 5000 });
     const generation = client.generate({ inputIds: PROMPT, sampling: sampling(), onTokens() {} });
     await until(() => (engine.calls[0]?.produced ?? 0) > 3);
     await control.pause("abort");

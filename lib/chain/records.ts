@@ -133,6 +133,11 @@ export interface TurnRecord {
   readonly versionSpans?: readonly VersionSpan[];
   /** Engine-side aborts resumed during this turn. */
   readonly aborts: number;
+  /**
+   * Prompt tokens the engine reported served from its prefix cache (its first call's); absent when
+   * it reported none.
+   */
+  readonly cachedTokens?: number;
   /** The prompt ended inside `<think>`, so the output began as reasoning. */
   readonly startsInReasoning: boolean;
   /** The output holds reasoning. */

@@ -37,6 +37,12 @@ export interface Generation {
   readonly engineMs: number;
   /** The engine's own account of its time (`meta_info.e2e_latency`), in milliseconds. */
   readonly engineReportedMs: number;
+  /**
+   * Prompt tokens of the first call the engine reports served from its prefix cache (SGLang's
+   * `meta_info.cached_tokens`, vLLM's `usage.prompt_tokens_details.cached_tokens`); absent when
+   * it reports none.
+   */
+  readonly cachedTokens?: number;
 }
 
 /** Output positions `start..end` (end exclusive), sampled under weight `version`. */

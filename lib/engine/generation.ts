@@ -27,8 +27,12 @@ export interface SampledChunk {
 
 /** How one engine call ended: finished, or aborted by the engine (to be resumed). */
 export type CallEnd =
-  | { readonly finish: EngineFinish; readonly reportedMs: number }
-  | { readonly aborted: string; readonly reportedMs: number };
+  & ({ readonly finish: EngineFinish } | { readonly aborted: string })
+  & {
+    readonly reportedMs: number;
+    /** Prompt tokens the engine reports served from its prefix cache, when it reports them. */
+    readonly cachedTokens?: number;
+  };
 
 /** One engine call of a dialect: `inputIds` for at most `maxNew` tokens, into `output`. */
 export type EngineCall = (
@@ -54,12 +58,15 @@ export async function generateResuming(
   const output = new GeneratedSoFar(req);
   let aborts = 0;
   let reportedMs = 0;
+  let cachedTokens: number | undefined;
   const firstRid = req.rid ?? newRid();
   const prompt = req.inputIds instanceof PromptIds ? req.inputIds : PromptIds.from(req.inputIds);
   for (;;) {
     const rid = aborts === 0 ? firstRid : newRid();
     const end = await call(rid, prompt.concat(output.ids), maxNew - output.ids.length, output);
     reportedMs += end.reportedMs;
+    // The first call's prompt is the turn's: a resumed call's is mostly the same prompt again.
+    if (aborts === 0) cachedTokens = end.cachedTokens;
     if ("aborted" in end) {
       req.signal?.throwIfAborted();
       options.metrics?.engineAborts.inc();
@@ -83,6 +90,7 @@ export async function generateResuming(
       aborts,
       engineMs: performance.now() - started,
       engineReportedMs: reportedMs,
+      ...(cachedTokens === undefined ? {} : { cachedTokens }),
     };
   }
 }

@@ -156,13 +156,15 @@ export const SGLANG_ROUTING_HEADER = "x-smg-routing-key";
 /** How the answer (or last chunk) `final` says the call ended. */
 function callEnd(final: RawOutput): CallEnd {
   const reportedMs = (final.meta_info?.e2e_latency ?? 0) * 1000;
+  const cached = final.meta_info?.cached_tokens;
+  const facts = { reportedMs, ...(typeof cached === "number" ? { cachedTokens: cached } : {}) };
   const finish = final.meta_info?.finish_reason;
-  if (finish?.type === "abort") return { aborted: finish.message ?? "Aborted", reportedMs };
+  if (finish?.type === "abort") return { aborted: finish.message ?? "Aborted", ...facts };
   return {
     finish: finish?.type === "length"
       ? { type: "length" }
       : { type: "stop", matched: finish?.matched ?? null },
-    reportedMs,
+    ...facts,
   };
 }
 

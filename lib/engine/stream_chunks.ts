@@ -13,6 +13,8 @@ export interface RawOutput {
   meta_info?: {
     finish_reason?: { type: string; matched?: number | string | null; message?: string } | null;
     completion_tokens?: number;
+    /** Prompt tokens served from the prefix cache. */
+    cached_tokens?: number;
     output_token_logprobs?: [number, number, unknown][];
     output_top_logprobs?: ([number, number, unknown][] | null)[];
     weight_version?: string;

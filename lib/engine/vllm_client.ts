@@ -68,6 +68,8 @@ interface VllmChoice {
 /** An answer, or one chunk of a streamed one. */
 interface VllmAnswer {
   choices?: VllmChoice[];
+  /** Token counts: on the answer, or a stream's last chunk (`stream_options.include_usage`). */
+  usage?: { prompt_tokens_details?: { cached_tokens?: number } | null } | null;
   error?: { message?: string };
 }
 
@@ -177,11 +179,13 @@ export class VllmClient implements Engine {
           const answer = JSON.parse(await body.text()) as VllmAnswer;
           const choice = answer.choices?.[0] ?? {};
           output.addSpanned(wire.chunk(choice, topK), choice.weight_versions, this.assumedVersion);
-          return callEnd(choice);
+          return callEnd(choice, answer.usage);
         }
         let final: VllmChoice | null = null;
+        let usage: VllmAnswer["usage"] = null;
         const from = output.ids.length;
         for await (const chunk of engineChunks<VllmAnswer>(body)) {
+          usage = chunk.usage ?? usage;
           const choice = chunk.choices?.[0];
           if (final || choice === undefined) continue; // past the end, or the usage chunk
           output.add(wire.chunk(choice, topK), this.assumedVersion);
@@ -192,7 +196,7 @@ export class VllmClient implements Engine {
         if (final?.weight_versions) output.relabel(from, final.weight_versions);
         // Older servers send no chunk for an abort that sampled nothing new: the stream just ends.
         if (final === null) return { aborted: "stream ended without a finish", reportedMs: 0 };
-        return callEnd(final);
+        return callEnd(final, usage);
       },
       refuse,
       routingHeaders(this.#routingKeys, VLLM_ROUTING_HEADER, req.routingKey),
@@ -246,15 +250,20 @@ interface Wire {
 /** `POST /inference/v1/generate`: `token_ids` and vLLM's `SamplingParams`. */
 const GENERATE: Wire = {
   path: "/inference/v1/generate",
-  body: (rid, inputIds, sampling, maxNew, topK, stream, salt) => [
-    encoder.encode(`{"request_id":"${rid}","token_ids":[`),
-    inputIds.ascii(),
-    encoder.encode(
-      `],"sampling_params":${
-        JSON.stringify(vllmSampling(sampling, maxNew, topK))
-      },"stream":${stream}${salt === null ? "" : `,"cache_salt":${JSON.stringify(salt)}`}}`,
-    ),
-  ],
+  body: (rid, inputIds, sampling, maxNew, topK, stream, salt) => {
+    const rest = JSON.stringify({
+      sampling_params: vllmSampling(sampling, maxNew, topK),
+      stream,
+      // The last chunk's usage holds the prompt tokens served from the prefix cache.
+      ...(stream ? { stream_options: { include_usage: true } } : {}),
+      ...(salt === null ? {} : { cache_salt: salt }),
+    });
+    return [
+      encoder.encode(`{"request_id":"${rid}","token_ids":[`),
+      inputIds.ascii(),
+      encoder.encode(`],${rest.slice(1)}`),
+    ];
+  },
   chunk: chunkOf,
 };
 
@@ -272,6 +281,7 @@ const COMPLETIONS: Wire = {
       ...fields,
       logprobs: topK,
       stream,
+      ...(stream ? { stream_options: { include_usage: true } } : {}),
       return_token_ids: true,
       return_tokens_as_token_ids: true,
       request_id: rid,
@@ -367,13 +377,14 @@ function chunkOf(choice: VllmChoice, topK: number): SampledChunk {
 }
 
 /** How a call's last choice says it ended (vLLM reports no time of its own). */
-function callEnd(choice: VllmChoice): CallEnd {
-  const reportedMs = 0;
+function callEnd(choice: VllmChoice, usage: VllmAnswer["usage"]): CallEnd {
+  const cached = usage?.prompt_tokens_details?.cached_tokens;
+  const facts = { reportedMs: 0, ...(typeof cached === "number" ? { cachedTokens: cached } : {}) };
   const finish = choice.finish_reason ?? "stop";
-  if (finish === "abort") return { aborted: "Aborted by the engine", reportedMs };
+  if (finish === "abort") return { aborted: "Aborted by the engine", ...facts };
   if (finish === "error") throw new EngineUnavailableError("Engine failed the generation");
   const engineFinish: EngineFinish = finish === "length"
     ? { type: "length" }
     : { type: "stop", matched: choice.stop_reason ?? null };
-  return { finish: engineFinish, reportedMs };
+  return { finish: engineFinish, ...facts };
 }

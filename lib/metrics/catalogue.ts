@@ -132,6 +132,12 @@ export const CATALOGUE = {
     type: "counter",
     labels: [],
   }),
+  cachedTokens: spec({
+    name: "rollout_gateway_cached_tokens_total",
+    help: "Prompt tokens of recorded turns the engine reported served from its prefix cache.",
+    type: "counter",
+    labels: [],
+  }),
   sampledTokens: spec({
     name: "rollout_gateway_sampled_tokens_total",
     help: "Tokens sampled by the engine in recorded turns.",

@@ -9,6 +9,7 @@
 import type { GenerationState } from "./_generation_state.ts";
 import { Output } from "./_output.ts";
 import { NOTHING, type OutputLimits, plan, sglangLimits } from "./_plan.ts";
+import type { PrefixCache } from "./_prefix_cache.ts";
 import { ABORTED } from "./_run.ts";
 import { type ChunkShape, cutShort, pauseFor, streamed } from "./_stream.ts";
 import type { EngineCall, Fault, Script } from "./script.ts";
@@ -26,6 +27,8 @@ export interface GenerateContext {
   script: Script;
   /** Sleep per output token, in milliseconds. */
   latencyMs: number;
+  /** What its prefix cache holds, for the `cached_tokens` it reports. */
+  readonly cache: PrefixCache;
 }
 
 /** A request as a dialect reads it. */
@@ -131,6 +134,7 @@ export async function generate(
     (typeof reply === "string" ? undefined : reply.latencyMs) ?? engine.latencyMs;
   const run = state.startRun(call.rid, request.signal);
   const out = new Output(call, tokens, parsed.topK, received, () => run.retractions, tokenizer);
+  out.cachedTokens = engine.cache.match(inputIds, parsed.cacheSalt);
   const finished = async (): Promise<Record<string, unknown>> => {
     const produced = await state.produce(
       run,
@@ -146,6 +150,7 @@ export async function generate(
   const answered = (final: Record<string, unknown>) => {
     call.output = out.ids();
     call.finishedAt = Date.now();
+    engine.cache.add([...inputIds, ...call.output], parsed.cacheSalt);
     options.onAnswer?.(call, String(final.type));
   };
   if (parsed.stream) {

@@ -10,6 +10,8 @@ import type { EngineCall } from "./script.ts";
 /** A call's output as produced so far, and its responses in SGLang's shape (sglang.md §1.3). */
 export class Output {
   produced = 0;
+  /** Prompt tokens its prefix cache served. */
+  cachedTokens = 0;
   /** Output tokens sampled under each weight version, as newer SGLang reports them. */
   readonly spans: { version: string; start: number; end: number }[] = [];
   /** Told when tokens were produced. */
@@ -54,7 +56,7 @@ export class Output {
         finish_reason: finish,
         prompt_tokens: this.call.inputIds.length,
         completion_tokens: this.produced,
-        cached_tokens: 0,
+        cached_tokens: this.cachedTokens,
         weight_version: version,
         weight_versions: this.spans.map((span) => ({ ...span })),
         num_retractions: this.retractions(),

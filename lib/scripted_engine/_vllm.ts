@@ -141,6 +141,7 @@ function completionsAnswer(
       prompt_tokens: out.call.inputIds.length,
       completion_tokens: out.produced,
       total_tokens: out.call.inputIds.length + out.produced,
+      prompt_tokens_details: { cached_tokens: out.cachedTokens },
     },
   };
 }
@@ -184,6 +185,7 @@ function vllmAnswer(
       prompt_tokens: out.call.inputIds.length,
       completion_tokens: out.produced,
       total_tokens: out.call.inputIds.length + out.produced,
+      prompt_tokens_details: { cached_tokens: out.cachedTokens },
     },
   };
 }

@@ -40,6 +40,8 @@ export interface ScriptedEngineOptions {
    * `/v1/completions`), or `completions` only, as servers older than 0.20 serve.
    */
   readonly vllmEndpoints?: "both" | "completions";
+  /** Sequences its prefix cache keeps for the `cached_tokens` it reports (32; 0: none). */
+  readonly prefixCacheEntries?: number;
 }
 
 /** A running scripted engine. */

@@ -452,6 +452,7 @@ async function generateAndRecord<Reply>(
     weightVersions: generation.weightVersions,
     versionSpans: generation.versionSpans,
     aborts: generation.aborts,
+    ...(generation.cachedTokens === undefined ? {} : { cachedTokens: generation.cachedTokens }),
     startsInReasoning: route.startsInReasoning,
     reasoning,
     toolNames: input.toolNames,
@@ -513,6 +514,7 @@ function countRecorded<Reply>(
 ): void {
   metrics.turns.inc(prepared.route.kind);
   metrics.promptTokens.add(turn.inputLen);
+  if (turn.cachedTokens !== undefined) metrics.cachedTokens.add(turn.cachedTokens);
   metrics.sampledTokens.add(turn.outputLen);
   for (const flag of flags) metrics.turnFlags.inc(flag);
   metrics.engineSeconds.observe(engineMs / 1000);

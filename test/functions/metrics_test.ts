@@ -127,12 +127,32 @@ Deno.test("a scripted episode moves the counters by exactly its turns, tokens, f
     const prompts = calls.filter((c) => c !== resumed).map((c) => c.inputIds.length);
     const sampled = calls.map((c) => c.output!.length);
     const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
+    // The engine's prefix cache: each turn's first call reuses the longest prefix an earlier
+    // call's prompt + output gave it (all but the prompt's last token at most).
+    const shared = (a: number[], b: number[]) => {
+      let n = 0;
+      while (n < a.length && n < b.length && a[n] === b[n]) n++;
+      return n;
+    };
+    const cached = calls.filter((c) => c !== resumed).map((c) =>
+      Math.max(
+        0,
+        ...calls.slice(0, calls.indexOf(c)).map((earlier) =>
+          Math.min(
+            shared([...earlier.inputIds, ...earlier.output!], c.inputIds),
+            c.inputIds.length - 1,
+          )
+        ),
+      )
+    );
+    assert.ok(sum(cached) > 0, "later turns found their prefix cached");
     assert.deepEqual(moved(before, after), {
       'rollout_gateway_turns_total{route="start",worker="0"}': 1,
       'rollout_gateway_turns_total{route="append",worker="0"}': 2,
       'rollout_gateway_turns_total{route="replay",worker="0"}': 1,
       'rollout_gateway_turns_total{route="rewind",worker="0"}': 1,
       'rollout_gateway_prompt_tokens_total{worker="0"}': sum(prompts),
+      'rollout_gateway_cached_tokens_total{worker="0"}': sum(cached),
       'rollout_gateway_sampled_tokens_total{worker="0"}': sum(sampled),
       'rollout_gateway_turn_flags_total{flag="engine_aborted",worker="0"}': 1,
       'rollout_gateway_turn_flags_total{flag="ill_formed",worker="0"}': 1,

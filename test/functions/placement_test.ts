@@ -103,3 +103,40 @@ Deno.test("without CACHE_SALT no request names a cache namespace", async () => {
     await gw.close();
   }
 });
+
+for (const api of ENGINE_APIS) {
+  Deno.test(
+    onEngine("each turn records the prompt tokens the engine served from its prefix cache", api),
+    async () => {
+      const gw = await startGateway({ env: engineEnv(api), script: () => "Noted." });
+      try {
+        const { id, token } = await gw.openSession();
+        const client = gw.anthropic(token);
+        const first = [{ role: "user" as const, content: "Remember this." }];
+        const reply = await client.messages.create({ model: "m", max_tokens: 16, messages: first });
+        await client.messages.create({
+          model: "m",
+          max_tokens: 16,
+          messages: [
+            ...first,
+            { role: "assistant", content: reply.content },
+            { role: "user", content: "And this." },
+          ],
+        });
+        const [one, two] = gw.engine.calls;
+        const raw = await gw.fetch(`/sessions/${id}/samples?format=raw`, {
+          headers: ADMIN_HEADERS,
+        });
+        const [chain] = (await raw.json()).chains;
+        // The second turn's prompt starts with everything the first one read and sampled.
+        assert.deepEqual(
+          chain.turns.map((turn: { cachedTokens?: number }) => turn.cachedTokens),
+          [0, one.inputIds.length + one.output!.length],
+        );
+        assert.ok(two.inputIds.length > one.inputIds.length + one.output!.length);
+      } finally {
+        await gw.close();
+      }
+    },
+  );
+}

@@ -150,7 +150,7 @@ export async function generate(
   const answered = (final: Record<string, unknown>) => {
     call.output = out.ids();
     call.finishedAt = Date.now();
-    engine.cache.add([...inputIds, ...call.output], parsed.cacheSalt);
+    engine.cache.add(inputIds, call.output, parsed.cacheSalt);
     options.onAnswer?.(call, String(final.type));
   };
   if (parsed.stream) {

@@ -2,7 +2,12 @@
  * The scripted engine's prefix cache, as far as an engine reports it: each finished call's
  * sequence (prompt + output) is kept, the least recently used dropped past a bound, and a new
  * call's `cached_tokens` is the longest prefix of its prompt a kept sequence of the same cache
- * namespace (`cache_salt`) starts with. No KV is simulated: only the count an engine reports.
+ * namespace (`cache_salt`) starts with, one short of the whole prompt (an engine always computes
+ * the last prompt token). No KV is simulated: only the count an engine reports.
+ *
+ * Sequences are compared as vLLM's prefix cache keys them: by chained hashes of fixed-size blocks
+ * (each block's hash covers every token before it), so a long history costs one pass to hash and
+ * a block-by-block walk per kept sequence, and only the last, partly shared block token by token.
  *
  * @module
  */
@@ -10,36 +15,88 @@
 /** Sequences kept by default. */
 export const PREFIX_CACHE_ENTRIES = 32;
 
+/** Tokens per hashed block. */
+const BLOCK = 64;
+
+/**
+ * A kept sequence: its prompt and output as they were (not copied), and the chained hash of each
+ * whole block of them, computed when a match first needs it (as an engine matches at prefill):
+ * nothing runs once the call has answered.
+ */
+interface Entry {
+  readonly salt: string;
+  readonly prompt: readonly number[];
+  readonly output: readonly number[];
+  /** The prompt's block hashes, when its match computed them. */
+  readonly promptBlocks: readonly number[] | null;
+  blocks: readonly number[] | null;
+}
+
+/** Token `n` of `entry`'s sequence (prompt, then output). */
+function tokenAt(entry: Entry, n: number): number {
+  return n < entry.prompt.length ? entry.prompt[n] : entry.output[n - entry.prompt.length];
+}
+
+/** `entry`'s block hashes, computed once. */
+function blocksOf(entry: Entry): readonly number[] {
+  entry.blocks ??= blockHashes([...entry.prompt, ...entry.output], entry.promptBlocks ?? []);
+  return entry.blocks;
+}
+
+/**
+ * The chained hash of each whole block of `ids` (FNV-1a over the tokens, seeded with the block
+ * before), continuing `from` (the blocks of a prefix of `ids`) when given.
+ */
+function blockHashes(ids: readonly number[], from: readonly number[] = []): number[] {
+  const blocks = [...from];
+  let hash = blocks.at(-1) ?? 0x811c9dc5;
+  for (let b = blocks.length; (b + 1) * BLOCK <= ids.length; b++) {
+    for (let i = b * BLOCK; i < (b + 1) * BLOCK; i++) hash = Math.imul(hash ^ ids[i], 0x01000193);
+    blocks.push(hash >>> 0);
+  }
+  return blocks;
+}
+
 /** Finished sequences, most recently used last. */
 export class PrefixCache {
-  readonly #entries: { salt: string; ids: readonly number[] }[] = [];
+  readonly #entries: Entry[] = [];
+  /** The block hashes of the prompt last matched, for its sequence when the call finishes. */
+  #last: { readonly prompt: readonly number[]; readonly blocks: readonly number[] } | null = null;
 
   constructor(readonly capacity = PREFIX_CACHE_ENTRIES) {}
 
   /**
-   * Prompt tokens of `prompt` a kept sequence of namespace `salt` covers (one short of the
-   * whole prompt, as an engine always computes the last prompt token); the sequence found is
+   * Prompt tokens of `prompt` a kept sequence of namespace `salt` covers; the sequence found is
    * used again.
    */
   match(prompt: readonly number[], salt = ""): number {
+    if (this.capacity === 0) return 0;
+    const blocks = blockHashes(prompt);
+    this.#last = { prompt, blocks };
+    const limit = prompt.length - 1;
     let best = 0;
     let at = -1;
-    const limit = prompt.length - 1;
-    this.#entries.forEach((entry, i) => {
-      if (entry.salt !== salt) return;
-      const end = Math.min(limit, entry.ids.length);
-      let n = 0;
-      while (n < end && entry.ids[n] === prompt[n]) n++;
-      if (n > best) [best, at] = [n, i];
-    });
+    for (let i = this.#entries.length - 1; i >= 0 && best < limit; i--) {
+      const entry = this.#entries[i];
+      if (entry.salt !== salt) continue;
+      const kept = blocksOf(entry);
+      const whole = Math.min(blocks.length, kept.length);
+      let b = 0;
+      while (b < whole && blocks[b] === kept[b]) b++;
+      let n = b * BLOCK;
+      const end = Math.min(limit, entry.prompt.length + entry.output.length);
+      while (n < end && tokenAt(entry, n) === prompt[n]) n++;
+      if (n > best) [best, at] = [Math.min(n, limit), i];
+    }
     if (at >= 0) this.#entries.push(...this.#entries.splice(at, 1));
     return best;
   }
 
   /** Keeps a finished call's sequence, dropping the least recently used past the bound. */
-  add(ids: readonly number[], salt = ""): void {
+  add(prompt: readonly number[], output: readonly number[], salt = ""): void {
     if (this.capacity === 0) return;
-    this.#entries.push({ salt, ids });
+    const promptBlocks = this.#last?.prompt === prompt ? this.#last.blocks : null;
+    this.#entries.push({ salt, prompt, output, promptBlocks, blocks: null });
     if (this.#entries.length > this.capacity) this.#entries.shift();
   }
 }

@@ -18,18 +18,21 @@ export const PREFIX_CACHE_ENTRIES = 32;
 /** Tokens per hashed block. */
 const BLOCK = 64;
 
+/** FNV-1a's offset basis: the hash before the first block. */
+const SEED = 0x811c9dc5;
+
 /**
  * A kept sequence: its prompt and output as they were (not copied), and the chained hash of each
- * whole block of them, computed when a match first needs it (as an engine matches at prefill):
- * nothing runs once the call has answered.
+ * whole block of them, computed only as far as a match walks (as an engine matches at prefill):
+ * nothing runs once the call has answered, and a sequence that parts from a prompt early costs
+ * the blocks they share.
  */
 interface Entry {
   readonly salt: string;
   readonly prompt: readonly number[];
   readonly output: readonly number[];
-  /** The prompt's block hashes, when its match computed them. */
-  readonly promptBlocks: readonly number[] | null;
-  blocks: readonly number[] | null;
+  /** Block hashes computed so far (the prompt's, when its match computed them). */
+  readonly blocks: number[];
 }
 
 /** Token `n` of `entry`'s sequence (prompt, then output). */
@@ -37,20 +40,25 @@ function tokenAt(entry: Entry, n: number): number {
   return n < entry.prompt.length ? entry.prompt[n] : entry.output[n - entry.prompt.length];
 }
 
-/** `entry`'s block hashes, computed once. */
-function blocksOf(entry: Entry): readonly number[] {
-  entry.blocks ??= blockHashes([...entry.prompt, ...entry.output], entry.promptBlocks ?? []);
-  return entry.blocks;
+/** The hash of `entry`'s block `b`, hashing the blocks before it first; `null` past its end. */
+function blockOf(entry: Entry, b: number): number | null {
+  const length = entry.prompt.length + entry.output.length;
+  const { blocks } = entry;
+  while (blocks.length <= b && (blocks.length + 1) * BLOCK <= length) {
+    let hash = blocks.at(-1) ?? SEED;
+    for (let i = blocks.length * BLOCK; i < (blocks.length + 1) * BLOCK; i++) {
+      hash = Math.imul(hash ^ tokenAt(entry, i), 0x01000193);
+    }
+    blocks.push(hash >>> 0);
+  }
+  return b < blocks.length ? blocks[b] : null;
 }
 
-/**
- * The chained hash of each whole block of `ids` (FNV-1a over the tokens, seeded with the block
- * before), continuing `from` (the blocks of a prefix of `ids`) when given.
- */
-function blockHashes(ids: readonly number[], from: readonly number[] = []): number[] {
-  const blocks = [...from];
-  let hash = blocks.at(-1) ?? 0x811c9dc5;
-  for (let b = blocks.length; (b + 1) * BLOCK <= ids.length; b++) {
+/** The chained hash of each whole block of `ids`, the prompt of a match. */
+function blockHashes(ids: readonly number[]): number[] {
+  const blocks: number[] = [];
+  let hash = SEED;
+  for (let b = 0; (b + 1) * BLOCK <= ids.length; b++) {
     for (let i = b * BLOCK; i < (b + 1) * BLOCK; i++) hash = Math.imul(hash ^ ids[i], 0x01000193);
     blocks.push(hash >>> 0);
   }
@@ -79,10 +87,8 @@ export class PrefixCache {
     for (let i = this.#entries.length - 1; i >= 0 && best < limit; i--) {
       const entry = this.#entries[i];
       if (entry.salt !== salt) continue;
-      const kept = blocksOf(entry);
-      const whole = Math.min(blocks.length, kept.length);
       let b = 0;
-      while (b < whole && blocks[b] === kept[b]) b++;
+      while (b < blocks.length && blocks[b] === blockOf(entry, b)) b++;
       let n = b * BLOCK;
       const end = Math.min(limit, entry.prompt.length + entry.output.length);
       while (n < end && tokenAt(entry, n) === prompt[n]) n++;
@@ -95,8 +101,8 @@ export class PrefixCache {
   /** Keeps a finished call's sequence, dropping the least recently used past the bound. */
   add(prompt: readonly number[], output: readonly number[], salt = ""): void {
     if (this.capacity === 0) return;
-    const promptBlocks = this.#last?.prompt === prompt ? this.#last.blocks : null;
-    this.#entries.push({ salt, prompt, output, promptBlocks, blocks: null });
+    const blocks = this.#last?.prompt === prompt ? [...this.#last.blocks] : [];
+    this.#entries.push({ salt, prompt, output, blocks });
     if (this.#entries.length > this.capacity) this.#entries.shift();
   }
 }

@@ -38,8 +38,9 @@ for (const api of ENGINE_APIS) {
   );
 }
 
-Deno.test("ENGINE_PLACEMENT=none sends no routing key; router is the default", async () => {
+Deno.test("ENGINE_PLACEMENT=none sends no routing key, and without CACHE_SALT no namespace", async () => {
   assert.equal(resolveConfig({}).enginePlacement, "router");
+  assert.equal(resolveConfig({}).cacheSalt, "none");
   const gw = await startGateway({ env: { ENGINE_PLACEMENT: "none" }, script: () => "Done." });
   try {
     const { token } = await gw.openSession();
@@ -48,7 +49,10 @@ Deno.test("ENGINE_PLACEMENT=none sends no routing key; router is the default", a
       max_tokens: 16,
       messages: [{ role: "user", content: "hi" }],
     });
-    assert.deepEqual(gw.engine.calls.map((call) => call.routingKey), [undefined]);
+    assert.deepEqual(
+      gw.engine.calls.map((call) => [call.routingKey, call.cacheSalt]),
+      [[undefined, undefined]],
+    );
   } finally {
     await gw.close();
   }
@@ -88,21 +92,6 @@ for (const api of ENGINE_APIS) {
     },
   );
 }
-
-Deno.test("without CACHE_SALT no request names a cache namespace", async () => {
-  const gw = await startGateway({ script: () => "Done." });
-  try {
-    const { token } = await gw.openSession();
-    await gw.anthropic(token).messages.create({
-      model: "m",
-      max_tokens: 16,
-      messages: [{ role: "user", content: "hi" }],
-    });
-    assert.deepEqual(gw.engine.calls.map((call) => call.cacheSalt), [undefined]);
-  } finally {
-    await gw.close();
-  }
-});
 
 for (const api of ENGINE_APIS) {
   Deno.test(

@@ -65,7 +65,7 @@ export interface Deps extends TurnDeps {
   readonly control: EngineController;
   /** The dialect the engine speaks (`ENGINE_API`). */
   readonly dialect: EngineDialect;
-  /** The built-in scripted engine, when no `SGLANG_URL` is set. */
+  /** The built-in scripted engine, when no `ENGINE_URL` is set. */
   readonly scripted: ScriptedEngine | null;
   /** Where sandboxes come from unless a request says: `SANDBOX_BACKEND`. */
   readonly sandbox: SandboxBackend;
@@ -117,13 +117,13 @@ export interface DepsOverrides {
 
 /**
  * Opens KV, loads the tokenizer and connects the engine, starting the scripted engine when no
- * `SGLANG_URL` is configured.
+ * `ENGINE_URL` is configured.
  *
  * @example
  * ```ts
  * import { resolveConfig } from "../lib/config/mod.ts";
  * import { buildDeps } from "./_deps.ts";
- * // No SGLANG_URL: the built-in scripted engine answers.
+ * // No ENGINE_URL: the built-in scripted engine answers.
  * const deps = await buildDeps(resolveConfig({ KV_PATH: ":memory:" }));
  * await deps.close();
  * ```
@@ -418,11 +418,11 @@ export function banner(
 
 const BAR = "!".repeat(78);
 
-/** What the banner says when no `SGLANG_URL` is set. */
+/** What the banner says when no `ENGINE_URL` is set. */
 export const SCRIPTED_WARNING: readonly string[] = [
   BAR,
-  "!! SGLANG_URL is not set: answering with the BUILT-IN SCRIPTED ENGINE.",
-  "!! Its replies are canned text, not a model. Set SGLANG_URL to serve SGLang.",
+  "!! ENGINE_URL is not set: answering with the BUILT-IN SCRIPTED ENGINE.",
+  "!! Its replies are canned text, not a model. Set ENGINE_URL to serve a real engine.",
   BAR,
 ];
 

@@ -4,7 +4,7 @@
  * leases keep every session exact whichever worker serves a turn (docs/DESIGN.md §6.3, §7).
  *
  * The supervisor runs no requests itself. It picks the port, starts the built-in scripted engine
- * when no `SGLANG_URL` is set (one engine for all workers), starts the workers, prints the
+ * when no `ENGINE_URL` is set (one engine for all workers), starts the workers, prints the
  * banner once every one listens, restarts a worker that dies, and on SIGINT/SIGTERM stops them
  * gracefully. A worker's stdin is a pipe from the supervisor: when the supervisor dies, however
  * it dies, the pipe closes and the worker stops gracefully too, so no worker outlives it.

@@ -76,7 +76,7 @@ export const ConfigSchema = z.object({
   }),
   /**
    * Engine workers that pause, continue and weight-version calls go to; `null`: the router's
-   * own list of workers, or `sglangUrl` itself when it is one worker.
+   * own list of workers, or `engineUrl` itself when it is one worker.
    */
   engineWorkers: variable(
     "ENGINE_WORKERS",
@@ -88,7 +88,7 @@ export const ConfigSchema = z.object({
       shown: "the router's workers",
       meaning: "comma-separated engine worker URLs that `/engine/pause`, `/engine/continue` and " +
         "`/engine/weight_version` go to; unset: the router's `GET /workers` (or `/list_workers`), " +
-        "else `SGLANG_URL` itself",
+        "else `ENGINE_URL` itself",
     },
   ),
   /** `WORKERS` as written: `auto` (one per core) or a count; see {@linkcode Config.workers}. */

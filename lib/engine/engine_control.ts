@@ -38,10 +38,46 @@ const ANSWER_BYTES = 4096;
  * await engine.close();
  * ```
  */
+/** One control call to every worker: its path, and its JSON body when it has one. */
+export interface ControlCall {
+  readonly path: string;
+  readonly body?: unknown;
+}
+
+/** A dialect's control calls: what each control sends to every worker. */
+export interface ControlCalls {
+  pause(mode: PauseMode): ControlCall;
+  readonly continue: ControlCall;
+  /** Sent in order; the last one's answers are the result. */
+  setWeightVersion(version: string, abortAll: boolean): readonly ControlCall[];
+  /** The `GET` path of a worker's `{weight_version}`. */
+  readonly versionPath: string;
+}
+
+/**
+ * SGLang's: `/pause_generation {mode}`, `/continue_generation`, `/update_weight_version
+ * {new_version, abort_all_requests}` (the abort aborts running requests, which the gateway
+ * resumes), `GET /get_weight_version`.
+ */
+export const SGLANG_CONTROL: ControlCalls = {
+  pause: (mode) => ({ path: "/pause_generation", body: { mode } }),
+  continue: { path: "/continue_generation", body: {} },
+  setWeightVersion: (version, abortAll) => [{
+    path: "/update_weight_version",
+    body: { new_version: version, abort_all_requests: abortAll },
+  }],
+  versionPath: "/get_weight_version",
+};
+
+/** Pause, continue and weight versions across an engine's workers, in its dialect's calls. */
 export class EngineControl implements EngineController {
   readonly #workers: EngineWorkers;
 
-  constructor(readonly engineUrl: string, options: EngineControlOptions) {
+  constructor(
+    readonly engineUrl: string,
+    options: EngineControlOptions,
+    readonly calls: ControlCalls = SGLANG_CONTROL,
+  ) {
     this.#workers = new EngineWorkers(engineUrl, options);
   }
 
@@ -50,30 +86,33 @@ export class EngineControl implements EngineController {
     return this.#workers.list();
   }
 
-  /** Pauses generation on every worker (`/pause_generation`). */
   pause(mode: PauseMode): Promise<WorkerAnswer[]> {
-    return this.#workers.fanOut("POST", "/pause_generation", { mode });
+    return this.#send(this.calls.pause(mode));
   }
 
-  /** Continues generation on every worker (`/continue_generation`). */
   continue(): Promise<WorkerAnswer[]> {
-    return this.#workers.fanOut("POST", "/continue_generation", {});
+    return this.#send(this.calls.continue);
   }
 
   /**
-   * Names the weights every worker serves from now on (`/update_weight_version`): later tokens
-   * carry `version`. `abortAll` also aborts running requests (which the gateway resumes).
+   * Names the weights every worker serves from now on: later tokens carry `version`. `abortAll`
+   * also aborts running requests (which the gateway resumes).
    */
-  setWeightVersion(version: string, abortAll: boolean): Promise<WorkerAnswer[]> {
-    return this.#workers.fanOut("POST", "/update_weight_version", {
-      new_version: version,
-      abort_all_requests: abortAll,
-    });
+  async setWeightVersion(version: string, abortAll: boolean): Promise<WorkerAnswer[]> {
+    let answers: WorkerAnswer[] = [];
+    for (const call of this.calls.setWeightVersion(version, abortAll)) {
+      answers = await this.#send(call);
+    }
+    return answers;
   }
 
-  /** Each worker's current weight version (`GET /get_weight_version`). */
+  /** Each worker's current weight version. */
   weightVersions(): Promise<{ url: string; version: string }[]> {
-    return this.#workers.versions("/get_weight_version");
+    return this.#workers.versions(this.calls.versionPath);
+  }
+
+  #send(call: ControlCall): Promise<WorkerAnswer[]> {
+    return this.#workers.fanOut("POST", call.path, call.body);
   }
 }
 

@@ -7,7 +7,8 @@
  */
 import type { EngineDialect } from "./engine.ts";
 import { VllmClient } from "./vllm_client.ts";
-import { VLLM_PAUSE_MODES, VllmControl } from "./vllm_control.ts";
+import { EngineControl } from "./engine_control.ts";
+import { VLLM_CONTROL, VLLM_PAUSE_MODES } from "./vllm_control.ts";
 
 /** vLLM (`ENGINE_API=vllm`). */
 export const VLLM: EngineDialect = {
@@ -15,5 +16,5 @@ export const VLLM: EngineDialect = {
   title: "vLLM",
   pauseModes: VLLM_PAUSE_MODES,
   connect: (url, options) => new VllmClient(url, options),
-  control: (url, options) => new VllmControl(url, options),
+  control: (url, options) => new EngineControl(url, options, VLLM_CONTROL),
 };

@@ -7,50 +7,23 @@
  *
  * @module
  */
-import {
-  type EngineController,
-  type EngineControlOptions,
-  type PauseMode,
-  type WorkerAnswer,
-} from "./engine.ts";
-import { EngineWorkers } from "./engine_control.ts";
+import type { PauseMode } from "./engine.ts";
+import type { ControlCalls } from "./engine_control.ts";
 
 /** The pause modes vLLM's `/pause` takes, its default first. */
 export const VLLM_PAUSE_MODES: readonly PauseMode[] = ["abort", "wait", "keep"];
 
-/** Pause, resume and weight versions across vLLM's workers. */
-export class VllmControl implements EngineController {
-  readonly #workers: EngineWorkers;
-
-  constructor(readonly engineUrl: string, options: EngineControlOptions) {
-    this.#workers = new EngineWorkers(engineUrl, options);
-  }
-
-  workers(): Promise<string[]> {
-    return this.#workers.list();
-  }
-
-  /** `POST /pause?mode=` on every worker. */
-  pause(mode: PauseMode): Promise<WorkerAnswer[]> {
-    return this.#workers.fanOut("POST", `/pause?mode=${encodeURIComponent(mode)}`);
-  }
-
-  /** `POST /resume` on every worker. */
-  continue(): Promise<WorkerAnswer[]> {
-    return this.#workers.fanOut("POST", "/resume");
-  }
-
-  /**
-   * `POST /update_weight_version` on every worker; `abortAll` first aborts every running request
-   * (`/abort_requests` with no ids), which the gateway resumes under the new version.
-   */
-  async setWeightVersion(version: string, abortAll: boolean): Promise<WorkerAnswer[]> {
-    if (abortAll) await this.#workers.fanOut("POST", "/abort_requests", { request_ids: [] });
-    return await this.#workers.fanOut("POST", "/update_weight_version", { new_version: version });
-  }
-
-  /** Each worker's `GET /weight_info`. */
-  weightVersions(): Promise<{ url: string; version: string }[]> {
-    return this.#workers.versions("/weight_info");
-  }
-}
+/**
+ * vLLM's control calls: `POST /pause?mode=`, `POST /resume`, `POST /update_weight_version
+ * {new_version}` (with `abortAll`, first `/abort_requests` with no ids, which aborts every running
+ * request: the gateway resumes them under the new version), `GET /weight_info`.
+ */
+export const VLLM_CONTROL: ControlCalls = {
+  pause: (mode) => ({ path: `/pause?mode=${encodeURIComponent(mode)}` }),
+  continue: { path: "/resume" },
+  setWeightVersion: (version, abortAll) => [
+    ...(abortAll ? [{ path: "/abort_requests", body: { request_ids: [] } }] : []),
+    { path: "/update_weight_version", body: { new_version: version } },
+  ],
+  versionPath: "/weight_info",
+};

@@ -6,11 +6,12 @@
  */
 import assert from "node:assert/strict";
 import {
+  EngineControl,
   EngineRejectedError,
   EngineUnavailableError,
   samplingParams,
+  VLLM_CONTROL,
   VllmClient,
-  VllmControl,
   vllmSampling,
 } from "../../lib/engine/mod.ts";
 import {
@@ -131,7 +132,7 @@ for (const endpoint of ["generate", "completions"]) {
 
 Deno.test("VllmClient resumes a generation a pause aborted, under the version set meanwhile", async () => {
   await withVllm({ latencyMs: 5 }, async ({ engine, client, tokens }) => {
-    const control = new VllmControl(engine.url, { workers: null, timeoutMs: 5000 });
+    const control = new EngineControl(engine.url, { workers: null, timeoutMs: 5000 }, VLLM_CONTROL);
     const generation = client.generate({ inputIds: PROMPT, sampling: sampling(), onTokens() {} });
     await until(() => (engine.calls[0]?.produced ?? 0) > 3);
     await control.pause("abort");

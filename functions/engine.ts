@@ -52,12 +52,18 @@ export function createEngineApp(deps: EngineDeps): Hono {
   });
   app.post("/engine/weight_version", async (c) => {
     const { version, abort_all_requests } = await body(c.req.raw, VersionBody);
-    // The client first: requests resumed by the abort carry the new version's namespace.
-    deps.engine.versionSet?.(version);
-    return c.json({
-      version,
-      workers: await control.setWeightVersion(version, abort_all_requests),
-    });
+    // The client first: requests resumed by the abort carry the new version's namespace (and,
+    // where the engine names no versions, its label); taken back if the workers refuse the set.
+    const previous = deps.engine.versionSet?.(version);
+    try {
+      return c.json({
+        version,
+        workers: await control.setWeightVersion(version, abort_all_requests),
+      });
+    } catch (error) {
+      if (previous !== undefined) deps.engine.versionSet?.(previous);
+      throw error;
+    }
   });
   app.onError((error) => errorResponse(error, newRequestId(), errorOptions(deps)));
   return app;

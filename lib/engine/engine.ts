@@ -99,8 +99,9 @@ export interface Engine {
   /**
    * Told the weight version the trainer set through the gateway: what a dialect labels tokens
    * with when its engine names none, and the cache namespace under `CACHE_SALT=weight_version`.
+   * Resolves to the version it replaces, for a set the workers refused to be taken back.
    */
-  versionSet?(version: string): void;
+  versionSet?(version: string): string;
   /** Closes its connections; a pending generation fails. */
   close(): Promise<void>;
 }

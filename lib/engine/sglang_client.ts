@@ -69,8 +69,10 @@ export class SglangClient implements Engine {
     this.#saltByVersion = options.cacheSalt === "weight_version";
   }
 
-  versionSet(version: string): void {
+  versionSet(version: string): string {
+    const previous = this.#version;
     this.#version = version;
+    return previous;
   }
 
   generate(req: GenerateRequest): Promise<Generation> {

@@ -111,8 +111,10 @@ export class VllmClient implements Engine {
     );
   }
 
-  versionSet(version: string): void {
+  versionSet(version: string): string {
+    const previous = this.assumedVersion;
     this.assumedVersion = version;
+    return previous;
   }
 
   /** The endpoint calls go to now. */

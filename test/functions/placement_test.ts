@@ -129,3 +129,32 @@ for (const api of ENGINE_APIS) {
     },
   );
 }
+
+Deno.test("a weight version the workers refuse is taken back: later requests keep the old namespace", async () => {
+  const gw = await startGateway({
+    // A second worker nobody listens on: every set is refused there.
+    env: {
+      ENGINE_API: "vllm",
+      CACHE_SALT: "weight_version",
+      ENGINE_WORKERS: "http://127.0.0.1:9",
+    },
+    script: () => "Done.",
+  });
+  try {
+    const { token } = await gw.openSession();
+    const refused = await gw.fetch("/engine/weight_version", {
+      method: "POST",
+      headers: ADMIN_HEADERS,
+      body: JSON.stringify({ version: "13" }),
+    });
+    assert.equal(refused.status, 503);
+    await gw.anthropic(token).messages.create({
+      model: "m",
+      max_tokens: 16,
+      messages: [{ role: "user", content: "hi" }],
+    });
+    assert.deepEqual(gw.engine.calls.map((call) => call.cacheSalt), ["default"]);
+  } finally {
+    await gw.close();
+  }
+});

@@ -10,6 +10,7 @@ import type { GenerationState } from "./_generation_state.ts";
 import { Output } from "./_output.ts";
 import { NOTHING, type OutputLimits, plan, sglangLimits } from "./_plan.ts";
 import type { PrefixCache } from "./_prefix_cache.ts";
+import type { ScriptedSessions, SessionParams } from "./_sessions.ts";
 import { ABORTED } from "./_run.ts";
 import { type ChunkShape, cutShort, pauseFor, streamed } from "./_stream.ts";
 import type { EngineCall, Fault, Script } from "./script.ts";
@@ -29,6 +30,10 @@ export interface GenerateContext {
   latencyMs: number;
   /** What its prefix cache holds, for the `cached_tokens` it reports. */
   readonly cache: PrefixCache;
+  /** Its open engine sessions (SGLang's). */
+  readonly sessions: ScriptedSessions;
+  /** Aborted when the engine dies: its calls end with their connections cut. */
+  readonly life: () => AbortSignal;
 }
 
 /** A request as a dialect reads it. */
@@ -43,6 +48,8 @@ export interface ParsedCall {
   readonly stream: boolean;
   /** The request's prefix-cache namespace, when it named one. */
   readonly cacheSalt?: string;
+  /** Its engine session and the request it continues (SGLang's `session_params`). */
+  readonly session?: SessionParams;
 }
 
 /** How one dialect reads a generate request and shapes its answers. */
@@ -83,6 +90,7 @@ export function sglangDialect(options: ScriptedEngineOptions): GenerateDialect {
         topK: Number(body.top_logprobs_num ?? 0),
         stream: body.stream === true,
         ...(typeof body.cache_salt === "string" ? { cacheSalt: body.cache_salt } : {}),
+        ...sessionOf(body.session_params),
       };
     },
     error: (status, message) => Response.json({ error: { message } }, { status }),
@@ -91,6 +99,14 @@ export function sglangDialect(options: ScriptedEngineOptions): GenerateDialect {
     skipEmpty: false,
     routingHeader: "x-smg-routing-key",
   };
+}
+
+/** The `session_params` of a body, when it names a session. */
+function sessionOf(params: unknown): { session?: SessionParams } {
+  if (typeof params !== "object" || params === null) return {};
+  const { id, rid } = params as Record<string, unknown>;
+  if (typeof id !== "string") return {};
+  return { session: { id, rid: typeof rid === "string" ? rid : null } };
 }
 
 /** Answers one generate request in `dialect`. */
@@ -106,10 +122,17 @@ export async function generate(
   const parsed = dialect.parse(body);
   if ("error" in parsed) return dialect.error(400, parsed.error);
   const routingKey = request.headers.get(dialect.routingHeader);
-  const inputIds = parsed.inputIds;
+  // A session's request is built from the one it continues; an unknown session or parent aborts it.
+  const built = parsed.session
+    ? engine.sessions.begin(parsed.session, parsed.rid, parsed.inputIds)
+    : null;
+  const inputIds = built && "input" in built ? [...built.input] : parsed.inputIds;
+  const length = Number(request.headers.get("content-length") ?? NaN);
   const call: EngineCall = {
     rid: parsed.rid,
+    ...(Number.isFinite(length) ? { bodyBytes: length } : {}),
     inputIds,
+    ...(parsed.session ? { sentIds: parsed.inputIds, session: parsed.session.id } : {}),
     sampling: parsed.sampling,
     ...(parsed.cacheSalt === undefined ? {} : { cacheSalt: parsed.cacheSalt }),
     ...(routingKey === null ? {} : { routingKey }),
@@ -122,7 +145,11 @@ export async function generate(
   // While paused, a new call waits inside the engine until generation continues.
   while (state.pause !== null) await state.pause.continued;
   const script = engine.script;
-  const reply = fault?.kind === "hang" ? NOTHING : script(call, () => tokenizer.decode(inputIds));
+  const refused = built !== null && "abort" in built;
+  // A call the engine aborts at once (or one that hangs) takes no reply from the script.
+  const reply = fault?.kind === "hang" || refused
+    ? NOTHING
+    : script(call, () => tokenizer.decode(inputIds));
   const planned = plan(tokenizer, call, reply, options.spelling, parsed.limits);
   let tokens = planned.tokens;
   let finish: Record<string, unknown> = planned.finish;
@@ -130,11 +157,16 @@ export async function generate(
     tokens = tokens.slice(0, fault.after);
     finish = { ...ABORTED, message: "Abort before weight update" };
   }
+  if (built !== null && "abort" in built) {
+    tokens = [];
+    finish = { ...ABORTED, message: built.abort, status_code: 400 };
+  }
   const perToken = (fault?.kind === "slow" ? fault.latencyMs : undefined) ??
     (typeof reply === "string" ? undefined : reply.latencyMs) ?? engine.latencyMs;
   const run = state.startRun(call.rid, request.signal);
   const out = new Output(call, tokens, parsed.topK, received, () => run.retractions, tokenizer);
   out.cachedTokens = engine.cache.match(inputIds, parsed.cacheSalt);
+  call.cachedTokens = out.cachedTokens;
   const finished = async (): Promise<Record<string, unknown>> => {
     const produced = await state.produce(
       run,
@@ -151,6 +183,7 @@ export async function generate(
     call.output = out.ids();
     call.finishedAt = Date.now();
     engine.cache.add(inputIds, call.output, parsed.cacheSalt);
+    if (parsed.session) engine.sessions.finish(parsed.session.id, call.rid, call.output);
     options.onAnswer?.(call, String(final.type));
   };
   if (parsed.stream) {
@@ -162,10 +195,16 @@ export async function generate(
       incremental: dialect.incremental,
       dropAfterMs: fault?.kind === "drop" ? fault.afterMs : null,
       shape,
+      life: engine.life(),
     });
   }
   const version = state.weightVersion;
-  const final = await finished();
+  const life = engine.life();
+  const die = () => run.stop();
+  life.addEventListener("abort", die, { once: true });
+  const final = await finished().finally(() => life.removeEventListener("abort", die));
+  // A dead engine's answer never arrives whole.
+  if (life.aborted) return cutShort("{}");
   // A non-streamed answer reports the version it started under unless it sampled under others.
   const answer = dialect.answer(out, 0, final, out.spans.at(-1)?.version ?? version);
   if (fault?.kind === "drop") {

@@ -1,9 +1,11 @@
 /**
  * The scripted engine's prefix cache, as far as an engine reports it: each finished call's
- * sequence (prompt + output) is kept, the least recently used dropped past a bound, and a new
- * call's `cached_tokens` is the longest prefix of its prompt a kept sequence of the same cache
- * namespace (`cache_salt`) starts with, one short of the whole prompt (an engine always computes
- * the last prompt token). No KV is simulated: only the count an engine reports.
+ * sequence (prompt + output) is kept, the least recently used dropped past a bound (of sequences
+ * and of tokens), and a new call's `cached_tokens` is the longest prefix of its prompt a kept
+ * sequence of the same cache namespace (`cache_salt`) starts with, one short of the whole prompt
+ * (an engine always computes the last prompt token). A sequence that a newer one extends is
+ * dropped for it, as a radix tree holds a chain's turns as one path: the token bound counts each
+ * chain's longest sequence once. No KV is simulated: only the count an engine reports.
  *
  * Sequences are compared as vLLM's prefix cache keys them: by chained hashes of fixed-size blocks
  * (each block's hash covers every token before it), so a long history costs one pass to hash and
@@ -14,6 +16,9 @@
 
 /** Sequences kept by default. */
 export const PREFIX_CACHE_ENTRIES = 32;
+
+/** Tokens kept by default: about what one GPU's KV cache holds for a mid-sized model. */
+export const PREFIX_CACHE_TOKENS = 2_000_000;
 
 /** Tokens per hashed block. */
 const BLOCK = 64;
@@ -65,13 +70,41 @@ function blockHashes(ids: readonly number[]): number[] {
   return blocks;
 }
 
+/** The tokens of `entry`'s sequence. */
+function lengthOf(entry: Entry): number {
+  return entry.prompt.length + entry.output.length;
+}
+
 /** Finished sequences, most recently used last. */
 export class PrefixCache {
   readonly #entries: Entry[] = [];
-  /** The block hashes of the prompt last matched, for its sequence when the call finishes. */
-  #last: { readonly prompt: readonly number[]; readonly blocks: readonly number[] } | null = null;
+  /** Tokens of the kept sequences. */
+  #tokens = 0;
+  /**
+   * Each prompt matched whose call has not finished: its block hashes, for its sequence when the
+   * call finishes, and the kept sequence it wholly extends (dropped when its own is kept).
+   */
+  #matched = new WeakMap<
+    readonly number[],
+    { readonly blocks: readonly number[]; readonly extends: Entry | null }
+  >();
 
-  constructor(readonly capacity = PREFIX_CACHE_ENTRIES) {}
+  constructor(
+    readonly capacity = PREFIX_CACHE_ENTRIES,
+    readonly capacityTokens = PREFIX_CACHE_TOKENS,
+  ) {}
+
+  /** Tokens the kept sequences hold. */
+  get tokens(): number {
+    return this.#tokens;
+  }
+
+  /** Forgets everything (the engine restarted). */
+  clear(): void {
+    this.#entries.length = 0;
+    this.#tokens = 0;
+    this.#matched = new WeakMap();
+  }
 
   /**
    * Prompt tokens of `prompt` a kept sequence of namespace `salt` covers; the sequence found is
@@ -80,20 +113,22 @@ export class PrefixCache {
   match(prompt: readonly number[], salt = ""): number {
     if (this.capacity === 0) return 0;
     const blocks = blockHashes(prompt);
-    this.#last = { prompt, blocks };
     const limit = prompt.length - 1;
     let best = 0;
     let at = -1;
+    let extended: Entry | null = null;
     for (let i = this.#entries.length - 1; i >= 0 && best < limit; i--) {
       const entry = this.#entries[i];
       if (entry.salt !== salt) continue;
       let b = 0;
       while (b < blocks.length && blocks[b] === blockOf(entry, b)) b++;
       let n = b * BLOCK;
-      const end = Math.min(limit, entry.prompt.length + entry.output.length);
+      const end = Math.min(prompt.length, lengthOf(entry));
       while (n < end && tokenAt(entry, n) === prompt[n]) n++;
-      if (n > best) [best, at] = [Math.min(n, limit), i];
+      if (n === lengthOf(entry)) extended = entry;
+      if (Math.min(n, limit) > best) [best, at] = [Math.min(n, limit), i];
     }
+    this.#matched.set(prompt, { blocks, extends: extended });
     if (at >= 0) this.#entries.push(...this.#entries.splice(at, 1));
     return best;
   }
@@ -101,8 +136,20 @@ export class PrefixCache {
   /** Keeps a finished call's sequence, dropping the least recently used past the bound. */
   add(prompt: readonly number[], output: readonly number[], salt = ""): void {
     if (this.capacity === 0) return;
-    const blocks = this.#last?.prompt === prompt ? [...this.#last.blocks] : [];
-    this.#entries.push({ salt, prompt, output, blocks });
-    if (this.#entries.length > this.capacity) this.#entries.shift();
+    const last = this.#matched.get(prompt);
+    this.#matched.delete(prompt);
+    const extended = last?.extends ? this.#entries.indexOf(last.extends) : -1;
+    if (extended >= 0) this.#drop(extended);
+    this.#entries.push({ salt, prompt, output, blocks: last ? [...last.blocks] : [] });
+    this.#tokens += prompt.length + output.length;
+    while (
+      this.#entries.length > this.capacity ||
+      (this.#tokens > this.capacityTokens && this.#entries.length > 1)
+    ) this.#drop(0);
+  }
+
+  #drop(at: number): void {
+    const [entry] = this.#entries.splice(at, 1);
+    this.#tokens -= lengthOf(entry);
   }
 }

@@ -19,8 +19,9 @@ export type ChunkShape = (
 
 /**
  * The streaming response of a call (sglang.md §1.4): a `data:` chunk per emission, cumulative
- * or incremental, the final chunk with the finish reason, then `data: [DONE]`. A drop fault cuts
- * the connection instead of finishing. `shape` makes a chunk (SGLang's by default).
+ * or incremental, the final chunk with the finish reason, then `data: [DONE]`. A drop fault, or
+ * the engine dying, cuts the connection instead of finishing. `shape` makes a chunk (SGLang's by
+ * default).
  */
 export function streamed(
   out: Output,
@@ -28,7 +29,13 @@ export function streamed(
   finished: () => Promise<Record<string, unknown>>,
   answered: (finish: Record<string, unknown>) => void,
   version: () => string,
-  options: { incremental: boolean; dropAfterMs: number | null; shape?: ChunkShape },
+  options: {
+    incremental: boolean;
+    dropAfterMs: number | null;
+    shape?: ChunkShape;
+    /** Aborted when the engine dies: the connection is cut mid-stream. */
+    life?: AbortSignal;
+  },
 ): Response {
   const shape: ChunkShape = options.shape ?? ((from, finish, v) => out.chunk(from, finish, v));
   const encoder = new TextEncoder();
@@ -68,8 +75,21 @@ export function streamed(
           end();
         }, options.dropAfterMs);
       }
+      const die = () => {
+        run.stop();
+        if (!open) return;
+        open = false;
+        try {
+          controller.error(new Error("the engine died"));
+        } catch {
+          // the client is gone
+        }
+      };
+      if (options.life?.aborted) die();
+      else options.life?.addEventListener("abort", die, { once: true });
       finished().then((finish) => {
-        if (options.dropAfterMs !== null) return;
+        options.life?.removeEventListener("abort", die);
+        if (options.dropAfterMs !== null || options.life?.aborted) return;
         send(finish);
         write("data: [DONE]\n\n");
         end();

@@ -16,3 +16,4 @@ export {
 export { scriptedLogprob, scriptedTopLogprobs } from "./logprobs.ts";
 export type { PauseMode, ScriptedEngine, ScriptedEngineOptions } from "./types.ts";
 export { startScriptedEngine } from "./scripted_engine.ts";
+export { type ScriptedFleet, startScriptedFleet } from "./fleet.ts";

@@ -30,13 +30,22 @@ export type Reply =
 /** One `/generate` call as the engine received it. */
 export interface EngineCall {
   readonly rid: string;
+  /** The whole prompt (for an engine session's request, as the session built it). */
   readonly inputIds: number[];
+  /** The ids the request carried, when an engine session built `inputIds` from them. */
+  readonly sentIds?: number[];
+  /** The engine session the request named (SGLang's `session_params.id`). */
+  readonly session?: string;
   readonly sampling: Record<string, unknown>;
   /** The request's prefix-cache namespace (vLLM's `cache_salt`), when it named one. */
   readonly cacheSalt?: string;
   /** The key a router would place the request by (its dialect's header), when it sent one. */
   readonly routingKey?: string;
   readonly receivedAt: number;
+  /** The request body's length in bytes (its `content-length`). */
+  readonly bodyBytes?: number;
+  /** Prompt tokens its prefix cache served (the `cached_tokens` it reports). */
+  cachedTokens?: number;
   /** The tokens answered, once the call finished. */
   output?: number[];
   /** When the call finished (`Date.now()`). */

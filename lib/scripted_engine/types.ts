@@ -42,6 +42,8 @@ export interface ScriptedEngineOptions {
   readonly vllmEndpoints?: "both" | "completions";
   /** Sequences its prefix cache keeps for the `cached_tokens` it reports (32; 0: none). */
   readonly prefixCacheEntries?: number;
+  /** Tokens its prefix cache keeps (2,000,000), the least recently used dropped past them. */
+  readonly prefixCacheTokens?: number;
 }
 
 /** A running scripted engine. */
@@ -65,6 +67,25 @@ export interface ScriptedEngine {
   readonly weightUpdates: string[];
   /** The pause in force, or `null` while generating. */
   paused(): PauseMode | null;
+  /** Its engine sessions: those opened and closed, in order, and how many are open. */
+  readonly sessions: {
+    readonly opened: readonly string[];
+    readonly closed: readonly string[];
+    readonly size: number;
+  };
+  /** Tokens its prefix cache holds now. */
+  cachedTokens(): number;
+  /** The status its `/health` answers (200; 503 as a draining worker answers). */
+  setHealth(status: number): void;
+  /**
+   * Dies as a worker process does: running calls' connections are cut, its port refuses
+   * connections, its prefix cache and sessions are lost.
+   */
+  kill(): Promise<void>;
+  /** Comes back on the same port after {@linkcode ScriptedEngine.kill}, with nothing cached. */
+  revive(): void;
+  /** Serving now (not killed, not closed). */
+  alive(): boolean;
   close(): Promise<void>;
 }
 

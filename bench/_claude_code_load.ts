@@ -34,6 +34,20 @@ export function opening(session: number): MessageParam[] {
   }];
 }
 
+/** Appends `reply` and the agent's tool result for its call (output `salt` tells apart). */
+// deno-lint-ignore no-explicit-any
+export function answered(messages: MessageParam[], reply: any, salt: number): void {
+  messages.push({ role: "assistant", content: reply.content });
+  messages.push({
+    role: "user",
+    content: [{
+      type: "tool_result",
+      tool_use_id: reply.content[0].id,
+      content: filler(RESULT_LINES, salt),
+    }],
+  });
+}
+
 /** The request body of a turn, as JSON. */
 export function body(messages: MessageParam[]): string {
   return JSON.stringify({
@@ -73,15 +87,7 @@ export async function sweep(url: string, count: number, turns: number, salt: num
       const at = performance.now();
       const reply = await post(url, "/v1/messages", session.token, text);
       times.push(performance.now() - at);
-      messages.push({ role: "assistant", content: reply.content });
-      messages.push({
-        role: "user",
-        content: [{
-          type: "tool_result",
-          tool_use_id: reply.content[0].id,
-          content: filler(RESULT_LINES, salt + s * 31 + turn),
-        }],
-      });
+      answered(messages, reply, salt + s * 31 + turn);
     }
   }));
   return { ids, times, elapsed: (performance.now() - started) / 1000 };

@@ -15,6 +15,7 @@ import {
   type EngineController,
   type EngineDialect,
   engineDialect,
+  PlacedEngine,
 } from "../lib/engine/mod.ts";
 import { ChainCache, sharedSecret } from "../lib/kv/mod.ts";
 import {
@@ -50,7 +51,7 @@ import {
 import { agentInstalls, RolloutWorker } from "../lib/rollout/mod.ts";
 import type { LifecycleDeps } from "../lib/session/mod.ts";
 import { countedBackend, type SandboxBackend, sandboxBackends } from "../lib/sandbox/mod.ts";
-import { createMetrics, type GatewayMetrics } from "../lib/metrics/mod.ts";
+import { catalogueFor, createMetrics, type GatewayMetrics } from "../lib/metrics/mod.ts";
 
 /** Everything the functions are built from. */
 export interface Deps extends TurnDeps {
@@ -138,31 +139,52 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   );
   const tokenizer = await loadServedTokenizer(config, overrides.tokenizer);
   const formats = tokenizer.formats;
-  const metrics = createMetrics();
+  // Placed by the gateway, tokens are counted per engine worker: one series each.
+  const metrics = config.enginePlacement === "gateway"
+    ? createMetrics(catalogueFor({ engineWorkers: config.engineWorkers?.length ?? 0 }))
+    : createMetrics();
   const kv = overrides.kv ?? await openKv(config.kvPath);
   let scripted: ScriptedEngine | null = null;
   const dialect = dialectOf(config.engineApi);
+  if (config.engineSessions && !dialect.sessions) {
+    throw new ConfigError(
+      "ENGINE_SESSIONS",
+      `Invalid ENGINE_SESSIONS: the ${dialect.name} dialect has no engine sessions`,
+    );
+  }
+  const contextLength = config.contextLength ?? tokenizer.modelMaxLength ?? 32_768;
   let engine = overrides.engine;
   if (!engine) {
-    let url = config.engineUrl;
-    if (url === null) {
-      scripted = await startScriptedEngine({
-        tokenizer,
-        latencyMs: config.scriptedLatencyMs,
-        dialect: dialect.name,
-      });
-      url = scripted.url;
-    }
-    engine = dialect.connect(url, {
+    const options = {
       connections: config.engineConnections,
       timeoutMs: config.engineTimeoutMs,
       metrics,
       endpoint: config.vllmEndpoint,
       cacheSalt: config.cacheSalt,
       routingKeys: config.enginePlacement === "router",
-    });
+      ...(config.engineSessions
+        ? { engineSessions: { idleS: config.engineSessionIdleS, capacity: contextLength } }
+        : {}),
+    };
+    if (config.enginePlacement === "gateway") {
+      // Validated with the configuration: gateway placement names its workers.
+      engine = new PlacedEngine(
+        config.engineWorkers!.map((url) => ({ url, engine: dialect.connect(url, options) })),
+        { healthIntervalMs: config.engineHealthIntervalMs, metrics },
+      );
+    } else {
+      let url = config.engineUrl;
+      if (url === null) {
+        scripted = await startScriptedEngine({
+          tokenizer,
+          latencyMs: config.scriptedLatencyMs,
+          dialect: dialect.name,
+        });
+        url = scripted.url;
+      }
+      engine = dialect.connect(url, options);
+    }
   }
-  const contextLength = config.contextLength ?? tokenizer.modelMaxLength ?? 32_768;
   const backends = overrides.sandbox
     ? new Map([[overrides.sandbox.name, overrides.sandbox]])
     // Local sandboxes never see the gateway's KV folder.
@@ -176,7 +198,14 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   const sandbox = sandboxes.get(overrides.sandbox?.name ?? config.sandboxBackend)!;
   const holder = `${Deno.hostname()}:${Deno.pid}`;
   const lease = { ttlMs: config.leaseTtlMs, waitMs: config.lockWaitMs, metrics };
-  const lifecycle: LifecycleDeps = { kv, lease, holder, retentionMs: config.sessionRetentionMs };
+  const released = engine.release?.bind(engine);
+  const lifecycle: LifecycleDeps = {
+    kv,
+    lease,
+    holder,
+    retentionMs: config.sessionRetentionMs,
+    ...(released ? { released } : {}),
+  };
   const evaluation: EvaluateDeps = {
     backend: sandbox,
     judgers,

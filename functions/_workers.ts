@@ -50,7 +50,8 @@ interface Worker {
 export async function supervise(config: Config): Promise<number> {
   const port = config.port === 0 ? freePort(config.host) : config.port;
   const env: Record<string, string> = { PORT: String(port) };
-  const scripted = config.engineUrl === null
+  // Placed by the gateway, generation goes to ENGINE_WORKERS: no engine URL is needed.
+  const scripted = config.engineUrl === null && config.enginePlacement !== "gateway"
     ? await startScriptedEngine({
       tokenizer: await loadServedTokenizer(config),
       latencyMs: config.scriptedLatencyMs,

@@ -27,8 +27,10 @@ import {
   type Reply,
   type Script,
   type ScriptedEngine,
+  type ScriptedFleet,
   type Spelling,
   startScriptedEngine,
+  startScriptedFleet,
 } from "../lib/scripted_engine/mod.ts";
 import { buildDeps, type Deps, encoderPool } from "../functions/_deps.ts";
 import { createGatewayApp } from "../functions/serve.ts";
@@ -100,7 +102,10 @@ export interface TestGateway {
   openai(apiKey: string, options?: ClientOptions): OpenAI;
   readonly app: Hono;
   readonly deps: Deps;
+  /** The engine (with `workers`, the first worker). */
   readonly engine: ScriptedEngine;
+  /** The engine's workers, with `workers`: the gateway places generations on them. */
+  readonly fleet: ScriptedFleet | null;
   readonly kv: Deno.Kv;
   readonly tokenizer: ChatTokenizer;
   /** Every request the gateway received and what it answered, in arrival order. */
@@ -169,6 +174,24 @@ export function onEngine(name: string, api: string): string {
   return api === "sglang" ? name : `${name} (engine: ${api})`;
 }
 
+/**
+ * Two turns of one conversation ("Remember this.", then "And this." after the reply): the second
+ * prompt extends everything the first read and sampled.
+ */
+export async function twoTurns(client: Anthropic): Promise<void> {
+  const first = [{ role: "user" as const, content: "Remember this." }];
+  const reply = await client.messages.create({ model: "m", max_tokens: 16, messages: first });
+  await client.messages.create({
+    model: "m",
+    max_tokens: 16,
+    messages: [
+      ...first,
+      { role: "assistant", content: reply.content },
+      { role: "user", content: "And this." },
+    ],
+  });
+}
+
 /** Starts a gateway; `env` overrides configuration variables. */
 export async function startGateway(
   options: {
@@ -192,10 +215,15 @@ export async function startGateway(
     spelling?: Spelling;
     /** The fault an engine call plays when none is queued. */
     faultFor?: (call: EngineCall) => Fault | undefined;
+    /**
+     * Engine workers to start: the gateway places generations on them itself
+     * (`ENGINE_PLACEMENT=gateway`, `ENGINE_WORKERS` their URLs).
+     */
+    workers?: number;
   } = {},
 ): Promise<TestGateway> {
   const tok = options.tokenizer ?? await qwen3();
-  const engine = await startScriptedEngine({
+  const engineOptions = {
     tokenizer: tok,
     script: options.script,
     latencyMs: options.latencyMs,
@@ -204,7 +232,9 @@ export async function startGateway(
     faultFor: options.faultFor,
     // The engine speaks the dialect the gateway is configured for.
     dialect: options.env?.ENGINE_API ?? "sglang",
-  });
+  };
+  const fleet = options.workers ? await startScriptedFleet(options.workers, engineOptions) : null;
+  const engine = fleet?.workers[0] ?? await startScriptedEngine(engineOptions);
   const kv = options.kv ?? await Deno.openKv(":memory:");
   // Sandboxes, fixture repositories and bundles of this gateway only, removed on close.
   const sandboxRoot = await Deno.makeTempDir({ prefix: "rg-gw-" });
@@ -214,6 +244,13 @@ export async function startGateway(
     SGLANG_URL: engine.url,
     PING_INTERVAL_MS: "50",
     SANDBOX_ROOT: sandboxRoot,
+    ...(fleet
+      ? {
+        ENGINE_PLACEMENT: "gateway",
+        ENGINE_WORKERS: fleet.urls.join(","),
+        ENGINE_HEALTH_INTERVAL_MS: "100",
+      }
+      : {}),
     ...options.env,
   });
   const deps = await buildDeps(config, {
@@ -265,6 +302,7 @@ export async function startGateway(
     app,
     deps,
     engine,
+    fleet,
     kv,
     exchanges,
     tokenizer: tok,
@@ -296,7 +334,7 @@ export async function startGateway(
     close: async () => {
       await server?.shutdown();
       await deps.close();
-      await engine.close();
+      await (fleet ?? engine).close();
       if (!options.kv) kv.close();
       await Deno.remove(sandboxRoot, { recursive: true });
     },

@@ -264,6 +264,16 @@ ${lanes}<text class="lane-label" x="${LABEL_WIDTH}" y="${height - 6}">${when(t0)
   } s</text></svg>`;
 }
 
+/**
+ * The prompt tokens the engine served from its cache, and their share of the prompt (`—` when it
+ * reported none); the worker it ran on, as a tooltip, when the gateway placed it.
+ */
+function cacheHits(record: TurnRecord): Html | string {
+  if (record.cachedTokens === undefined) return "—";
+  const share = record.inputLen === 0 ? 0 : Math.floor(100 * record.cachedTokens / record.inputLen);
+  return html`<span title="${record.worker ?? ""}">${record.cachedTokens} (${share}%)</span>`;
+}
+
 /** A chain's turns, every one it recorded, with the facts a debugging engineer looks for. */
 function turnTable(header: ChainHeader, turns: readonly TimelineTurn[], base: string): Html {
   const href = `${base}/chains/${encodeURIComponent(header.id)}`;
@@ -277,6 +287,7 @@ function turnTable(header: ChainHeader, turns: readonly TimelineTurn[], base: st
           : html`<a href="${href}?turn=${record.index}">${record.index}</a>`}</td>
         <td>${record.route ?? "—"}</td>
         <td class="num">${record.inputLen}</td>
+        <td class="num cached">${cacheHits(record)}</td>
         <td class="num">${record.deltaLen}</td>
         <td class="num">${record.outputLen}</td>
         <td>${record.finishReason}</td>
@@ -297,6 +308,7 @@ function turnTable(header: ChainHeader, turns: readonly TimelineTurn[], base: st
           <th class="num">#</th>
           <th>route</th>
           <th class="num">prompt</th>
+          <th class="num" title="prompt tokens the engine served from its prefix cache">cached</th>
           <th class="num">delta</th>
           <th class="num">sampled</th>
           <th>finish</th>

@@ -72,6 +72,14 @@ export interface ChainHeader {
 }
 
 /**
+ * The name a chain goes by outside its session (its engine placement and engine session): chain
+ * ids are the session's own (`c0`, `c1`…).
+ */
+export function chainRef(sessionId: string, chainId: string): string {
+  return `${sessionId}:${chainId}`;
+}
+
+/**
  * The segment kind of a chain.
  *
  * @example
@@ -112,7 +120,10 @@ export interface TurnRecord {
   readonly closingLen: number;
   readonly finishReason: FinishReason;
   readonly stopSequence: string | null;
-  /** `ill_formed`, `roundtrip_mismatch`, `masked`, `engine_aborted`, `stream_diverged`. */
+  /**
+   * `ill_formed`, `roundtrip_mismatch`, `masked`, `engine_aborted`, `engine_failover`,
+   * `session_resent`, `stream_diverged`.
+   */
   readonly flags: readonly string[];
   /**
    * How its request was routed (the session layer's `RouteKind`: `start`, `append`, `rewind`,
@@ -138,6 +149,11 @@ export interface TurnRecord {
    * it reported none.
    */
   readonly cachedTokens?: number;
+  /**
+   * The engine worker that sampled it (`ENGINE_PLACEMENT=gateway`: a URL of `ENGINE_WORKERS`; the
+   * last one, when a worker died under the turn).
+   */
+  readonly worker?: string;
   /** The prompt ended inside `<think>`, so the output began as reasoning. */
   readonly startsInReasoning: boolean;
   /** The output holds reasoning. */

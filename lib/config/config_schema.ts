@@ -49,13 +49,35 @@ export const ConfigSchema = z.object({
       "`/inference/v1/generate`, vLLM ≥ 0.20; the RL controls need `VLLM_SERVER_DEV_MODE=1`)",
   }),
   /** How engine requests are placed on workers. */
-  enginePlacement: variable("ENGINE_PLACEMENT", z.enum(["router", "none"]), {
-    expected: "router or none",
+  enginePlacement: variable("ENGINE_PLACEMENT", z.enum(["router", "gateway", "none"]), {
+    expected: "router, gateway or none",
     fallback: "router",
     meaning: "`router`: each engine request carries its session's routing key for the router " +
       "at `ENGINE_URL` (`X-SMG-Routing-Key` for SGLang's model gateway, `x-session-id` for " +
       "vLLM's router), so a session's chains stay on the worker that has their prefix; " +
-      "`none`: no key",
+      "`gateway`: the gateway places each chain on one of `ENGINE_WORKERS` itself (consistent " +
+      "hashing with bounded load, health checks, failover); `none`: no key",
+  }),
+  /** How often each engine worker's `/health` is checked (`ENGINE_PLACEMENT=gateway`). */
+  engineHealthIntervalMs: variable("ENGINE_HEALTH_INTERVAL_MS", int(100, 600_000), {
+    fallback: "2000",
+    meaning: "with `ENGINE_PLACEMENT=gateway`: how often each worker's `/health` is checked; a " +
+      "worker failing it (or a generation) takes no generations until it passes again",
+  }),
+  /** Keep each chain in an SGLang engine session, later turns sending only their new tokens. */
+  engineSessions: variable("ENGINE_SESSIONS", bool, {
+    expected: "true or false",
+    fallback: "false",
+    meaning: "each chain opens an engine session (SGLang's `/open_session`) on its worker and " +
+      "later turns send only their new tokens (`session_params`); closed when the chain ends. " +
+      "Needs an engine dialect with sessions (`sglang`) and `ENGINE_PLACEMENT=gateway` or one " +
+      "worker at `ENGINE_URL`",
+  }),
+  /** Idle seconds after which the engine closes a chain's session itself. */
+  engineSessionIdleS: variable("ENGINE_SESSION_IDLE_S", int(10, 86_400), {
+    fallback: "1800",
+    meaning: "with `ENGINE_SESSIONS`: idle seconds after which the engine closes a chain's " +
+      "session itself (a backstop: the gateway closes it when the chain ends)",
   }),
   /** The engine's prefix-cache namespace of a request (its `cache_salt`). */
   cacheSalt: variable("CACHE_SALT", z.enum(["none", "weight_version"]), {

@@ -62,6 +62,13 @@ export function resolveConfig(env: Record<string, string | undefined>): Readonly
  */
 function joinVariables(parsed: ParsedConfig): Readonly<Config> {
   const { sandboxBackend, e2b, kvPath, workers, tokenizerPath, engineUrl, sglangUrl } = parsed;
+  if (parsed.enginePlacement === "gateway" && parsed.engineWorkers === null) {
+    throw new ConfigError(
+      "ENGINE_WORKERS",
+      "Invalid ENGINE_WORKERS: required when ENGINE_PLACEMENT is gateway (the workers it places " +
+        "generations on)",
+    );
+  }
   if (engineUrl !== null && sglangUrl !== null && engineUrl !== sglangUrl) {
     throw new ConfigError(
       "ENGINE_URL",

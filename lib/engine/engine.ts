@@ -43,6 +43,15 @@ export interface Generation {
    * it reports none.
    */
   readonly cachedTokens?: number;
+  /** The engine worker that sampled it, when the gateway placed it (`ENGINE_PLACEMENT=gateway`). */
+  readonly worker?: string;
+  /** Times a worker died under it and it went on on another (prompt + output so far). */
+  readonly failovers?: number;
+  /**
+   * The engine session's prompt did not match the chain (its reported `prompt_tokens` differ, or
+   * the session was gone): the prompt was sent again whole.
+   */
+  readonly sessionResent?: boolean;
 }
 
 /** Output positions `start..end` (end exclusive), sampled under weight `version`. */
@@ -58,6 +67,22 @@ export interface SampledTokens {
   readonly logprobs: readonly number[];
   /** The weight version that sampled them. */
   readonly weightVersion: string;
+  /** At each position the most likely tokens `[id, logprob]`, when they were asked for. */
+  readonly tops?: readonly (readonly [number, number])[][];
+}
+
+/** The chain a generation continues, for placing it and for its engine session. */
+export interface ChainRef {
+  /** The chain's id: its generations go to one worker, and share one engine session. */
+  readonly id: string;
+  /** A chain placed beside this one when its worker has room (a sub-agent's parent). */
+  readonly near?: string | null;
+  /**
+   * The request id of the chain's last turn, when this prompt is that turn's prompt and output
+   * extended (no rewind, no realignment): only then may an engine session send the new tokens
+   * alone.
+   */
+  readonly after?: string | null;
 }
 
 /** One generation request. */
@@ -81,6 +106,8 @@ export interface GenerateRequest {
    * reach the worker that has it cached: the dialect sends it as its router's key header.
    */
   readonly routingKey?: string;
+  /** The chain it continues: where the gateway places it, and its engine session. */
+  readonly chain?: ChainRef;
 }
 
 /**
@@ -102,6 +129,11 @@ export interface Engine {
    * Resolves to the version it replaces, for a set the workers refused to be taken back.
    */
   versionSet?(version: string): string;
+  /**
+   * These chains can no longer continue (their session closed, wiped, replaced or expired): their
+   * placement and engine sessions are let go. Best effort, never throws.
+   */
+  release?(chains: readonly string[]): void;
   /** Closes its connections; a pending generation fails. */
   close(): Promise<void>;
 }
@@ -140,6 +172,11 @@ export interface EngineClientOptions {
   readonly routingKeys?: boolean;
   /** The prefix-cache namespace of a request: none, or the weight version it is sampled under. */
   readonly cacheSalt?: "none" | "weight_version";
+  /**
+   * Keep each chain in an engine session (SGLang's `/open_session`), its later turns sending only
+   * their new tokens; closed after `idleS` seconds without a request, or when released.
+   */
+  readonly engineSessions?: { readonly idleS: number; readonly capacity: number };
 }
 
 /** A fixed-length request id (32 hex digits), so SGLang's prefix-matching abort hits one call. */
@@ -217,6 +254,8 @@ export interface EngineDialect {
   connect(url: string, options: EngineClientOptions): Engine;
   /** The pause modes its engine takes, the default first. */
   readonly pauseModes: readonly PauseMode[];
+  /** Its engine keeps sessions a chain's turns continue (`ENGINE_SESSIONS`). */
+  readonly sessions: boolean;
   /** A controller of the workers behind `url` (or the configured ones). */
   control(url: string, options: EngineControlOptions): EngineController;
 }

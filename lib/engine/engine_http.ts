@@ -141,6 +141,18 @@ export class EngineHttp {
     }
   }
 
+  /** POSTs `body` to `path` within the timeout; the answer's status and text. */
+  async ask(path: string, body: unknown): Promise<{ status: number; text: string }> {
+    const response = await request(`${this.url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      dispatcher: this.#agent,
+      signal: AbortSignal.timeout(this.timeoutMs),
+    });
+    return { status: response.statusCode, text: await response.body.text() };
+  }
+
   /** Best effort: POSTs `body` to `path`, its answer read and dropped, any failure ignored. */
   async tell(path: string, body: unknown): Promise<void> {
     try {

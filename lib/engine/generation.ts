@@ -149,6 +149,7 @@ export class GeneratedSoFar {
       ids: tokens.ids,
       logprobs: this.logprobs.slice(start),
       weightVersion: version,
+      ...(this.request.topLogprobs ? { tops: this.tops.slice(start) } : {}),
     });
   }
 

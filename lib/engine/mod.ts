@@ -14,3 +14,5 @@ export * from "./vllm_control.ts";
 export * from "./vllm.ts";
 export * from "./engine_http.ts";
 export * from "./dialects.ts";
+export * from "./placement.ts";
+export * from "./engine_sessions.ts";

@@ -71,6 +71,21 @@ export class PromptIds {
     return this.store.bytes.subarray(0, this.size);
   }
 
+  /**
+   * The last `count` ids as ASCII (a view, as {@linkcode PromptIds.ascii}): found by walking back
+   * over their digits only, so its cost is the tail's, not the sequence's.
+   */
+  tail(count: number): Uint8Array {
+    if (count >= this.length) return this.ascii();
+    if (count <= 0) return this.store.bytes.subarray(this.size, this.size);
+    const bytes = this.store.bytes;
+    let at = this.size;
+    for (let seen = 0; at > 0; at--) {
+      if (bytes[at - 1] === COMMA && ++seen === count) break;
+    }
+    return bytes.subarray(at, this.size);
+  }
+
   /** The last id, read from its digits; `undefined` when there is none. */
   last(): number | undefined {
     if (this.length === 0) return undefined;

@@ -13,6 +13,7 @@ import { SglangClient } from "./sglang_client.ts";
 export const SGLANG: EngineDialect = {
   name: "sglang",
   title: "SGLang",
+  sessions: true,
   pauseModes: ["abort", "retract", "in_place"],
   connect: (url, options) => new SglangClient(url, options),
   control: (url, options) => new EngineControl(url, options),

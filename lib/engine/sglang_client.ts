@@ -3,7 +3,8 @@
  * (reference sglang.md §1, §6): pooled connections with a per-origin cap, a fixed-length `rid`
  * per call, streamed (`stream: true`) when the caller wants tokens as they are sampled,
  * `/abort_request` when the caller gives up, and engine-side aborts (a weight update pausing the
- * engine) resumed by resubmitting prompt + partial output.
+ * engine) resumed by resubmitting prompt + partial output. With engine sessions
+ * (`engine_sessions.ts`), a chain's later turns send only their new tokens.
  *
  * @module
  */
@@ -11,10 +12,13 @@ import type { GatewayMetrics } from "../metrics/mod.ts";
 import {
   type Engine,
   type EngineClientOptions,
+  EngineRejectedError,
   EngineUnavailableError,
   type GenerateRequest,
   type Generation,
+  newRid,
 } from "./engine.ts";
+import { type EngineSession, EngineSessions } from "./engine_sessions.ts";
 import {
   type CallEnd,
   type GeneratedSoFar,
@@ -60,6 +64,8 @@ export class SglangClient implements Engine {
   readonly #saltByVersion: boolean;
   /** The weight version last set through the gateway: the cache namespace when salted. */
   #version = "default";
+  /** Each chain's engine session on this engine, with `ENGINE_SESSIONS`. */
+  readonly #sessions: EngineSessions | null;
 
   constructor(readonly url: string, options: EngineClientOptions) {
     this.#http = new EngineHttp(url, options.timeoutMs, options.connections);
@@ -67,6 +73,18 @@ export class SglangClient implements Engine {
     this.#metrics = options.metrics;
     this.#routingKeys = options.routingKeys ?? false;
     this.#saltByVersion = options.cacheSalt === "weight_version";
+    this.#sessions = options.engineSessions
+      ? new EngineSessions(this.#http, options.engineSessions)
+      : null;
+  }
+
+  release(chains: readonly string[]): void {
+    this.#sessions?.close(chains);
+  }
+
+  /** Settles once the engine has answered every session close told so far. */
+  async sessionsClosed(): Promise<void> {
+    await this.#sessions?.settled();
   }
 
   versionSet(version: string): string {
@@ -75,13 +93,67 @@ export class SglangClient implements Engine {
     return previous;
   }
 
-  generate(req: GenerateRequest): Promise<Generation> {
-    return generateResuming(
+  async generate(req: GenerateRequest): Promise<Generation> {
+    const session = req.chain && this.#sessions ? await this.#sessions.of(req.chain.id) : null;
+    if (session === null) {
+      return await generateResuming(
+        req,
+        req.sampling.max_new_tokens,
+        { maxResumes: this.#maxResumes, metrics: this.#metrics },
+        (rid, inputIds, maxNew, output) => this.#call(rid, req, inputIds, maxNew, output, null),
+      );
+    }
+    return await this.#generateInSession(req, session);
+  }
+
+  /**
+   * A generation in the chain's engine session: the first call sends only the tokens past the
+   * session's last request when the prompt extends it (`chain.after` names the turn that made
+   * it), else the whole prompt as a new root of the session; resumed calls send the whole prompt
+   * + output so far. A call the session cannot continue as the chain does (the prompt length the
+   * engine reports differs, or the session is gone) is sent again whole, outside the session,
+   * and the session opened again for the next turn.
+   */
+  async #generateInSession(req: GenerateRequest, session: EngineSession): Promise<Generation> {
+    const node = session.node;
+    session.node = null;
+    let last = "";
+    let resent = false;
+    const generation = await generateResuming(
       req,
       req.sampling.max_new_tokens,
       { maxResumes: this.#maxResumes, metrics: this.#metrics },
-      (rid, inputIds, maxNew, output) => this.#call(rid, req, inputIds, maxNew, output),
+      async (rid, inputIds, maxNew, output) => {
+        const continues = output.ids.length === 0 && node !== null &&
+          req.chain?.after === node.turn && inputIds.length > node.length;
+        const params = continues
+          ? { id: session.id, parent: node.rid, from: node.length }
+          : { id: session.id, parent: null, from: 0 };
+        if (!resent) {
+          try {
+            const end = await this.#call(rid, req, inputIds, maxNew, output, params);
+            last = rid;
+            return end;
+          } catch (error) {
+            if (!(error instanceof SessionMismatchError)) throw error;
+            resent = true;
+            this.#metrics?.engineSessionResends.inc();
+            if (error.unverifiable) this.#sessions!.disable();
+            else this.#sessions!.reopen(session);
+          }
+        }
+        last = "";
+        return await this.#call(newRid(), req, inputIds, maxNew, output, null);
+      },
     );
+    if (last !== "") {
+      session.node = {
+        rid: last,
+        turn: generation.rid,
+        length: (req.inputIds.length) + generation.outputIds.length,
+      };
+    }
+    return resent ? { ...generation, sessionResent: true } : generation;
   }
 
   /**
@@ -95,20 +167,38 @@ export class SglangClient implements Engine {
     inputIds: PromptIds,
     maxNew: number,
     output: GeneratedSoFar,
+    session: SessionCall | null,
   ): Promise<CallEnd> {
     const stream = req.onTokens !== undefined;
     const sampling = JSON.stringify({ ...req.sampling, max_new_tokens: maxNew });
+    const params = session === null
+      ? ""
+      : `"session_params":${JSON.stringify({ id: session.id, rid: session.parent })},`;
     const parts: [Uint8Array, Uint8Array, Uint8Array] = [
       encoder.encode(`{"rid":"${rid}","input_ids":[`),
-      inputIds.ascii(),
+      session?.parent ? inputIds.tail(inputIds.length - session.from) : inputIds.ascii(),
       encoder.encode(
         `],"sampling_params":${sampling},"return_logprob":true,${
           req.topLogprobs ? `"top_logprobs_num":${req.topLogprobs},` : ""
         }${
           this.#saltByVersion ? `"cache_salt":${JSON.stringify(this.#version)},` : ""
-        }"stream":${stream}}`,
+        }${params}"stream":${stream}}`,
       ),
     ];
+    // In a session, the engine builds the prompt: it must be the chain's, as long, or the call is
+    // sent again whole (an abort that sampled nothing: the session or its request was gone).
+    const check = (meta: RawOutput["meta_info"] | undefined, sampled: number) => {
+      if (session === null) return;
+      const gone = meta?.finish_reason?.type === "abort" && sampled === 0;
+      if (meta?.prompt_tokens === inputIds.length && !gone) return;
+      void this.#http.tell("/abort_request", { rid, abort_all: false });
+      throw new SessionMismatchError(
+        `Engine session ${session.id} built a prompt of ${meta?.prompt_tokens} tokens, ` +
+          `not ${inputIds.length}`,
+        // An engine that reports no prompt length cannot be checked: no sessions on it.
+        typeof meta?.prompt_tokens !== "number",
+      );
+    };
     // Routers have no `/abort_request`; the dropped connection aborts there.
     const onAbort = () => void this.#http.tell("/abort_request", { rid, abort_all: false });
     return this.#http.post(
@@ -120,6 +210,7 @@ export class SglangClient implements Engine {
         if (!stream) {
           const answer = JSON.parse(await body.text()) as RawOutput;
           const meta = answer.meta_info;
+          check(meta, (answer.output_ids ?? meta?.output_token_logprobs ?? []).length);
           output.addSpanned(
             sampled(newTokens(answer)),
             meta?.weight_versions,
@@ -129,9 +220,14 @@ export class SglangClient implements Engine {
         }
         const chunks = new ChunkReader();
         let final: RawOutput | null = null;
+        let checked = false;
         for await (const chunk of engineChunks<RawOutput>(body)) {
           if (final) continue;
-          output.add(sampled(chunks.next(chunk)), chunk.meta_info?.weight_version);
+          const tokens = sampled(chunks.next(chunk));
+          // Nothing of a session's call reaches the client before its prompt is known right.
+          if (!checked) check(chunk.meta_info, tokens.ids.length);
+          checked = true;
+          output.add(tokens, chunk.meta_info?.weight_version);
           if (chunk.meta_info?.finish_reason) final = chunk;
         }
         if (final) return callEnd(final);
@@ -148,6 +244,21 @@ export class SglangClient implements Engine {
 }
 
 const encoder = new TextEncoder();
+
+/** A call in an engine session: continuing request `parent` from token `from`, or a new root. */
+interface SessionCall {
+  readonly id: string;
+  readonly parent: string | null;
+  readonly from: number;
+}
+
+/** The engine session did not build the chain's prompt; the call is sent again whole. */
+class SessionMismatchError extends EngineRejectedError {
+  constructor(message: string, readonly unverifiable: boolean) {
+    super(message);
+    this.name = "SessionMismatchError";
+  }
+}
 
 /**
  * The header SGLang's model gateway places a request by (`consistent_hashing`, `manual`

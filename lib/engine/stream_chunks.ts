@@ -13,6 +13,8 @@ export interface RawOutput {
   meta_info?: {
     finish_reason?: { type: string; matched?: number | string | null; message?: string } | null;
     completion_tokens?: number;
+    /** The prompt's length as the engine read it (an engine session builds it). */
+    prompt_tokens?: number;
     /** Prompt tokens served from the prefix cache. */
     cached_tokens?: number;
     output_token_logprobs?: [number, number, unknown][];

@@ -14,6 +14,7 @@ import { VLLM_CONTROL, VLLM_PAUSE_MODES } from "./vllm_control.ts";
 export const VLLM: EngineDialect = {
   name: "vllm",
   title: "vLLM",
+  sessions: false,
   pauseModes: VLLM_PAUSE_MODES,
   connect: (url, options) => new VllmClient(url, options),
   control: (url, options) => new EngineControl(url, options, VLLM_CONTROL),

@@ -46,10 +46,19 @@ export const TURN_FLAGS = [
   "masked",
   "engine_aborted",
   "stream_diverged",
+  "engine_failover",
+  "session_resent",
 ] as const;
 
 /** A flag of a recorded turn. */
 export type TurnFlag = typeof TURN_FLAGS[number];
+
+/**
+ * The engine workers the gateway places generations on (`ENGINE_PLACEMENT=gateway`), by index in
+ * `ENGINE_WORKERS`: none in the catalogue itself; {@linkcode catalogueFor} names the configured
+ * ones, the same in every process of one configuration.
+ */
+const ENGINE_WORKER_LABELS: readonly string[] = [];
 
 /** The leases a request waits for: a session's, a chain's, any other. */
 export const LEASE_KINDS = ["session", "chain", "other"] as const;
@@ -168,6 +177,44 @@ export const CATALOGUE = {
     type: "counter",
     labels: [],
   }),
+  enginePromptTokens: spec({
+    name: "rollout_gateway_engine_prompt_tokens_total",
+    help: "Prompt tokens of generations the gateway placed, by engine worker (its index in " +
+      "ENGINE_WORKERS).",
+    type: "counter",
+    labels: [["engine_worker", ENGINE_WORKER_LABELS]],
+  }),
+  engineCachedTokens: spec({
+    name: "rollout_gateway_engine_cached_tokens_total",
+    help: "Prompt tokens of placed generations the worker served from its prefix cache.",
+    type: "counter",
+    labels: [["engine_worker", ENGINE_WORKER_LABELS]],
+  }),
+  enginePrefillTokens: spec({
+    name: "rollout_gateway_engine_prefill_tokens_total",
+    help: "Prompt tokens of placed generations the worker computed (prompt less cached).",
+    type: "counter",
+    labels: [["engine_worker", ENGINE_WORKER_LABELS]],
+  }),
+  engineWorkerFailures: spec({
+    name: "rollout_gateway_engine_worker_failures_total",
+    help: "Times an engine worker was taken out of placement: a failed generation or health check.",
+    type: "counter",
+    labels: [["engine_worker", ENGINE_WORKER_LABELS]],
+  }),
+  engineFailovers: spec({
+    name: "rollout_gateway_engine_failovers_total",
+    help: "Generations that went on on another engine worker after theirs failed.",
+    type: "counter",
+    labels: [],
+  }),
+  engineSessionResends: spec({
+    name: "rollout_gateway_engine_session_resends_total",
+    help: "Turns an engine session could not continue (its prompt length differed, or it was " +
+      "gone), sent again whole.",
+    type: "counter",
+    labels: [],
+  }),
   engineSeconds: spec({
     name: "rollout_gateway_engine_seconds",
     help: "Engine time of a recorded turn as the gateway saw it (every call of the generation).",
@@ -247,6 +294,33 @@ export const CATALOGUE = {
     labels: [],
   }),
 } as const;
+
+/**
+ * The catalogue with its per-engine-worker metrics labelled for `engineWorkers` workers (`"0"`,
+ * `"1"`…, their indexes in `ENGINE_WORKERS`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { catalogueFor } from "./catalogue.ts";
+ * const catalogue = catalogueFor({ engineWorkers: 2 });
+ * assert.deepEqual(catalogue.enginePromptTokens.labels, [["engine_worker", ["0", "1"]]]);
+ * ```
+ */
+export function catalogueFor(options: { readonly engineWorkers: number }): typeof CATALOGUE {
+  const labels = Array.from({ length: options.engineWorkers }, (_, i) => String(i));
+  const perWorker = <S extends MetricSpec>(spec: S): S => ({
+    ...spec,
+    labels: [["engine_worker", labels]],
+  });
+  return {
+    ...CATALOGUE,
+    enginePromptTokens: perWorker(CATALOGUE.enginePromptTokens),
+    engineCachedTokens: perWorker(CATALOGUE.engineCachedTokens),
+    enginePrefillTokens: perWorker(CATALOGUE.enginePrefillTokens),
+    engineWorkerFailures: perWorker(CATALOGUE.engineWorkerFailures),
+  };
+}
 
 /** The catalogue's shape: metrics by the name code uses. */
 export type Catalogue = Readonly<Record<string, MetricSpec>>;

@@ -5,7 +5,13 @@
  *
  * @module
  */
-import { type ChainHeader, type ChainRole, type SegmentKind, segmentKind } from "../chain/mod.ts";
+import {
+  type ChainHeader,
+  chainRef,
+  type ChainRole,
+  type SegmentKind,
+  segmentKind,
+} from "../chain/mod.ts";
 import {
   acquireLease,
   anyLeaseHeld,
@@ -43,6 +49,11 @@ export interface LifecycleDeps {
   /** How long a closed session is kept. */
   readonly retentionMs: number;
   readonly now?: () => number;
+  /**
+   * Told of chains that can no longer continue (their session closed or deleted): the engine
+   * lets their placement and engine sessions go.
+   */
+  readonly released?: (chains: readonly string[]) => void;
 }
 
 /** A session at a glance: its record's facts, its reward and its chain tree; times in epoch ms. */
@@ -318,7 +329,9 @@ export async function closeSession(
         closedAs: options.as ?? "completed",
       }, closedAt);
   });
-  return await readSessionSummary(deps.kv, sessionId);
+  const summary = await readSessionSummary(deps.kv, sessionId);
+  deps.released?.(summary.chains.map((chain) => chainRef(sessionId, chain.id)));
+  return summary;
 }
 
 /**
@@ -328,7 +341,11 @@ export async function closeSession(
  */
 export async function removeSession(deps: LifecycleDeps, sessionId: string): Promise<void> {
   await underLease(deps, sessionId, "delete", async () => {
+    const chains = deps.released
+      ? (await readSessionSummary(deps.kv, sessionId).catch(() => null))?.chains ?? []
+      : [];
     if (!(await deleteSession(deps.kv, sessionId))) throw new SessionNotFoundError(sessionId);
+    deps.released?.(chains.map((chain) => chainRef(sessionId, chain.id)));
   });
 }
 

@@ -104,6 +104,8 @@ export interface RoutedTurn {
   readonly messages: TurnMessages | null;
   /** The session keeps each turn's request messages (`record_messages`). */
   readonly recordMessages: boolean;
+  /** The chain this turn's new chain wiped: it can no longer continue (unless reopened). */
+  readonly retired?: string;
 }
 
 /** The planner's view of a turn's request. */
@@ -387,7 +389,11 @@ async function startChain<Reply>(
     metrics: deps.metrics,
   });
   if (versionstamp === null) return null;
-  return { ...planned, chain: { key, value: header, versionstamp } };
+  return {
+    ...planned,
+    chain: { key, value: header, versionstamp },
+    ...(replaced && plan.retireAs === "wiped" ? { retired: replaced.header.id } : {}),
+  };
 }
 
 /** A chain's first turn: the whole conversation rendered. */

@@ -13,6 +13,7 @@
  */
 import {
   type ChainHeader,
+  chainRef,
   closingTokens,
   survivesRoundTrip,
   type TurnEnd,
@@ -369,6 +370,8 @@ async function generateAndRecord<Reply>(
       stop: prepared.sampling.stop ?? [],
     })
     : null;
+  // A conversation this one wiped will not continue: its engine session and placement go.
+  if (route.retired) deps.engine.release?.([chainRef(input.sessionId, route.retired)]);
   const generation = await deps.engine.generate({
     rid: prepared.rid,
     inputIds: route.prompt,
@@ -379,6 +382,12 @@ async function generateAndRecord<Reply>(
     // A session's chains share their system prompt and tools, and a sub-agent its parent's
     // context: one key keeps them on the worker that has those cached.
     routingKey: input.sessionId,
+    chain: {
+      id: chainRef(input.sessionId, route.chainId),
+      near: route.chain.value?.parent ? chainRef(input.sessionId, route.chain.value.parent) : null,
+      // Only a prompt that extends the chain's last turn as it was may continue its engine session.
+      after: route.kind === "append" ? route.base.lastRid : null,
+    },
   });
   signal?.throwIfAborted();
 
@@ -404,6 +413,8 @@ async function generateAndRecord<Reply>(
   });
   if (parsed.illFormed.length > 0) flags.push("ill_formed");
   if (generation.aborts > 0) flags.push("engine_aborted");
+  if ((generation.failovers ?? 0) > 0) flags.push("engine_failover");
+  if (generation.sessionResent) flags.push("session_resent");
   if (masked) flags.push("masked");
   const reasoning = parsed.blocks.some((block) => block.type === "thinking");
   const { reply, identity } = input.reply({
@@ -453,6 +464,7 @@ async function generateAndRecord<Reply>(
     versionSpans: generation.versionSpans,
     aborts: generation.aborts,
     ...(generation.cachedTokens === undefined ? {} : { cachedTokens: generation.cachedTokens }),
+    ...(generation.worker === undefined ? {} : { worker: generation.worker }),
     startsInReasoning: route.startsInReasoning,
     reasoning,
     toolNames: input.toolNames,

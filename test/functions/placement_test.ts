@@ -6,7 +6,14 @@
  */
 import assert from "node:assert/strict";
 import { resolveConfig } from "../../lib/config/mod.ts";
-import { ADMIN_HEADERS, ENGINE_APIS, engineEnv, onEngine, startGateway } from "../_gateway.ts";
+import {
+  ADMIN_HEADERS,
+  ENGINE_APIS,
+  engineEnv,
+  onEngine,
+  startGateway,
+  twoTurns,
+} from "../_gateway.ts";
 
 for (const api of ENGINE_APIS) {
   Deno.test(
@@ -100,18 +107,7 @@ for (const api of ENGINE_APIS) {
       const gw = await startGateway({ env: engineEnv(api), script: () => "Noted." });
       try {
         const { id, token } = await gw.openSession();
-        const client = gw.anthropic(token);
-        const first = [{ role: "user" as const, content: "Remember this." }];
-        const reply = await client.messages.create({ model: "m", max_tokens: 16, messages: first });
-        await client.messages.create({
-          model: "m",
-          max_tokens: 16,
-          messages: [
-            ...first,
-            { role: "assistant", content: reply.content },
-            { role: "user", content: "And this." },
-          ],
-        });
+        await twoTurns(gw.anthropic(token));
         const [one, two] = gw.engine.calls;
         const raw = await gw.fetch(`/sessions/${id}/samples?format=raw`, {
           headers: ADMIN_HEADERS,

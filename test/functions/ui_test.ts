@@ -4,7 +4,13 @@
  * token view's ids, masks and logprobs equal the samples export whole, page by page.
  */
 import assert from "node:assert/strict";
-import { ADMIN_HEADERS, ADMIN_TOKEN, type SampleJson } from "../_gateway.ts";
+import {
+  ADMIN_HEADERS,
+  ADMIN_TOKEN,
+  type SampleJson,
+  startGateway,
+  twoTurns,
+} from "../_gateway.ts";
 import { type Seeded, seedGateway } from "../_ui_seed.ts";
 import { loginCookie } from "../../functions/ui/_auth.ts";
 
@@ -346,6 +352,29 @@ Deno.test("the viewer shows recorded sessions and rollouts as they were recorded
         }
       },
     );
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("a chain's turn table shows each turn's cache hits: tokens the engine served, and their share", async () => {
+  const gw = await startGateway({ workers: 2, script: () => "Noted." });
+  try {
+    const { id, token } = await gw.openSession();
+    await twoTurns(gw.anthropic(token));
+    const response = await gw.app.request(`/ui/sessions/${id}`, { headers: ADMIN_HEADERS });
+    const text = (await response.text()).replace(/\s+/g, " ");
+    const cells = [
+      ...text.matchAll(/<td class="num cached"><span title="([^"]*)">([^<]+)<\/span>/g),
+    ]
+      .map((m) => [m[1], m[2]]);
+    const [one, two] = gw.fleet!.workers.find((w) => w.calls.length > 0)!.calls;
+    const cached = one.inputIds.length + one.output!.length;
+    const worker = gw.fleet!.workers.find((w) => w.calls.length > 0)!.url;
+    assert.deepEqual(cells, [
+      [worker, "0 (0%)"],
+      [worker, `${cached} (${Math.floor(100 * cached / two.inputIds.length)}%)`],
+    ]);
   } finally {
     await gw.close();
   }

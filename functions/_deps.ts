@@ -21,6 +21,7 @@ import { ChainCache, sharedSecret } from "../lib/kv/mod.ts";
 import {
   type CachedChain,
   cachedChainTokens,
+  Dispatches,
   type TurnDeps,
   TurnLoad,
 } from "../lib/session/mod.ts";
@@ -259,6 +260,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     encoder,
     encoderPool: pool,
     load,
+    dispatches: new Dispatches(),
     // Characters of held messages and their identities, about 8 a token of history: sixteen
     // conversations of 256k tokens, or some 250 of Claude Code's early turns.
     identities: new IdentityMemo(2 * config.chainCacheTokens),

@@ -58,6 +58,12 @@ export async function* engineChunks<T>(body: AsyncIterable<Uint8Array>): AsyncGe
   }
 }
 
+/** The connection was closed or reset under a request before any answer came. */
+function closedBeforeAnswer(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code;
+  return code === "UND_ERR_SOCKET" || code === "ECONNRESET";
+}
+
 /** The router's key header (`name: key`) of a request, when keys are sent and it has one. */
 export function routingHeaders(
   send: boolean,
@@ -96,12 +102,12 @@ export class EngineHttp {
     headers: Readonly<Record<string, string>> = {},
   ): Promise<T> {
     signal?.throwIfAborted();
-    const { body, length } = requestBody(parts);
     const timeout = AbortSignal.timeout(this.timeoutMs);
     const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
     both.addEventListener("abort", onAbort, { once: true });
-    try {
-      const response = await request(`${this.url}${path}`, {
+    const send = () => {
+      const { body, length } = requestBody(parts);
+      return request(`${this.url}${path}`, {
         method: "POST",
         headers: {
           ...headers,
@@ -111,6 +117,14 @@ export class EngineHttp {
         body,
         dispatcher: this.#agent,
         signal: both,
+      });
+    };
+    try {
+      // A kept-alive connection the engine closed (it restarted, or timed the connection out)
+      // fails before any answer: the request never ran there, and goes once on a new connection.
+      const response = await send().catch((error) => {
+        if (both.aborted || !closedBeforeAnswer(error)) throw error;
+        return send();
       });
       if (response.statusCode >= 400) {
         const text = await response.body.text();

@@ -10,6 +10,7 @@ export * from "./route_snapshot.ts";
 export * from "./route.ts";
 export * from "./run_turn.ts";
 export * from "./turn_load.ts";
+export * from "./dispatches.ts";
 export * from "./output_feed.ts";
 export * from "./lifecycle.ts";
 export * from "./chain_page.ts";

@@ -45,6 +45,7 @@ import type { GatewayMetrics, TurnFlag } from "../metrics/mod.ts";
 import { EncodeCancelledError, parseOutput } from "../template/mod.ts";
 import { ChainConflictError } from "./errors.ts";
 import type { TurnLoad } from "./turn_load.ts";
+import type { Dispatches } from "./dispatches.ts";
 import { LiveOutput } from "./live_output.ts";
 import { OutputFeed } from "./output_feed.ts";
 import { parseTurnOutput, turnText } from "./output.ts";
@@ -64,6 +65,8 @@ export interface TurnDeps extends RouteDeps {
   readonly holder: string;
   /** Counts this process's running turns (what `adaptiveEncoder` asks); none without it. */
   readonly load?: TurnLoad;
+  /** Sub-agents by their dispatching call, to let a finished one's engine session go. */
+  readonly dispatches?: Dispatches;
 }
 
 /** A turn ready to generate (or to replay), holding its chain's lease until completed. */
@@ -370,8 +373,19 @@ async function generateAndRecord<Reply>(
       stop: prepared.sampling.stop ?? [],
     })
     : null;
-  // A conversation this one wiped will not continue: its engine session and placement go.
-  if (route.retired) deps.engine.release?.([chainRef(input.sessionId, route.retired)]);
+  // Chains that will not continue let their engine sessions and placements go: a conversation
+  // this one wiped, and sub-agents whose reports this turn's new messages carry.
+  if (deps.engine.release) {
+    const ended = route.retired ? [chainRef(input.sessionId, route.retired)] : [];
+    const dispatch = route.kind === "subagent" ? route.chain.value?.dispatch : null;
+    if (dispatch) {
+      deps.dispatches?.add(input.sessionId, dispatch, chainRef(input.sessionId, route.chainId));
+    }
+    if (route.messages) {
+      ended.push(...(deps.dispatches?.answered(input.sessionId, route.messages.messages) ?? []));
+    }
+    if (ended.length > 0) deps.engine.release(ended);
+  }
   const generation = await deps.engine.generate({
     rid: prepared.rid,
     inputIds: route.prompt,

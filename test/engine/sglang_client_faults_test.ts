@@ -148,3 +148,52 @@ Deno.test("SglangClient.generate() reads the message of SGLang's validation erro
     );
   });
 });
+
+Deno.test("SglangClient.generate() sends a request again, once, when its connection closes before any answer", async () => {
+  // A raw HTTP server whose first connection reads the request and closes (as a restarted engine
+  // leaves a kept-alive connection), and whose second answers.
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const requests: number[] = [];
+  const serving = (async () => {
+    let n = 0;
+    for await (const conn of listener) {
+      const index = n++;
+      (async () => {
+        const buffer = new Uint8Array(65_536);
+        let text = "";
+        while (!text.includes("\r\n\r\n") || !text.endsWith("}")) {
+          const read = await conn.read(buffer);
+          if (read === null) break;
+          text += new TextDecoder().decode(buffer.subarray(0, read));
+        }
+        requests.push(index);
+        if (index === 0) return conn.close();
+        const body = JSON.stringify({
+          output_ids: [9707],
+          meta_info: {
+            finish_reason: { type: "stop", matched: 9707 },
+            output_token_logprobs: [[-0.25, 9707, null]],
+            weight_version: "default",
+          },
+        });
+        await conn.write(new TextEncoder().encode(
+          `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`,
+        ));
+        conn.close();
+      })();
+    }
+  })();
+  const client = new SglangClient(`http://127.0.0.1:${listener.addr.port}`, {
+    connections: 4,
+    timeoutMs: 10_000,
+  });
+  try {
+    const generation = await client.generate({ inputIds: PROMPT, sampling: sampling(8) });
+    assert.deepEqual(generation.outputIds, [9707]);
+    assert.deepEqual(requests, [0, 1]);
+  } finally {
+    await client.close();
+    listener.close();
+    await serving.catch(() => {});
+  }
+});

@@ -175,6 +175,67 @@ Deno.test("a conversation the agent replaced (a wipe) has its engine session clo
   }
 });
 
+Deno.test("a sub-agent's engine session is closed once its parent reads its report", async () => {
+  const agentCall =
+    '<tool_call>\n{"name": "Agent", "arguments": {"prompt": "TASK-A: list files"}}\n</tool_call>';
+  const gw = await startGateway({
+    env: SESSIONS,
+    script: (_call, text) => {
+      const prompt = text();
+      const last = prompt.slice(prompt.lastIndexOf("<|im_start|>user"));
+      if (last.includes("Delegate")) return agentCall;
+      if (last.includes("TASK-A")) return "Sub-agent report: a b.";
+      return "All done.";
+    },
+  });
+  try {
+    const { id, token } = await gw.openSession();
+    const send = (messages: unknown[], system: string, agent?: string) =>
+      gw.fetch("/v1/messages", {
+        method: "POST",
+        headers: { "x-api-key": token, ...(agent ? { "x-claude-code-agent-id": agent } : {}) },
+        body: JSON.stringify({
+          model: "m",
+          max_tokens: 64,
+          system,
+          tools: [{ name: "Agent", input_schema: { type: "object" } }],
+          messages,
+        }),
+      }).then((response) => response.json());
+    const main = [{ role: "user", content: "Delegate the listing." }];
+    const dispatch = await send(main, "You are the main agent.");
+    const report = await send(
+      [{ role: "user", content: "TASK-A: list files" }],
+      "You are a sub-agent.",
+      "agent-1",
+    );
+    const sessions = [`rg-${id}:c0`, `rg-${id}:c1`];
+    assert.deepEqual(gw.engine.sessions.opened, sessions);
+    // The parent reads the sub-agent's report: the sub-agent will not continue.
+    await send([...main, { role: "assistant", content: dispatch.content }, {
+      role: "user",
+      content: [{
+        type: "tool_result",
+        tool_use_id: dispatch.content[0].id,
+        content: report.content[0].text,
+      }],
+    }], "You are the main agent.");
+    await (gw.deps.engine as SglangClient).sessionsClosed();
+    assert.deepEqual(gw.engine.sessions.closed, [`rg-${id}:c1`]);
+    assert.equal(gw.deps.dispatches?.size, 0);
+    const view = await gw.session(id);
+    assert.deepEqual(
+      view.chains.map((c: { id: string; children: string[] }) => [c.id, c.children]),
+      [
+        ["c0", ["c1"]],
+        ["c1", []],
+      ],
+    );
+  } finally {
+    await gw.close();
+  }
+});
+
 Deno.test("a chain's session follows it to another worker when its worker dies", async () => {
   let n = 0;
   const gw = await startGateway({ env: SESSIONS, workers: 2, script: () => reply(n++) });

@@ -89,7 +89,7 @@ Deno.test("a chain's turns land on one worker, and sessions spread over the work
   }
 });
 
-Deno.test("a sub-agent is placed beside its parent while that worker has room", async () => {
+Deno.test("sub-agents are placed beside their parent, and a side chain beside its session's", async () => {
   const gw = await startGateway({ workers: 3, script: () => "Done." });
   try {
     const { id, token } = await gw.openSession();
@@ -101,9 +101,24 @@ Deno.test("a sub-agent is placed beside its parent while that worker has room", 
         "x-claude-code-agent-id": agent,
       });
     }
+    // A helper of no agent with its own system prompt (a title): a side chain, by the session's key.
+    await client.messages.create({
+      model: "m",
+      max_tokens: 16,
+      system: "Title this conversation.",
+      messages: [{ role: "user", content: "Plan the work." }],
+    });
+    const { chains } = await raw(gw, id);
+    assert.deepEqual(chains.map((chain: { role: string }) => chain.role), [
+      "main",
+      "subagent",
+      "subagent",
+      "side",
+    ]);
     const workers = await chainWorkers(gw, id);
-    assert.equal(workers.length, 3);
-    assert.deepEqual(workers, [workers[0], workers[0], workers[0]]);
+    assert.deepEqual(workers, [[workers[0][0]], [workers[0][0]], [workers[0][0]], [
+      workers[0][0],
+    ]]);
   } finally {
     await gw.close();
   }

@@ -422,7 +422,11 @@ export function banner(
       deps.formats.reasoningParser ?? "none"
     }`,
     `  context:    ${deps.contextLength} tokens`,
-    `  engine:     ${deps.engine.url} (${deps.config.engineApi})`,
+    `  engine:     ${
+      deps.config.enginePlacement === "gateway"
+        ? `${deps.config.engineWorkers?.length} workers, placed by the gateway`
+        : deps.engine.url
+    } (${deps.config.engineApi}${deps.config.engineSessions ? ", engine sessions" : ""})`,
     `  sandboxes:  ${deps.sandbox.name}${
       deps.sandbox.location === undefined ? "" : ` (${deps.sandbox.location})`
     }, judgers: ${[...deps.judgers.keys()].join(", ")}`,

@@ -18,6 +18,7 @@ const LAYERS: ReadonlyMap<string, readonly string[]> = new Map([
   ["config", []],
   ["errors", []],
   ["timing", []],
+  ["vision", []],
   ["chat", ["cache"]],
   ["limits", ["errors"]],
   ["metrics", ["errors"]],

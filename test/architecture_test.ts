@@ -27,7 +27,7 @@ const LAYERS: ReadonlyMap<string, readonly string[]> = new Map([
   ["sandbox", ["config", "errors", "metrics", "timing"]],
   ["template", ["cache", "chat", "errors", "limits"]],
   ["evaluate", ["errors", "limits", "metrics", "sandbox"]],
-  ["scripted_engine", ["template"]],
+  ["scripted_engine", ["template", "vision"]],
   ["chain", ["chat", "engine", "kv"]],
   [
     "session",

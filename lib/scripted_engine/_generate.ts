@@ -13,7 +13,8 @@ import type { PrefixCache } from "./_prefix_cache.ts";
 import type { ScriptedSessions, SessionParams } from "./_sessions.ts";
 import { ABORTED } from "./_run.ts";
 import { type ChunkShape, cutShort, pauseFor, streamed } from "./_stream.ts";
-import type { EngineCall, Fault, Script } from "./script.ts";
+import type { EngineCall, Fault, Script, ScriptedImage } from "./script.ts";
+import { imageGrid, probeImage } from "../vision/mod.ts";
 import type { ScriptedEngineOptions } from "./types.ts";
 
 /** What `/generate` reads and records: the engine's options, script, latency, faults and log. */
@@ -50,6 +51,8 @@ export interface ParsedCall {
   readonly cacheSalt?: string;
   /** Its engine session and the request it continues (SGLang's `session_params`). */
   readonly session?: SessionParams;
+  /** Its images (`image_data`): base64 or `data:` URLs, in prompt order. */
+  readonly images?: readonly string[];
 }
 
 /** How one dialect reads a generate request and shapes its answers. */
@@ -91,6 +94,10 @@ export function sglangDialect(options: ScriptedEngineOptions): GenerateDialect {
         stream: body.stream === true,
         ...(typeof body.cache_salt === "string" ? { cacheSalt: body.cache_salt } : {}),
         ...sessionOf(body.session_params),
+        ...(body.image_data === undefined ? {} : {
+          images: (Array.isArray(body.image_data) ? body.image_data : [body.image_data])
+            .map(String),
+        }),
       };
     },
     error: (status, message) => Response.json({ error: { message } }, { status }),
@@ -99,6 +106,34 @@ export function sglangDialect(options: ScriptedEngineOptions): GenerateDialect {
     skipEmpty: false,
     routingHeader: "x-smg-routing-key",
   };
+}
+
+/**
+ * The images of `image_data` as the served vision model sees them, or why they are refused: the
+ * model takes no images, or one is not an image it reads.
+ */
+function imagesOf(
+  data: readonly string[],
+  options: ScriptedEngineOptions,
+): ScriptedImage[] | string {
+  if (!options.vision) return "This model takes no images (image_data was given)";
+  const images: ScriptedImage[] = [];
+  for (const item of data) {
+    const base64 = item.startsWith("data:") ? item.slice(item.indexOf(",") + 1) : item;
+    try {
+      const image = probeImage(base64, { maxBytes: 64 << 20, maxPixels: 1 << 28 });
+      const grid = imageGrid(options.vision.settings, image.width, image.height);
+      images.push({
+        digest: image.digest,
+        width: grid.width,
+        height: grid.height,
+        tokens: grid.tokens,
+      });
+    } catch (error) {
+      return `Failed to load image: ${(error as Error).message}`;
+    }
+  }
+  return images;
 }
 
 /** The `session_params` of a body, when it names a session. */
@@ -122,6 +157,8 @@ export async function generate(
   const parsed = dialect.parse(body);
   if ("error" in parsed) return dialect.error(400, parsed.error);
   const routingKey = request.headers.get(dialect.routingHeader);
+  const images = parsed.images ? imagesOf(parsed.images, engine.options) : null;
+  if (typeof images === "string") return dialect.error(400, images);
   // A session's request is built from the one it continues; an unknown session or parent aborts it.
   const built = parsed.session
     ? engine.sessions.begin(parsed.session, parsed.rid, parsed.inputIds)
@@ -133,12 +170,24 @@ export async function generate(
     ...(Number.isFinite(length) ? { bodyBytes: length } : {}),
     inputIds,
     ...(parsed.session ? { sentIds: parsed.inputIds, session: parsed.session.id } : {}),
+    ...(images ? { images } : {}),
     sampling: parsed.sampling,
     ...(parsed.cacheSalt === undefined ? {} : { cacheSalt: parsed.cacheSalt }),
     ...(routingKey === null ? {} : { routingKey }),
     receivedAt: Date.now(),
   };
   if (options.keepLog !== false) engine.calls.push(call);
+  if (options.vision) {
+    // As an engine matches image tokens to images: the prompt's pads must be the images' tokens.
+    const pads = inputIds.reduce((n, id) => n + (id === options.vision!.padId ? 1 : 0), 0);
+    const tokens = (images ?? []).reduce((n, image) => n + image.tokens, 0);
+    if (pads !== tokens) {
+      return dialect.error(
+        400,
+        `The prompt holds ${pads} image tokens; its ${images?.length ?? 0} image(s) take ${tokens}`,
+      );
+    }
+  }
   const fault = engine.faults.shift() ?? options.faultFor?.(call);
   if (fault?.kind === "unavailable") return new Response("Service Unavailable", { status: 503 });
   if (fault?.kind === "reject") return dialect.error(400, fault.message);

@@ -11,6 +11,7 @@ export {
   type Fault,
   type Reply,
   type Script,
+  type ScriptedImage,
   type Spelling,
 } from "./script.ts";
 export { scriptedLogprob, scriptedTopLogprobs } from "./logprobs.ts";

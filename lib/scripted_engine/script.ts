@@ -36,6 +36,8 @@ export interface EngineCall {
   readonly sentIds?: number[];
   /** The engine session the request named (SGLang's `session_params.id`). */
   readonly session?: string;
+  /** The images it was given (`image_data`), in order, as the model sees them. */
+  readonly images?: readonly ScriptedImage[];
   readonly sampling: Record<string, unknown>;
   /** The request's prefix-cache namespace (vLLM's `cache_salt`), when it named one. */
   readonly cacheSalt?: string;
@@ -54,6 +56,14 @@ export interface EngineCall {
   firstTokenAt?: number;
   /** Output tokens produced so far. */
   produced?: number;
+}
+
+/** An image a call was given: its identity, and its size and tokens as the model sees it. */
+export interface ScriptedImage {
+  readonly digest: string;
+  readonly width: number;
+  readonly height: number;
+  readonly tokens: number;
 }
 
 /** Chooses the reply to a call; `promptText` decodes the prompt on demand. */

@@ -6,6 +6,7 @@
  */
 import type { ChatTokenizer } from "../template/mod.ts";
 import type { EngineCall, Fault, Reply, Script, Spelling } from "./script.ts";
+import type { VisionSettings } from "../vision/mod.ts";
 
 /** Options of {@linkcode startScriptedEngine}. */
 export interface ScriptedEngineOptions {
@@ -44,6 +45,12 @@ export interface ScriptedEngineOptions {
   readonly prefixCacheEntries?: number;
   /** Tokens its prefix cache keeps (2,000,000), the least recently used dropped past them. */
   readonly prefixCacheTokens?: number;
+  /**
+   * It serves a vision-language model: `/generate` takes `image_data`, and the prompt must hold
+   * as many `padId` tokens as the images give under `settings` (else it is refused, as an engine
+   * refuses a prompt whose image tokens do not match its images). Without it, images are refused.
+   */
+  readonly vision?: { readonly settings: VisionSettings; readonly padId: number };
 }
 
 /** A running scripted engine. */

@@ -3,3 +3,4 @@
  * @module
  */
 export * from "./image_grid.ts";
+export * from "./image_probe.ts";

@@ -187,7 +187,8 @@ function continuing(full: () => number[]): Script {
 Deno.test("a worker dying under a streaming turn: the turn goes on on another after the tokens shown", async () => {
   const text = "One two three four five six seven eight nine ten eleven twelve.";
   let full: number[] = [];
-  const gw = await startGateway({ workers: 2, script: continuing(() => full), latencyMs: 15 });
+  const gw = await startGateway({ workers: 2, script: continuing(() => full), latencyMs: 40 });
+  // 40 ms a token: the worker is killed mid-stream however busy the machine.
   full = gw.tokenizer.encode(text);
   try {
     const { id, token } = await gw.openSession();

@@ -199,7 +199,10 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   const sandbox = sandboxes.get(overrides.sandbox?.name ?? config.sandboxBackend)!;
   const holder = `${Deno.hostname()}:${Deno.pid}`;
   const lease = { ttlMs: config.leaseTtlMs, waitMs: config.lockWaitMs, metrics };
-  const released = engine.release?.bind(engine);
+  // Only placement and engine sessions hold anything a chain that ends lets go: without them a
+  // session's delete reads no summary to tell the engine.
+  const holds = config.enginePlacement === "gateway" || config.engineSessions;
+  const released = holds ? engine.release?.bind(engine) : undefined;
   const lifecycle: LifecycleDeps = {
     kv,
     lease,

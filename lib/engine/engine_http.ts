@@ -121,7 +121,8 @@ export class EngineHttp {
     };
     try {
       // A kept-alive connection the engine closed (it restarted, or timed the connection out)
-      // fails before any answer: the request never ran there, and goes once on a new connection.
+      // fails before any answer: the request goes once more on a new connection. Only an answer
+      // read is ever recorded, so an engine that did take the first one forks nothing.
       const response = await send().catch((error) => {
         if (both.aborted || !closedBeforeAnswer(error)) throw error;
         return send();

@@ -55,11 +55,6 @@ export class EngineSessions {
     readonly options: { readonly idleS: number; readonly capacity: number },
   ) {}
 
-  /** Chains with a session now. */
-  get size(): number {
-    return this.#sessions.size;
-  }
-
   /** Chain `chain`'s open session, opened now if it has none; `null` when the engine has none. */
   async of(chain: string): Promise<EngineSession | null> {
     if (this.#unsupported) return null;

@@ -337,12 +337,11 @@ class Shown {
 
   add(tokens: SampledTokens): void {
     const start = this.ids.length;
-    this.ids.push(...tokens.ids);
-    this.logprobs.push(...tokens.logprobs);
-    if (this.withTops) {
-      for (let i = 0; i < tokens.ids.length; i++) {
-        this.tops.push((tokens.tops?.[i] ?? []).map(([id, lp]) => [id, lp]));
-      }
+    // One at a time: a chunk may hold more tokens than a call takes arguments.
+    for (let i = 0; i < tokens.ids.length; i++) {
+      this.ids.push(tokens.ids[i]);
+      this.logprobs.push(tokens.logprobs[i]);
+      if (this.withTops) this.tops.push((tokens.tops?.[i] ?? []).map(([id, lp]) => [id, lp]));
     }
     const last = this.spans.at(-1);
     if (last?.version === tokens.weightVersion) {

@@ -39,12 +39,15 @@ export interface SessionParams {
 /** The open sessions of one scripted engine. */
 export class ScriptedSessions {
   readonly #sessions = new Map<string, Session>();
-  /** Every session ever opened, and every one closed, in order. */
+  /** Every session ever opened, and every one closed, in order (unless no log is kept). */
   readonly opened: string[] = [];
   readonly closed: string[] = [];
   #reapedAt = -Infinity;
 
-  constructor(readonly now: () => number = () => performance.now()) {}
+  constructor(
+    readonly keepLog = true,
+    readonly now: () => number = () => performance.now(),
+  ) {}
 
   /** Sessions open now. */
   get size(): number {
@@ -59,12 +62,12 @@ export class ScriptedSessions {
     if (this.#sessions.size >= SESSIONS_KEPT) return false;
     const timeout = typeof timeoutS === "number" && timeoutS > 0 ? timeoutS : null;
     this.#sessions.set(id, { nodes: new Map(), timeoutS: timeout, lastActive: this.now() });
-    this.opened.push(id);
+    if (this.keepLog) this.opened.push(id);
     return true;
   }
 
   close(id: string): void {
-    if (this.#sessions.delete(id)) this.closed.push(id);
+    if (this.#sessions.delete(id) && this.keepLog) this.closed.push(id);
   }
 
   /** Forgets every session (the engine restarted). */

@@ -5,7 +5,8 @@
  * @module
  */
 import { Hono } from "hono";
-import type { LowerOptions } from "../lib/anthropic/mod.ts";
+import type { LowerOptions, VisionLowering } from "../lib/anthropic/mod.ts";
+import { type VisionSettings, visionSettings } from "../lib/vision/mod.ts";
 import { IdentityMemo } from "../lib/chat/mod.ts";
 import { dispatchToolsOf, KNOWN_CLIENTS } from "../lib/clients/mod.ts";
 import { type Config, ConfigError, resolveConfig } from "../lib/config/mod.ts";
@@ -25,9 +26,11 @@ import {
   type TurnDeps,
   TurnLoad,
 } from "../lib/session/mod.ts";
+import { ImageBytes } from "../lib/session/mod.ts";
 import {
   adaptiveEncoder,
   type ChatTokenizer,
+  checkImageTemplate,
   checkTemplate,
   EncoderPool,
   inProcessEncoder,
@@ -87,6 +90,8 @@ export interface Deps extends TurnDeps {
   readonly evalSlots: Slots;
   /** Each conversation's last request and its message identities (characters: 2 × `CHAIN_CACHE_TOKENS`). */
   readonly identities: IdentityMemo;
+  /** How images reach the served vision-language model (`IMAGE_POLICY=vision`); else `null`. */
+  readonly vision: VisionLowering | null;
   /** The tokenizer workers `encoder` sends texts to; `null` with `TOKENIZER_WORKERS=0`. */
   readonly encoderPool: EncoderPool | null;
   /** This process's metrics (one registry per process), counted by everything above. */
@@ -102,7 +107,10 @@ export interface Deps extends TurnDeps {
 export type AdminDeps = Pick<Deps, "kv" | "adminToken" | "config" | "metrics">;
 
 /** What an agent route needs: a turn's dependencies, configuration and the error count. */
-export type AgentRouteDeps = TurnDeps & Pick<Deps, "config" | "metrics" | "identities">;
+export type AgentRouteDeps =
+  & TurnDeps
+  & Pick<Deps, "config" | "metrics" | "identities">
+  & Partial<Pick<Deps, "vision">>;
 
 /** Parts a caller (a test, the bench) may supply instead of having them built. */
 export interface DepsOverrides {
@@ -153,6 +161,9 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       `Invalid ENGINE_SESSIONS: the ${dialect.name} dialect has no engine sessions`,
     );
   }
+  const vision = config.imagePolicy === "vision"
+    ? await loadVision(config, tokenizer, dialect)
+    : null;
   const contextLength = config.contextLength ?? tokenizer.modelMaxLength ?? 32_768;
   let engine = overrides.engine;
   if (!engine) {
@@ -180,6 +191,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
           tokenizer,
           latencyMs: config.scriptedLatencyMs,
           dialect: dialect.name,
+          ...(vision ? { vision: { settings: vision.settings, padId: vision.padId } } : {}),
         });
         url = scripted.url;
       }
@@ -264,9 +276,11 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     encoderPool: pool,
     load,
     dispatches: new Dispatches(),
+    ...(vision ? { imageBytes: new ImageBytes() } : {}),
     // Characters of held messages and their identities, about 8 a token of history: sixteen
     // conversations of 256k tokens, or some 250 of Claude Code's early turns.
     identities: new IdentityMemo(2 * config.chainCacheTokens),
+    vision,
     contextLength,
     roundtripPolicy: config.roundtripPolicy,
     routePolicy: {
@@ -342,6 +356,54 @@ export async function loadServedTokenizer(
   const tokenizer = servedTokenizer(loaded, config);
   checkServedTemplate(tokenizer, config);
   return tokenizer;
+}
+
+/**
+ * What `IMAGE_POLICY=vision` needs, checked at start-up: the processor's settings from
+ * `preprocessor_config.json` beside the tokenizer, an engine dialect that sends images, and a
+ * template that renders an image part as the family's one image pad.
+ *
+ * @throws {ConfigError} naming the variable to fix.
+ */
+async function loadVision(
+  config: Config,
+  tokenizer: ChatTokenizer,
+  dialect: EngineDialect,
+): Promise<VisionLowering & { padId: number }> {
+  const file = `${config.tokenizerPath.replace(/\/+$/, "")}/preprocessor_config.json`;
+  let settings: VisionSettings;
+  try {
+    settings = visionSettings(await Deno.readTextFile(file));
+  } catch (error) {
+    throw new ConfigError(
+      "IMAGE_POLICY",
+      `Invalid IMAGE_POLICY=vision: cannot read the image processor's settings from "${file}" (${
+        (error as Error).message
+      })`,
+    );
+  }
+  if (!dialect.images) {
+    throw new ConfigError(
+      "IMAGE_POLICY",
+      `Invalid IMAGE_POLICY=vision: the ${dialect.name} dialect does not send images to its engine`,
+    );
+  }
+  let padId: number;
+  try {
+    padId = checkImageTemplate(tokenizer);
+  } catch (error) {
+    if (!(error instanceof TemplateError)) throw error;
+    throw new ConfigError("IMAGE_POLICY", `Invalid IMAGE_POLICY=vision: ${error.message}`);
+  }
+  return {
+    settings,
+    padId,
+    limits: {
+      maxBytes: config.maxImageBytes,
+      maxPixels: config.maxImagePixels,
+      maxImages: config.maxImagesPerRequest,
+    },
+  };
 }
 
 /** The text of `CHAT_TEMPLATE`, or `undefined` when it is unset. */
@@ -468,9 +530,12 @@ export const SCRIPTED_WARNING: readonly string[] = [
  * How requests are lowered for the template: the deployment's image and attribution policies,
  * and tool results labelled with the ids the served family's template writes for calls.
  */
-export function loweringOptions(deps: Pick<Deps, "config" | "tokenizer">): LowerOptions {
+export function loweringOptions(
+  deps: Pick<Deps, "config" | "tokenizer"> & Partial<Pick<Deps, "vision">>,
+): LowerOptions {
   return {
     images: deps.config.imagePolicy,
+    ...(deps.vision ? { vision: deps.vision } : {}),
     keepAttribution: deps.config.keepAttribution,
     toolCallIds: modelFamily(deps.tokenizer.formats).toolCallIds,
   };

@@ -1,7 +1,7 @@
 /**
  * The trainer's surface: open, list, read, reward, close and delete sessions, and export their
- * samples. Every route needs the admin token as `Authorization: Bearer`; a session token is
- * refused with 403.
+ * samples and the images they name. Every route needs the admin token as `Authorization: Bearer`;
+ * a session token is refused with 403.
  *
  * Served alone with `deno serve -A functions/sessions.ts`, or with the others by `serve.ts`.
  *
@@ -16,6 +16,7 @@ import {
   readSessionSummary,
   removeSession,
   SESSION_ID,
+  sessionImage,
   setReward,
 } from "../lib/session/mod.ts";
 import { REWARD_ALLOCATIONS } from "../lib/config/mod.ts";
@@ -121,6 +122,15 @@ export function createSessionsApp(deps: SessionsDeps): Hono {
     const { records } = exported as { records: unknown[] };
     return c.body(records.map((record) => JSON.stringify(record) + "\n").join(""), 200, {
       "content-type": "application/x-ndjson",
+    });
+  });
+
+  // An image a sample names (`images[].url`), as its bytes.
+  app.get("/sessions/:id/images/:digest", async (c) => {
+    const image = await sessionImage(deps.kv, c.req.param("id"), c.req.param("digest"));
+    return c.body(image.bytes as Uint8Array<ArrayBuffer>, 200, {
+      "content-type": image.mediaType,
+      "cache-control": "private, max-age=31536000, immutable",
     });
   });
 

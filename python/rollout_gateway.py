@@ -16,6 +16,7 @@ back::
         buffer.append(sample)  # with reward (the score) and status (completed/truncated)
 """
 
+import hashlib
 import http.client
 import json
 import sys
@@ -285,6 +286,18 @@ class Gateway:
             return [json.loads(line) for line in text.splitlines() if line.strip()]
         parsed = json.loads(text)
         return parsed if format == "raw" else parsed[_exported_key(format)]
+
+    def image(self, id: str, digest: str) -> bytes:
+        """The bytes of an image a sample names (its ``images[].digest``, or the ``url`` itself).
+
+        A vision model's samples list their images with the span of their pad tokens; this
+        fetches one from the gateway and checks it against its SHA-256 ``digest``.
+        """
+        digest = digest.rsplit("/", 1)[-1]
+        data = self._request("GET", f"/sessions/{_quote(id)}/images/{_quote(digest)}")
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise ValueError(f"image {digest} came back with other bytes")
+        return data
 
     def pause_engine(self, mode: str = "abort") -> Dict[str, Any]:
         """Pauses generation on every engine worker: ``abort``, ``retract`` or ``in_place`` on

@@ -27,6 +27,7 @@ import {
   type Reply,
   type Script,
   type ScriptedEngine,
+  type ScriptedEngineOptions,
   type ScriptedFleet,
   type Spelling,
   startScriptedEngine,
@@ -220,6 +221,8 @@ export async function startGateway(
      * (`ENGINE_PLACEMENT=gateway`, `ENGINE_WORKERS` their URLs).
      */
     workers?: number;
+    /** The engine serves a vision-language model (its `image_data` checked against the pads). */
+    vision?: ScriptedEngineOptions["vision"];
   } = {},
 ): Promise<TestGateway> {
   const tok = options.tokenizer ?? await qwen3();
@@ -232,6 +235,7 @@ export async function startGateway(
     faultFor: options.faultFor,
     // The engine speaks the dialect the gateway is configured for.
     dialect: options.env?.ENGINE_API ?? "sglang",
+    ...(options.vision ? { vision: options.vision } : {}),
   };
   const fleet = options.workers ? await startScriptedFleet(options.workers, engineOptions) : null;
   const engine = fleet?.workers[0] ?? await startScriptedEngine(engineOptions);

@@ -18,8 +18,8 @@ const LAYERS: ReadonlyMap<string, readonly string[]> = new Map([
   ["config", []],
   ["errors", []],
   ["timing", []],
-  ["vision", []],
   ["chat", ["cache"]],
+  ["vision", ["errors"]],
   ["limits", ["errors"]],
   ["metrics", ["errors"]],
   ["engine", ["errors", "metrics"]],
@@ -32,6 +32,7 @@ const LAYERS: ReadonlyMap<string, readonly string[]> = new Map([
   [
     "session",
     [
+      "cache",
       "chain",
       "chat",
       "config",
@@ -44,10 +45,10 @@ const LAYERS: ReadonlyMap<string, readonly string[]> = new Map([
       "timing",
     ],
   ],
-  ["anthropic", ["cache", "chat", "errors", "limits", "session", "template", "timing"]],
+  ["anthropic", ["cache", "chat", "errors", "limits", "session", "template", "timing", "vision"]],
   ["clients", ["limits", "session"]],
   ["segment", ["chain", "chat", "config", "engine", "errors", "limits", "session", "template"]],
-  ["openai", ["anthropic", "chat", "engine", "errors", "limits", "session", "template"]],
+  ["openai", ["anthropic", "chat", "engine", "errors", "limits", "session", "template", "vision"]],
   ["responses", ["anthropic", "chat", "engine", "limits", "openai", "session", "template"]],
   [
     "rollout",

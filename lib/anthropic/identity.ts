@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { createHash } from "node:crypto";
 import { WeightedLru } from "../cache/mod.ts";
 import { extendDigest } from "../chat/mod.ts";
 import type { OutputBlock } from "../template/mod.ts";
@@ -168,9 +169,25 @@ function blockIdentity(block: ContentBlockParam, callRef: (id: string) => unknow
           ? [{ type: "text", text: block.content }]
           : block.content.map((inner) => blockIdentity(inner as ContentBlockParam, callRef)),
       };
+    case "image":
+    case "document":
+      return sortKeys(
+        withoutCacheControl({ ...block, source: sourceIdentity(block.source) }, callRef),
+      );
     default:
       return sortKeys(withoutCacheControl(block, callRef));
   }
+}
+
+/**
+ * A media source as its identity: its base64 data as their SHA-256, so an image's identity is its
+ * bytes, while the identity a conversation keeps of it is 64 characters, not megabytes.
+ */
+function sourceIdentity(source: unknown): unknown {
+  if (typeof source !== "object" || source === null) return source;
+  const { data, ...rest } = source as Record<string, unknown>;
+  if (typeof data !== "string") return source;
+  return { ...rest, data_sha256: createHash("sha256").update(data).digest("hex") };
 }
 
 /** Any other block minus `cache_control`, nested content blocks included. */

@@ -5,7 +5,22 @@
  * @module
  */
 import type { CodedError } from "../errors/mod.ts";
-import type { ChatMessage, ChatTool, ChatToolCall } from "../chat/mod.ts";
+import type {
+  ChatContent,
+  ChatImage,
+  ChatMessage,
+  ChatPart,
+  ChatTool,
+  ChatToolCall,
+} from "../chat/mod.ts";
+import {
+  imageGrid,
+  type ImageLimits,
+  ImageRefusedError,
+  probeImageOf,
+  VisionError,
+  type VisionSettings,
+} from "../vision/mod.ts";
 import { mediaPlaceholder } from "./media.ts";
 import type { ContentBlockParam, MessageCreateParams, MessageParam, ToolParam } from "./types.ts";
 
@@ -18,10 +33,23 @@ export class InvalidRequestError extends Error implements CodedError {
   }
 }
 
+/** How images reach a vision-language model: its processor's settings and the edge's bounds. */
+export interface VisionLowering {
+  readonly settings: VisionSettings;
+  readonly limits: ImageLimits & {
+    /** Most images one request may hold, its history included. */
+    readonly maxImages: number;
+  };
+}
+
 /** Choices in lowering that are deployment settings. */
 export interface LowerOptions {
-  /** Image and document blocks: replaced by a text placeholder (`media.ts`), or refused. */
-  readonly images: "placeholder" | "reject";
+  /**
+   * Image blocks: replaced by a text placeholder (`media.ts`), refused, or given to a vision
+   * model as image parts (`vision` must then be set). Documents are placeholders unless refused.
+   */
+  readonly images: "placeholder" | "reject" | "vision";
+  readonly vision?: VisionLowering;
   /** Keep Claude Code's attribution line in the system prompt. */
   readonly keepAttribution: boolean;
   /**
@@ -138,12 +166,12 @@ function lowerUser(
   called: ReadonlyMap<string, Called>,
 ): ChatMessage[] {
   const tools: ChatMessage[] = [];
-  const texts: string[] = [];
+  const pieces: (string | ChatImage)[] = [];
   blocks.forEach((block, j) => {
     const at = `${where}.content.${j}`;
     switch (block.type) {
       case "tool_result": {
-        const content = toolResultText(block.content, at, options);
+        const content = toolResultContent(block.content, at, options);
         const call = called.get(block.tool_use_id);
         tools.push({
           role: "tool",
@@ -151,28 +179,117 @@ function lowerUser(
             ? `functions.${call.name}:${call.index}`
             : block.tool_use_id,
           ...(call === undefined ? {} : { name: call.name }),
-          content: block.is_error ? `Error: ${content}` : content,
+          content: block.is_error ? withPrefix("Error: ", content) : content,
         });
         break;
       }
       case "text":
-        texts.push(block.text);
+        pieces.push(block.text);
         break;
       case "search_result":
       case "mid_conv_system":
-        texts.push(nestedText(block));
+        pieces.push(nestedText(block));
         break;
       case "image":
       case "document":
-        if (options.images === "reject") throw unsupported(block.type, at, "user");
-        texts.push(mediaPlaceholder(block));
+        pieces.push(mediaPiece(block, at, "user", options));
         break;
       default:
         throw unsupported(block.type, at, "user");
     }
   });
-  const text = texts.join("\n");
-  return texts.length > 0 ? [...tools, { role: "user", content: text }] : tools;
+  return pieces.length > 0 ? [...tools, { role: "user", content: joinPieces(pieces) }] : tools;
+}
+
+/**
+ * What stands for an image or document block: an image part for a vision model, else a text
+ * placeholder (refused under the reject policy).
+ */
+function mediaPiece(
+  block: { type: string; source?: unknown },
+  at: string,
+  role: string,
+  options: LowerOptions,
+): string | ChatImage {
+  if (options.images === "reject") throw unsupported(block.type, at, role);
+  if (block.type === "image" && options.images === "vision" && options.vision) {
+    return visionImage(block.source, at, options.vision);
+  }
+  return mediaPlaceholder(block);
+}
+
+/**
+ * An image block's source as the vision model's image part: base64 bytes only (the gateway
+ * fetches nothing), checked by `probeImage` and counted by the processor's settings.
+ *
+ * @throws {InvalidRequestError} for a source that is not base64 bytes; {ImageRefusedError}
+ * naming `<at>.source.data`.
+ */
+function visionImage(source: unknown, at: string, vision: VisionLowering): ChatImage {
+  const { type, data } = (typeof source === "object" && source !== null ? source : {}) as {
+    type?: unknown;
+    data?: unknown;
+  };
+  if (type === "url") {
+    throw new InvalidRequestError(
+      `${at}.source: an image at a URL is not fetched (the gateway reaches no network); send its bytes as base64`,
+    );
+  }
+  if (type !== "base64" || typeof data !== "string") {
+    throw new InvalidRequestError(`${at}.source: an image must be given as base64 bytes`);
+  }
+  try {
+    const image = probeImageOf(source as object, data, vision.limits);
+    const { tokens } = imageGrid(vision.settings, image.width, image.height);
+    return {
+      type: "image",
+      digest: image.digest,
+      media_type: image.mediaType,
+      width: image.width,
+      height: image.height,
+      bytes: image.bytes,
+      tokens,
+      data: image.base64,
+    };
+  } catch (error) {
+    if (error instanceof ImageRefusedError) throw error.at(`${at}.source.data`);
+    if (error instanceof VisionError) {
+      throw new ImageRefusedError("pixels", `${at}.source.data: ${error.message}`);
+    }
+    throw error;
+  }
+}
+
+/**
+ * Texts and images as a message's content: texts joined by newlines, as ever, and a plain
+ * string when there is no image (a text-only message renders as it always did).
+ */
+function joinPieces(pieces: readonly (string | ChatImage)[]): ChatContent {
+  if (pieces.every((piece) => typeof piece === "string")) return pieces.join("\n");
+  const parts: ChatPart[] = [];
+  let texts: string[] = [];
+  const flush = () => {
+    if (texts.length > 0) parts.push({ type: "text", text: texts.join("\n") });
+    texts = [];
+  };
+  for (const piece of pieces) {
+    if (typeof piece === "string") texts.push(piece);
+    else {
+      flush();
+      parts.push(piece);
+    }
+  }
+  flush();
+  return parts;
+}
+
+/** `content` led by `prefix` (an error result's `Error: `). */
+function withPrefix(prefix: string, content: ChatContent): ChatContent {
+  if (typeof content === "string") return `${prefix}${content}`;
+  const first = content[0];
+  return first?.type === "text"
+    ? [{ type: "text", text: `${prefix}${first.text}` }, ...content.slice(1)]
+    : [{ type: "text", text: prefix }, ...content];
 }
 
 function lowerAssistant(blocks: readonly ContentBlockParam[], where: string): ChatMessage {
@@ -225,22 +342,50 @@ function foldSystem(
   const reminder = `<system-reminder>\n${text}\n</system-reminder>`;
   const last = out.at(-1);
   if (last?.role === "user") {
-    out[out.length - 1] = { role: "user", content: `${last.content}\n${reminder}` };
+    out[out.length - 1] = {
+      role: "user",
+      content: typeof last.content === "string" ? `${last.content}\n${reminder}` : joinPieces([
+        ...last.content.map((part) => part.type === "text" ? part.text : part),
+        reminder,
+      ]),
+    };
   } else out.push({ role: "user", content: reminder });
 }
 
-function toolResultText(content: unknown, at: string, options: LowerOptions): string {
+function toolResultContent(content: unknown, at: string, options: LowerOptions): ChatContent {
   if (content === undefined) return "";
   if (typeof content === "string") return content;
-  return (content as ContentBlockParam[]).map((block, k) => {
+  return joinPieces((content as ContentBlockParam[]).map((block, k) => {
     if (block.type === "image" || block.type === "document") {
-      if (options.images === "reject") {
-        throw unsupported(block.type, `${at}.content.${k}`, "tool_result");
-      }
-      return mediaPlaceholder(block);
+      return mediaPiece(block, `${at}.content.${k}`, "tool_result", options);
     }
     return nestedText(block as { type: string });
-  }).join("\n");
+  }));
+}
+
+/**
+ * How many image blocks a request holds, tool results included: bounded at the edge, since each
+ * costs its bytes and a vision model's tokens.
+ *
+ * @throws {ImageRefusedError} (`too_many`, a 413) past `max`.
+ */
+export function checkImageCount(messages: readonly MessageParam[], max: number): void {
+  let count = 0;
+  for (const message of messages) {
+    if (typeof message.content === "string") continue;
+    for (const block of message.content) {
+      if (block.type === "image") count++;
+      else if (block.type === "tool_result" && Array.isArray(block.content)) {
+        for (const inner of block.content) if (inner.type === "image") count++;
+      }
+    }
+  }
+  if (count > max) {
+    throw new ImageRefusedError(
+      "too_many",
+      `messages: a request may hold at most ${max} images, not ${count}`,
+    );
+  }
 }
 
 /** Text of blocks that carry text in some nested shape (loosely validated: anything may be there). */

@@ -9,14 +9,17 @@ import type { AgentIds, TurnInput, TurnOutput } from "../session/mod.ts";
 import { buildMessage, type Finish, toolUseId } from "./build_response.ts";
 import { messageIdentities, outputIdentity, settingsDigest, startIdentity } from "./identity.ts";
 import {
+  checkImageCount,
   InvalidRequestError,
   lowerMessages,
   type LowerOptions,
   lowerSystem,
   lowerThinking,
   lowerTools,
+  type VisionLowering,
 } from "./lower_request.ts";
 import { signThinking, verifyThinking } from "./signature.ts";
+import { probeImageOf } from "../vision/mod.ts";
 import type { Message, MessageCreateParams } from "./types.ts";
 
 /** Who the turn belongs to, how its thinking blocks are signed, and how it is lowered. */
@@ -59,6 +62,9 @@ export function anthropicTurnInput(
       }: the last message must not be an assistant message (prefill is not supported)`,
     );
   }
+  if (context.lowering?.images === "vision" && context.lowering.vision) {
+    checkImageCount(request.messages, context.lowering.vision.limits.maxImages);
+  }
   const system = lowerSystem(request.system, context.lowering);
   const tools = lowerTools(request.tools);
   const sign = (thinking: string) =>
@@ -98,6 +104,9 @@ export function anthropicTurnInput(
     firstUserText: () => firstUserText(request),
     toolUseId,
     verifyHistory: () => verifySignatures(request, context),
+    ...(context.lowering?.images === "vision" && context.lowering.vision
+      ? { imageData: requestImages(request, context.lowering.vision) }
+      : {}),
     enableThinking: lowerThinking(request.thinking),
     toolNames: tools.map((tool) => tool.function.name),
     toolSchemas: new Map(tools.map((tool) => [tool.function.name, tool.function.parameters])),
@@ -276,4 +285,41 @@ function verifySignatures(request: MessageCreateParams, context: AnthropicTurnCo
       }
     });
   });
+}
+
+/**
+ * Finds a request's images by digest, probing them (decode and hash) on the first look only:
+ * what a turn reads when its process has not seen the images of its history.
+ */
+function requestImages(
+  request: MessageCreateParams,
+  vision: VisionLowering,
+): (digest: string) => string | undefined {
+  let byDigest: Map<string, string> | null = null;
+  return (digest) => {
+    if (byDigest === null) {
+      byDigest = new Map();
+      const look = (block: { type: string; source?: unknown }) => {
+        const source = block.source as { type?: unknown; data?: unknown } | undefined;
+        if (block.type !== "image" || source?.type !== "base64") return;
+        if (typeof source.data !== "string") return;
+        try {
+          const image = probeImageOf(source, source.data, vision.limits);
+          byDigest!.set(image.digest, image.base64);
+        } catch {
+          // An image the lowering refuses is not in any chain.
+        }
+      };
+      for (const message of request.messages) {
+        if (typeof message.content === "string") continue;
+        for (const block of message.content) {
+          look(block);
+          if (block.type === "tool_result" && Array.isArray(block.content)) {
+            for (const inner of block.content) look(inner as { type: string });
+          }
+        }
+      }
+    }
+    return byDigest.get(digest);
+  };
 }

@@ -104,6 +104,22 @@ export type FinishReason = "end_of_turn" | "length" | "stop_sequence";
  * live turns of a chain are the ones reached from the header's `lastRid` through `parent`; a
  * rewind leaves the turns it discards in KV, off that path.
  */
+/**
+ * An image in a chain's prompt: its identity (the SHA-256 of its bytes), format and size, and
+ * where its pad tokens are in the chain's tokens. Its bytes are not in the record.
+ */
+export interface TurnImage {
+  readonly digest: string;
+  readonly mediaType: string;
+  readonly width: number;
+  readonly height: number;
+  readonly bytes: number;
+  /** Position of its first pad token in the chain's tokens. */
+  readonly start: number;
+  /** Its pad tokens: how many tokens the model's processor gives it. */
+  readonly length: number;
+}
+
 export interface TurnRecord {
   readonly index: number;
   /** Engine request id; response and tool-use ids derive from it. */
@@ -154,6 +170,8 @@ export interface TurnRecord {
    * last one, when a worker died under the turn).
    */
   readonly worker?: string;
+  /** The images this turn's delta added, in prompt order; absent when it added none. */
+  readonly images?: readonly TurnImage[];
   /** The prompt ended inside `<think>`, so the output began as reasoning. */
   readonly startsInReasoning: boolean;
   /** The output holds reasoning. */

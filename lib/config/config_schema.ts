@@ -270,14 +270,32 @@ export const ConfigSchema = z.object({
     meaning: "the model id `GET /v1/models` lists; requests may name any model",
   }),
   /**
-   * Image and document blocks for a model that reads text: replaced by a text placeholder naming
-   * their type and size, or refused with 400.
+   * Image and document blocks: for a model that reads text, replaced by a text placeholder naming
+   * their type and size, or refused with 400; for a vision-language model, its images.
    */
-  imagePolicy: variable("IMAGE_POLICY", z.enum(["placeholder", "reject"]), {
-    expected: "placeholder or reject",
+  imagePolicy: variable("IMAGE_POLICY", z.enum(["placeholder", "reject", "vision"]), {
+    expected: "placeholder, reject or vision",
     fallback: "placeholder",
     meaning: "image and document blocks: `placeholder` (a short text naming their type and " +
-      "size, in place of the bytes) or `reject` (400)",
+      "size, in place of the bytes), `reject` (400), or `vision` (images go to a " +
+      "vision-language model, counted by `preprocessor_config.json` in `TOKENIZER_PATH`; " +
+      "documents stay placeholders)",
+  }),
+  /** Most bytes of one image a vision model is given (decoded). */
+  maxImageBytes: variable("MAX_IMAGE_BYTES", int(1024, 1 << 30), {
+    fallback: String(5 * 1024 * 1024),
+    meaning: "most bytes of one image, decoded, with `IMAGE_POLICY=vision` (413 beyond)",
+  }),
+  /** Most pixels (width × height) of one image a vision model is given. */
+  maxImagePixels: variable("MAX_IMAGE_PIXELS", int(1, 1 << 30), {
+    fallback: String(8000 * 8000),
+    meaning: "most pixels (width × height) of one image, with `IMAGE_POLICY=vision` (400 beyond)",
+  }),
+  /** Most images one request may hold, its history included. */
+  maxImagesPerRequest: variable("MAX_IMAGES_PER_REQUEST", int(1, 10_000), {
+    fallback: "100",
+    meaning: "most images one request may hold, history included, with `IMAGE_POLICY=vision` " +
+      "(413 beyond)",
   }),
   /** Keep Claude Code's `x-anthropic-billing-header` line in the system prompt. */
   keepAttribution: variable("KEEP_ATTRIBUTION", bool, {

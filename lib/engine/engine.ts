@@ -108,6 +108,17 @@ export interface GenerateRequest {
   readonly routingKey?: string;
   /** The chain it continues: where the gateway places it, and its engine session. */
   readonly chain?: ChainRef;
+  /**
+   * The prompt's images in order, one per run of image pad tokens in `inputIds` (a vision model:
+   * the engine's processor turns each into the embeddings those pads stand for).
+   */
+  readonly images?: readonly EngineImage[];
+}
+
+/** An image as an engine takes it: its media type and its bytes as base64. */
+export interface EngineImage {
+  readonly mediaType: string;
+  readonly data: string;
 }
 
 /**
@@ -256,6 +267,8 @@ export interface EngineDialect {
   readonly pauseModes: readonly PauseMode[];
   /** Its engine keeps sessions a chain's turns continue (`ENGINE_SESSIONS`). */
   readonly sessions: boolean;
+  /** It sends a prompt's images beside its tokens (`GenerateRequest.images`). */
+  readonly images: boolean;
   /** A controller of the workers behind `url` (or the configured ones). */
   control(url: string, options: EngineControlOptions): EngineController;
 }

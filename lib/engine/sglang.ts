@@ -14,6 +14,7 @@ export const SGLANG: EngineDialect = {
   name: "sglang",
   title: "SGLang",
   sessions: true,
+  images: true,
   pauseModes: ["abort", "retract", "in_place"],
   connect: (url, options) => new SglangClient(url, options),
   control: (url, options) => new EngineControl(url, options),

@@ -94,7 +94,11 @@ export class SglangClient implements Engine {
   }
 
   async generate(req: GenerateRequest): Promise<Generation> {
-    const session = req.chain && this.#sessions ? await this.#sessions.of(req.chain.id) : null;
+    // A prompt with images is sent whole with all of them: the engine's processor reads each
+    // image's pads against its pixels, so none may be left to a session's earlier request.
+    const session = req.chain && this.#sessions && !req.images?.length
+      ? await this.#sessions.of(req.chain.id)
+      : null;
     if (session === null) {
       return await generateResuming(
         req,
@@ -178,7 +182,7 @@ export class SglangClient implements Engine {
       encoder.encode(`{"rid":"${rid}","input_ids":[`),
       session?.parent ? inputIds.tail(inputIds.length - session.from) : inputIds.ascii(),
       encoder.encode(
-        `],"sampling_params":${sampling},"return_logprob":true,${
+        `],${imageData(req.images)}"sampling_params":${sampling},"return_logprob":true,${
           req.topLogprobs ? `"top_logprobs_num":${req.topLogprobs},` : ""
         }${
           this.#saltByVersion ? `"cache_salt":${JSON.stringify(this.#version)},` : ""
@@ -288,4 +292,15 @@ function sampled(tokens: NewTokens): SampledChunk {
     logprobs: tokens.logprobs.map((logprob) => logprob[0]),
     tops: tokens.tops.map((top) => (top ?? []).map(([logprob, id]) => [id, logprob] as const)),
   };
+}
+
+/**
+ * The `image_data` field of a call (with its trailing comma), `""` without images: each image as
+ * a `data:` URL, which SGLang's `load_image` reads, in prompt order.
+ */
+function imageData(images: GenerateRequest["images"]): string {
+  if (!images?.length) return "";
+  return `"image_data":${
+    JSON.stringify(images.map((image) => `data:${image.mediaType};base64,${image.data}`))
+  },`;
 }

@@ -15,6 +15,8 @@ export const VLLM: EngineDialect = {
   name: "vllm",
   title: "vLLM",
   sessions: false,
+  // Its token-in endpoint takes images as processed `features`, which this gateway does not make.
+  images: false,
   pauseModes: VLLM_PAUSE_MODES,
   connect: (url, options) => new VllmClient(url, options),
   control: (url, options) => new EngineControl(url, options, VLLM_CONTROL),

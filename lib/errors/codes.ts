@@ -39,6 +39,8 @@ export const ERROR_TABLE = {
   context_overflow: row(400, "invalid_request_error"),
   /** A client value over one of the gateway's bounds. */
   limit_exceeded: row(400, "invalid_request_error"),
+  /** An image the gateway cannot give a vision model: not base64, not an image, a format or size it refuses. */
+  invalid_image: row(400, "invalid_request_error"),
   invalid_cursor: row(400, "invalid_request_error"),
   invalid_session_id: row(400, "invalid_request_error"),
   /** The task's repository cannot be used (a bad URL, a commit that is not there). */
@@ -52,6 +54,8 @@ export const ERROR_TABLE = {
   job_not_found: row(404, "not_found_error"),
   /** A session has no chain of this id (the viewer's token view). */
   chain_not_found: row(404, "not_found_error"),
+  /** A session holds no image of this digest (`GET /sessions/:id/images/:digest`). */
+  image_not_found: row(404, "not_found_error"),
   /** No route for this method and path. */
   route_not_found: row(404, "not_found_error"),
   /** A folder the request names does not exist (`GET /tasks?dir=`). */
@@ -61,6 +65,8 @@ export const ERROR_TABLE = {
   /** The chain or its lease moved on while the turn generated; nothing was recorded. */
   chain_conflict: row(409, "conflict_error"),
   body_too_large: row(413, "request_too_large"),
+  /** An image past the bytes one image may have, or a request with more images than it may. */
+  image_too_large: row(413, "request_too_large"),
   /** A judger failed while grading. */
   judger_failed: row(500, "api_error"),
   /** The chat template cannot be rendered as the gateway needs (a deployment problem). */

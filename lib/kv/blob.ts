@@ -28,8 +28,19 @@ import { KV_MAX_COMMIT_BYTES, KV_MAX_GET_MANY } from "./keys.ts";
  * kv.close();
  * ```
  */
-export async function writeBlob(kv: Deno.Kv, prefix: Deno.KvKey, value: unknown): Promise<number> {
-  const bytes = new TextEncoder().encode(JSON.stringify(value));
+export function writeBlob(kv: Deno.Kv, prefix: Deno.KvKey, value: unknown): Promise<number> {
+  return writeBytes(kv, prefix, new TextEncoder().encode(JSON.stringify(value)));
+}
+
+/**
+ * `bytes` written under `prefix` in chunks, as many to a commit as fit; resolves to the number
+ * of chunks (at least one).
+ */
+export async function writeBytes(
+  kv: Deno.Kv,
+  prefix: Deno.KvKey,
+  bytes: Uint8Array,
+): Promise<number> {
   const chunks: Uint8Array[] = [];
   for (let at = 0; at < bytes.length || chunks.length === 0; at += CHUNK_BYTES) {
     chunks.push(bytes.slice(at, at + CHUNK_BYTES));
@@ -53,6 +64,19 @@ export async function writeBlob(kv: Deno.Kv, prefix: Deno.KvKey, value: unknown)
  * @throws {Error} naming the prefix when a chunk is missing.
  */
 export async function readBlob<T>(kv: Deno.Kv, prefix: Deno.KvKey, count: number): Promise<T> {
+  return JSON.parse(new TextDecoder().decode(await readBytes(kv, prefix, count))) as T;
+}
+
+/**
+ * The bytes written under `prefix` in `count` chunks.
+ *
+ * @throws {Error} naming the prefix when a chunk is missing.
+ */
+export async function readBytes(
+  kv: Deno.Kv,
+  prefix: Deno.KvKey,
+  count: number,
+): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];
   for (let first = 0; first < count; first += KV_MAX_GET_MANY) {
     const batch = Array.from(
@@ -76,7 +100,7 @@ export async function readBlob<T>(kv: Deno.Kv, prefix: Deno.KvKey, count: number
     bytes.set(part, at);
     at += part.length;
   }
-  return JSON.parse(new TextDecoder().decode(bytes)) as T;
+  return bytes;
 }
 
 /** Deletes every chunk under `prefix`. */

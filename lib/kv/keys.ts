@@ -104,6 +104,13 @@ export const keys = {
   ],
   /** Prefix of every reward blob of a session. */
   rewardBlobs: (sessionId: string): Deno.KvKey => ["reward_blob", sessionId],
+  /**
+   * An image a session's turns showed a vision model: its media type and size; its bytes in
+   * chunks under this key. By digest, so an image resent every turn is kept once per session.
+   */
+  image: (sessionId: string, digest: string): Deno.KvKey => ["image", sessionId, digest],
+  /** Prefix of a session's images and their chunks. */
+  sessionImages: (sessionId: string): Deno.KvKey => ["image", sessionId],
   /** Prefix of all session records, for listing. */
   sessions: (): Deno.KvKey => ["session"],
   /** When a closed session is due for deletion. */
@@ -211,6 +218,13 @@ export type ParsedKey =
     readonly version: string;
     readonly chunk: number;
   }
+  | {
+    readonly kind: "image";
+    readonly sessionId: string;
+    readonly digest: string;
+    /** The chunk's position; `null` for the image's header. */
+    readonly chunk: number | null;
+  }
   | { readonly kind: "expiry"; readonly expiresAt: number; readonly sessionId: string }
   | { readonly kind: "rollout_group"; readonly groupId: string }
   | { readonly kind: "rollout_group_time"; readonly createdAt: number; readonly groupId: string }
@@ -295,6 +309,14 @@ export function parseKey(key: Deno.KvKey): ParsedKey {
     case "reward_blob":
       if (n === 4 && str(a) && str(b) && num(c)) {
         return { kind: "reward_blob", sessionId: a, version: b, chunk: c };
+      }
+      break;
+    case "image":
+      if (n === 3 && str(a) && str(b)) {
+        return { kind: "image", sessionId: a, digest: b, chunk: null };
+      }
+      if (n === 4 && str(a) && str(b) && num(c)) {
+        return { kind: "image", sessionId: a, digest: b, chunk: c };
       }
       break;
     case "expiry":

@@ -20,8 +20,10 @@ import {
   type MessageParam,
   sourceFromUrl,
   type ToolParam,
+  type VisionLowering,
 } from "../anthropic/mod.ts";
 import { jsonShapeProblem, MAX_JSON_DEPTH } from "../limits/mod.ts";
+import { ImageRefusedError, probeImageOf } from "../vision/mod.ts";
 import type { ChatCompletionCreateParams, ChatMessageParam, FunctionTool } from "./types.ts";
 
 /** An empty parameters schema: what a function without `parameters` takes. */
@@ -48,7 +50,7 @@ const NO_PARAMETERS = { type: "object", properties: {} };
  */
 export function toMessagesRequest(
   request: ChatCompletionCreateParams,
-  options: Pick<LowerOptions, "images"> = { images: "placeholder" },
+  options: Pick<LowerOptions, "images" | "vision"> = { images: "placeholder" },
 ): MessageCreateParams {
   const { messages } = request;
   const last = messages.length - 1;
@@ -147,7 +149,7 @@ function text(value: string): ContentBlockParam {
 function userBlocks(
   content: Extract<ChatMessageParam, { role: "user" }>["content"],
   where: string,
-  options: Pick<LowerOptions, "images">,
+  options: Pick<LowerOptions, "images" | "vision">,
 ): string | ContentBlockParam[] {
   if (typeof content === "string") return content;
   return content.map((part, k): ContentBlockParam => {
@@ -177,7 +179,7 @@ export function mediaBlock(
   kind: "audio" | "image" | "document",
   type: string,
   at: string,
-  options: Pick<LowerOptions, "images">,
+  options: Pick<LowerOptions, "images" | "vision">,
   reference?: unknown,
 ): ContentBlockParam {
   if (kind === "audio" || options.images === "reject") {
@@ -185,7 +187,39 @@ export function mediaBlock(
       `${at}: ${type} parts are not supported: the served model reads text only`,
     );
   }
-  return { type: kind, source: mediaSourceOf(reference) };
+  const source = mediaSourceOf(reference);
+  if (kind === "image" && options.images === "vision" && options.vision) {
+    checkVisionSource(source, at, type, options.vision);
+  }
+  return { type: kind, source };
+}
+
+/**
+ * An image part's source as a vision model takes it: a `data:` URL's base64 bytes, checked here
+ * so a refusal names the part's own field (the lowering reuses the check).
+ *
+ * @throws {InvalidRequestError} for a remote URL (the gateway fetches nothing) or no image;
+ * {ImageRefusedError} for bytes past the bounds or not an image.
+ */
+function checkVisionSource(
+  source: Record<string, string> | null,
+  at: string,
+  type: string,
+  vision: VisionLowering,
+): void {
+  if (source?.type === "url") {
+    throw new InvalidRequestError(
+      `${at}: an ${type} at a remote URL is not fetched (the gateway reaches no network); send a data: URL`,
+    );
+  }
+  if (source?.type !== "base64") {
+    throw new InvalidRequestError(`${at}: an ${type} part must carry a data: URL`);
+  }
+  try {
+    probeImageOf(source, source.data, vision.limits);
+  } catch (error) {
+    throw error instanceof ImageRefusedError ? error.at(at) : error;
+  }
 }
 
 /**

@@ -57,7 +57,7 @@ type Reasoning = Extract<ServedItem, { type: "reasoning" }>;
  */
 export function toMessagesRequest(
   request: ResponseCreateParams,
-  options: Pick<LowerOptions, "images"> = { images: "placeholder" },
+  options: Pick<LowerOptions, "images" | "vision"> = { images: "placeholder" },
 ): MessageCreateParams {
   const items: InputItem[] = typeof request.input === "string"
     ? [{ type: "message", role: "user", content: request.input }]
@@ -197,7 +197,7 @@ function assistantText(message: Message, where: string): ContentBlockParam[] {
 function userBlocks(
   content: Message["content"],
   where: string,
-  options: Pick<LowerOptions, "images">,
+  options: Pick<LowerOptions, "images" | "vision">,
 ): string | ContentBlockParam[] {
   if (typeof content === "string") return content;
   return resultParts(content, `${where}.content`, options);
@@ -207,7 +207,7 @@ function userBlocks(
 function resultParts(
   parts: readonly ContentPart[],
   where: string,
-  options: Pick<LowerOptions, "images">,
+  options: Pick<LowerOptions, "images" | "vision">,
 ): ContentBlockParam[] {
   return parts.map((part, k): ContentBlockParam => {
     const at = `${where}.${k}`;

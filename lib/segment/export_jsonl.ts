@@ -8,7 +8,12 @@ import type { ChainArrays } from "../chain/mod.ts";
 import type { RewardedSession } from "../session/mod.ts";
 import type { ChatTokenizer } from "../template/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
-import { type SegmentIdentity, segmentIdentity } from "./samples.ts";
+import {
+  type ExportedImage,
+  type SegmentIdentity,
+  segmentIdentity,
+  segmentImages,
+} from "./samples.ts";
 
 /** One line of the JSONL export. */
 export interface JsonlRecord extends SegmentIdentity {
@@ -30,6 +35,8 @@ export interface JsonlRecord extends SegmentIdentity {
   readonly logprobs: number[];
   /** The weight version of each sampled response token, run-length (see `ChainArrays`). */
   readonly version_spans: ChainArrays["version_spans"];
+  /** The images the tokens hold (`ExportedImage`s); absent without images. */
+  readonly images?: ExportedImage[];
 }
 
 /**
@@ -65,6 +72,7 @@ export function toJsonl(
   tokenizer: Pick<ChatTokenizer, "decode">,
 ): JsonlRecord {
   const { prompt_ids, response_ids, loss_mask, logprobs, version_spans } = segment.arrays;
+  const images = segmentImages(session.id, segment.turns);
   return {
     session_id: session.id,
     ...segmentIdentity(session, segment),
@@ -80,5 +88,6 @@ export function toJsonl(
     loss_mask,
     logprobs,
     version_spans,
+    ...(images.length > 0 ? { images } : {}),
   };
 }

@@ -6,7 +6,7 @@
  */
 import type { RewardedSession } from "../session/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
-import { segmentIdentity } from "./samples.ts";
+import { type ExportedImage, segmentIdentity, segmentImages } from "./samples.ts";
 
 /** A slime sample, as JSON. */
 export interface SlimeSample {
@@ -27,6 +27,8 @@ export interface SlimeSample {
    * (`version_spans`), the reward payload, session metadata.
    */
   readonly metadata: Record<string, unknown>;
+  /** `{images}`: the images the tokens hold (`ExportedImage`s); absent without images. */
+  readonly multimodal_inputs?: { readonly images: ExportedImage[] };
 }
 
 /**
@@ -58,6 +60,7 @@ export interface SlimeSample {
  */
 export function toSlime(session: RewardedSession, segment: TrainingSegment): SlimeSample {
   const { prompt_ids, response_ids, loss_mask, logprobs, version_spans } = segment.arrays;
+  const images = segmentImages(session.id, segment.turns);
   return {
     tokens: [...prompt_ids, ...response_ids],
     response_length: response_ids.length,
@@ -72,5 +75,6 @@ export function toSlime(session: RewardedSession, segment: TrainingSegment): Sli
       reward_payload: session.reward,
       session_metadata: session.metadata,
     },
+    ...(images.length > 0 ? { multimodal_inputs: { images } } : {}),
   };
 }

@@ -6,7 +6,7 @@
  */
 import type { RewardedSession } from "../session/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
-import { segmentIdentity } from "./samples.ts";
+import { type ExportedImage, segmentIdentity, segmentImages } from "./samples.ts";
 
 /** A verl agent-loop output, as JSON. */
 export interface VerlSample {
@@ -24,6 +24,8 @@ export interface VerlSample {
    * (`version_spans`), the reward payload.
    */
   readonly extra_fields: Record<string, unknown>;
+  /** `{image}`: the images the tokens hold (`ExportedImage`s); absent without images. */
+  readonly multi_modal_data?: { readonly image: ExportedImage[] };
 }
 
 /**
@@ -58,6 +60,7 @@ export interface VerlSample {
 export function toVerl(session: RewardedSession, segment: TrainingSegment): VerlSample {
   const { prompt_ids, response_ids, loss_mask, logprobs, version_spans } = segment.arrays;
   const { stats } = segment;
+  const images = segmentImages(session.id, segment.turns);
   return {
     prompt_ids,
     response_ids,
@@ -78,5 +81,6 @@ export function toVerl(session: RewardedSession, segment: TrainingSegment): Verl
       version_spans,
       reward_payload: session.reward,
     },
+    ...(images.length > 0 ? { multi_modal_data: { image: images } } : {}),
   };
 }

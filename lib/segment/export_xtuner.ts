@@ -38,7 +38,12 @@ import {
   type RoleMarkers,
 } from "../template/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
-import { type SegmentIdentity, segmentIdentity } from "./samples.ts";
+import {
+  type ExportedImage,
+  type SegmentIdentity,
+  segmentIdentity,
+  segmentImages,
+} from "./samples.ts";
 
 /** A message's role; `context` where the template does not say. */
 export type XtunerRole = MessageRole;
@@ -109,6 +114,8 @@ export interface XtunerRecord extends SegmentIdentity {
   readonly loss_mask: number[];
   readonly logprobs: number[];
   readonly version_spans: ChainArrays["version_spans"];
+  /** The images the tokens hold (`ExportedImage`s); absent without images. */
+  readonly images?: ExportedImage[];
 }
 
 /** What the export reads of the tokenizer. */
@@ -154,6 +161,7 @@ export function toXtuner(
 ): XtunerRecord {
   const { prompt_ids, response_ids, loss_mask, logprobs, version_spans } = segment.arrays;
   const { score: _, ...metrics } = session.reward ?? {};
+  const images = segmentImages(session.id, segment.turns);
   return {
     session_id: session.id,
     ...segmentIdentity(session, segment),
@@ -176,6 +184,7 @@ export function toXtuner(
     loss_mask,
     logprobs,
     version_spans,
+    ...(images.length > 0 ? { images } : {}),
   };
 }
 

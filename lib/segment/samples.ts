@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { ChainArrays, SegmentKind } from "../chain/mod.ts";
+import type { ChainArrays, SegmentKind, TurnRecord } from "../chain/mod.ts";
 import { metadataText } from "../limits/mod.ts";
 import type { RewardedSession } from "../session/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
@@ -43,6 +43,58 @@ export interface SegmentIdentity {
 export interface Sample extends ChainArrays, SegmentIdentity {
   readonly reward: number | null;
   readonly turns: SampleTurn[];
+  /** The images the tokens hold (a vision model's); absent when there are none. */
+  readonly images?: ExportedImage[];
+}
+
+/**
+ * An image of a segment as every export names it: enough for a trainer to rebuild the model's
+ * exact inputs, its pads at `start` (in `prompt_ids` followed by `response_ids`) for `length`
+ * tokens, its bytes fetched from the gateway at `url` (admin token) and checked by `digest`.
+ */
+export interface ExportedImage {
+  /** SHA-256 of its bytes, 64 hex digits. */
+  readonly digest: string;
+  readonly media_type: string;
+  readonly width: number;
+  readonly height: number;
+  readonly bytes: number;
+  readonly start: number;
+  readonly length: number;
+  /** `/sessions/<id>/images/<digest>`, on the gateway's trainer surface. */
+  readonly url: string;
+}
+
+/**
+ * The images of a segment's turns, in token order.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { segmentImages } from "./samples.ts";
+ * const image = { digest: "d", mediaType: "image/png", width: 2, height: 3, bytes: 9, start: 5, length: 64 };
+ * assert.deepEqual(segmentImages("s1", [{ images: [image] }, {}]), [{
+ *   digest: "d", media_type: "image/png", width: 2, height: 3, bytes: 9, start: 5, length: 64,
+ *   url: "/sessions/s1/images/d",
+ * }]);
+ * ```
+ */
+export function segmentImages(
+  sessionId: string,
+  turns: readonly Pick<TurnRecord, "images">[],
+): ExportedImage[] {
+  return turns.flatMap((turn) =>
+    (turn.images ?? []).map((image) => ({
+      digest: image.digest,
+      media_type: image.mediaType,
+      width: image.width,
+      height: image.height,
+      bytes: image.bytes,
+      start: image.start,
+      length: image.length,
+      url: `/sessions/${encodeURIComponent(sessionId)}/images/${image.digest}`,
+    }))
+  );
 }
 
 /** The ids and facts every export carries for a segment. */
@@ -92,6 +144,7 @@ export function segmentIdentity(
  * ```
  */
 export function toSample(session: RewardedSession, segment: TrainingSegment): Sample {
+  const images = segmentImages(session.id, segment.turns);
   return {
     ...segmentIdentity(session, segment),
     ...segment.arrays,
@@ -103,5 +156,6 @@ export function toSample(session: RewardedSession, segment: TrainingSegment): Sa
       flags: record.flags,
       weight_versions: record.weightVersions,
     })),
+    ...(images.length > 0 ? { images } : {}),
   };
 }

@@ -51,6 +51,19 @@ export class ChainNotFoundError extends Error implements CodedError {
   }
 }
 
+/** A session holds no image of this digest (HTTP 404). */
+export class ImageNotFoundError extends Error implements CodedError {
+  readonly code = "image_not_found" as const;
+  constructor(readonly sessionId: string, digest: string) {
+    super(
+      `Session "${sessionId}" has no image "${
+        digest.length > 128 ? `${digest.slice(0, 64)}…` : digest
+      }"`,
+    );
+    this.name = "ImageNotFoundError";
+  }
+}
+
 /** A session id is taken already (HTTP 409). */
 export class SessionExistsError extends Error implements CodedError {
   readonly code = "session_exists" as const;

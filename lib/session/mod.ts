@@ -14,3 +14,5 @@ export * from "./dispatches.ts";
 export * from "./output_feed.ts";
 export * from "./lifecycle.ts";
 export * from "./chain_page.ts";
+export * from "./image_bytes.ts";
+export * from "./image_store.ts";

@@ -7,7 +7,14 @@
  *
  * @module
  */
-import { type ChainHeader, deltaAfter, type TurnMessages, type TurnRecord } from "../chain/mod.ts";
+import {
+  type ChainHeader,
+  deltaAfter,
+  type TurnImage,
+  type TurnMessages,
+  type TurnRecord,
+} from "../chain/mod.ts";
+import { type ChatImage, takeImageData } from "../chat/mod.ts";
 import { PromptIds } from "../engine/mod.ts";
 import { keys } from "../kv/mod.ts";
 import {
@@ -94,6 +101,12 @@ export interface RoutedTurn {
   readonly prompt: PromptIds;
   /** Tokens this turn adds before its output (the whole prompt on a chain's first turn). */
   readonly delta: number[];
+  /** The prompt's images in order: the kept history's, then the delta's (`images`). */
+  readonly promptImages: readonly TurnImage[];
+  /** The images the delta adds (recorded with the turn). */
+  readonly images: readonly TurnImage[];
+  /** The bytes (base64) of the delta's images, by digest. */
+  readonly imageData: ReadonlyMap<string, string>;
   readonly startsInReasoning: boolean;
   /**
    * Names of the tools the model has been told are offered once this turn is recorded: the
@@ -163,6 +176,9 @@ export async function routeTurn<Reply>(
         replay: { chainId: plan.chainId, record: plan.record },
         prompt: PromptIds.from([]),
         delta: [],
+        promptImages: [],
+        images: [],
+        imageData: new Map(),
         startsInReasoning: false,
         tools: [],
         messages: null,
@@ -406,12 +422,15 @@ async function wholePrompt<Reply>(
   base: ChainBase,
   limits: RouteLimits,
 ): Promise<RoutedTurn> {
-  const prompt = input.prompt();
+  const whole = input.prompt();
+  const { messages: shown, images } = takeImageData(whole.messages);
+  const prompt = { ...whole, messages: shown };
   const rendered = await encoded(
     0,
     limits,
     (options) => deps.encoder.renderPrompt(prompt, options),
   );
+  const added = turnImages(images, rendered, 0, 0);
   return {
     kind: plan.kind,
     sessionId: input.sessionId,
@@ -423,6 +442,9 @@ async function wholePrompt<Reply>(
     replay: null,
     prompt: PromptIds.from(rendered.tokens),
     delta: rendered.tokens,
+    promptImages: added,
+    images: added,
+    imageData: imageData(images),
     startsInReasoning: opensReasoning(rendered.text),
     tools: input.toolNames,
     messages: { messages: prompt.messages, tools: prompt.tools },
@@ -439,19 +461,21 @@ async function delta<Reply>(
   input: TurnInput<Reply>,
   plan: ExtendPlan,
   chain: Deno.KvEntryMaybe<ChainHeader>,
-  history: PromptIds,
+  history: ChainHistory,
   base: ChainBase,
   known: readonly string[],
   limits: RouteLimits,
 ): Promise<RoutedTurn> {
   const header = chain.value!;
-  const messages = input.lower(plan.from, known);
+  const { messages, images } = takeImageData(input.lower(plan.from, known));
   const rendered = await encoded(
-    history.length,
+    history.prompt.length,
     limits,
     (options) => deps.encoder.renderDelta(messages, input.enableThinking, options),
   );
-  const tokens = deltaAfter(history.last(), rendered.tokens, deps.tokenizer.ending.stopIds);
+  const kept = history.prompt;
+  const tokens = deltaAfter(kept.last(), rendered.tokens, deps.tokenizer.ending.stopIds);
+  const added = turnImages(images, rendered, kept.length, rendered.tokens.length - tokens.length);
   return {
     kind: plan.kind,
     sessionId: input.sessionId,
@@ -461,8 +485,11 @@ async function delta<Reply>(
     requestDigest: plan.requestDigest,
     bodyDigest: plan.bodyDigest,
     replay: null,
-    prompt: history.concat(tokens),
+    prompt: kept.concat(tokens),
     delta: tokens,
+    promptImages: added.length > 0 ? [...history.images, ...added] : history.images,
+    images: added,
+    imageData: imageData(images),
     startsInReasoning: opensReasoning(rendered.text),
     tools: input.toolNames,
     messages: { messages },
@@ -491,30 +518,73 @@ async function encoded(
   }
 }
 
+/** A chain's kept tokens and the images among them. */
+interface ChainHistory {
+  readonly prompt: PromptIds;
+  readonly images: readonly TurnImage[];
+}
+
 /** The chain's tokens from this process's cache, when it holds this version. */
-function cacheHit(deps: RouteDeps, chain: RouteChain): PromptIds | null {
-  return deps.cache.get(cacheKey(chain.header), chain.versionstamp)?.prompt ?? null;
+function cacheHit(deps: RouteDeps, chain: RouteChain): ChainHistory | null {
+  const cached = deps.cache.get(cacheKey(chain.header), chain.versionstamp);
+  return cached ? { prompt: cached.prompt, images: cached.images ?? [] } : null;
 }
 
 /** The chain's tokens, read from KV once (when this process has not cached this version). */
-async function readChainPrompt(deps: RouteDeps, chain: RouteChain): Promise<PromptIds> {
+async function readChainPrompt(deps: RouteDeps, chain: RouteChain): Promise<ChainHistory> {
   const header = chain.header;
   const turns = chain.turns ?? await readLiveTurns(deps.kv, header);
-  const prompt = await readTurnsPrompt(deps, header, turns);
-  deps.cache.put(cacheKey(header), chain.versionstamp, { header, prompt, conversation: null });
-  return prompt;
+  const history = await readTurnsPrompt(deps, header, turns);
+  deps.cache.put(cacheKey(header), chain.versionstamp, {
+    header,
+    prompt: history.prompt,
+    ...(history.images.length > 0 ? { images: history.images } : {}),
+    conversation: null,
+  });
+  return history;
 }
 
-/** The tokens of the given turns, in order. */
+/** The tokens of the given turns, in order, and their images. */
 async function readTurnsPrompt(
   deps: RouteDeps,
   header: ChainHeader,
   turns: readonly TurnRecord[],
-): Promise<PromptIds> {
+): Promise<ChainHistory> {
   let prompt = PromptIds.from([]);
+  const images: TurnImage[] = [];
   for (const record of turns) {
     const turn = await readTurnTokens(deps.kv, header.sessionId, header.id, record);
     prompt = prompt.concat(turn.delta).concat(turn.output).concat(turn.closing);
+    if (record.images) images.push(...record.images);
   }
-  return prompt;
+  return { prompt, images };
+}
+
+/**
+ * The delta's images as the chain records them: where `rendered` put each one's pads, counted
+ * from `kept` tokens of history, less the `dropped` tokens its start lost (`deltaAfter`).
+ */
+function turnImages(
+  images: readonly ChatImage[],
+  rendered: Rendered,
+  kept: number,
+  dropped: number,
+): TurnImage[] {
+  const spans = rendered.images ?? [];
+  return images.map((image, i) => ({
+    digest: image.digest,
+    mediaType: image.media_type,
+    width: image.width,
+    height: image.height,
+    bytes: image.bytes,
+    start: kept + spans[i].offset - dropped,
+    length: spans[i].length,
+  }));
+}
+
+/** The images' bytes by digest. */
+function imageData(images: readonly ChatImage[]): ReadonlyMap<string, string> {
+  const data = new Map<string, string>();
+  for (const image of images) if (image.data !== undefined) data.set(image.digest, image.data);
+  return data;
 }

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { ChainHeader } from "../chain/mod.ts";
+import type { ChainHeader, TurnImage } from "../chain/mod.ts";
 import { type ChainCache } from "../kv/mod.ts";
 import {
   getAgentChain,
@@ -39,6 +39,8 @@ export interface CachedChain {
   /** The chain's header at this version. */
   readonly header: ChainHeader;
   readonly prompt: PromptIds;
+  /** The images in `prompt`, in order (absent: none). */
+  readonly images?: readonly TurnImage[];
   /** Identities of the start and of every message, the last reply included; `null` after a KV read. */
   readonly conversation: { readonly start: string; readonly messages: readonly string[] } | null;
 }

@@ -21,7 +21,15 @@ import {
   type TurnRecord,
 } from "../chain/mod.ts";
 import { extendDigest } from "../chat/mod.ts";
-import { type Engine, newRid, type SamplingParams, samplingParams } from "../engine/mod.ts";
+import {
+  type Engine,
+  type EngineImage,
+  newRid,
+  type SamplingParams,
+  samplingParams,
+} from "../engine/mod.ts";
+import type { ImageBytes } from "./image_bytes.ts";
+import { writeImages } from "./image_store.ts";
 import type { RoundtripPolicy } from "../config/mod.ts";
 import {
   acquireLease,
@@ -67,6 +75,8 @@ export interface TurnDeps extends RouteDeps {
   readonly load?: TurnLoad;
   /** Sub-agents by their dispatching call, to let a finished one's engine session go. */
   readonly dispatches?: Dispatches;
+  /** Bytes of images seen in turns, for the engine calls of later turns. */
+  readonly imageBytes?: ImageBytes;
 }
 
 /** A turn ready to generate (or to replay), holding its chain's lease until completed. */
@@ -386,9 +396,11 @@ async function generateAndRecord<Reply>(
     }
     if (ended.length > 0) deps.engine.release(ended);
   }
+  const images = route.promptImages.length > 0 ? engineImages(deps, input, route) : null;
   const generation = await deps.engine.generate({
     rid: prepared.rid,
     inputIds: route.prompt,
+    ...(images ? { images } : {}),
     sampling: prepared.sampling,
     ...(input.tokenData?.topLogprobs ? { topLogprobs: input.tokenData.topLogprobs } : {}),
     signal,
@@ -453,6 +465,10 @@ async function generateAndRecord<Reply>(
     closing,
   });
   const index = route.base.turnCount;
+  // The turn's new images, for the exports: written before the commit, like the turn's chunks.
+  if (route.images.length > 0) {
+    await writeImages(deps.kv, input.sessionId, route.images, route.imageData);
+  }
   const messageChunks = route.recordMessages && route.messages
     ? await writeTurnMessages(
       deps.kv,
@@ -479,6 +495,7 @@ async function generateAndRecord<Reply>(
     aborts: generation.aborts,
     ...(generation.cachedTokens === undefined ? {} : { cachedTokens: generation.cachedTokens }),
     ...(generation.worker === undefined ? {} : { worker: generation.worker }),
+    ...(route.images.length > 0 ? { images: route.images } : {}),
     startsInReasoning: route.startsInReasoning,
     reasoning,
     toolNames: input.toolNames,
@@ -524,6 +541,7 @@ async function generateAndRecord<Reply>(
   deps.cache.put(cacheKey(header), versionstamp, {
     header,
     prompt: route.prompt.concat([...output, ...closing]),
+    ...(route.promptImages.length > 0 ? { images: route.promptImages } : {}),
     conversation: { start: input.startIdentity, messages: [...input.messageIdentities, identity] },
   });
   if (deps.metrics) countRecorded(deps.metrics, prepared, turn, flags, generation.engineMs);
@@ -636,4 +654,28 @@ export async function countPromptTokens<Reply>(
   }
   const route = await routeTurn(deps, input, { register: false });
   return route.replay ? route.replay.record.inputLen : route.prompt.length;
+}
+
+/**
+ * Every image of the turn's prompt, in order, with its bytes: the delta's from the request as
+ * lowered, the history's from this process's memory of them, else found in the request by digest
+ * (it holds them all: its history matched the chain's). The delta's are remembered.
+ *
+ * @throws {Error} when the request does not hold an image its chain does, which routing rules out.
+ */
+function engineImages<Reply>(
+  deps: TurnDeps,
+  input: TurnInput<Reply>,
+  route: RoutedTurn,
+): EngineImage[] {
+  for (const [digest, data] of route.imageData) deps.imageBytes?.remember(digest, data);
+  return route.promptImages.map((image) => {
+    const data = route.imageData.get(image.digest) ?? deps.imageBytes?.get(image.digest) ??
+      input.imageData?.(image.digest);
+    if (data === undefined) {
+      throw new Error(`The request does not hold image ${image.digest} of its chain's prompt`);
+    }
+    deps.imageBytes?.remember(image.digest, data);
+    return { mediaType: image.mediaType, data };
+  });
 }

@@ -122,6 +122,7 @@ export async function deleteSession(kv: Deno.Kv, sessionId: string): Promise<boo
     keys.sessionMessages(sessionId),
     keys.replays(sessionId),
     keys.sessionReplays(sessionId),
+    keys.sessionImages(sessionId),
   ];
   for (const prefix of prefixes) {
     let batch: Deno.KvKey[] = [];

@@ -41,6 +41,11 @@ export interface TurnInput<Reply> {
   toolUseId(rid: string, index: number): string;
   /** Checks history the gateway did not record itself, before it starts a chain. */
   verifyHistory(): void;
+  /**
+   * The bytes (base64) of an image the request holds, by digest: where a turn finds the bytes of
+   * its history's images when this process has not seen them. Absent without images.
+   */
+  imageData?(digest: string): string | undefined;
   readonly enableThinking?: boolean;
   readonly toolNames: readonly string[];
   /** The offered tools' parameter schemas, by name (formats that type values read them). */

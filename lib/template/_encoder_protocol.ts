@@ -48,6 +48,8 @@ export type EncodeReply =
     readonly id: number;
     readonly text: string;
     readonly tokens: Uint32Array;
+    /** Where each image's pads are (`Rendered.images`). */
+    readonly images?: readonly { readonly offset: number; readonly length: number }[];
   }
   | { readonly type: "over"; readonly id: number; readonly tokens: number; readonly budget: number }
   | { readonly type: "cancelled"; readonly id: number }

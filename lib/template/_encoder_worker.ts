@@ -64,7 +64,13 @@ function run(tokenizer: import("./tokenizer.ts").ChatTokenizer, job: Job): void 
       ? template.renderPrompt(tokenizer, job.prompt, guard)
       : template.renderDelta(tokenizer, job.messages, job.enableThinking, guard);
     const tokens = Uint32Array.from(rendered.tokens);
-    post({ type: "done", id: job.id, text: rendered.text, tokens }, [tokens.buffer]);
+    post({
+      type: "done",
+      id: job.id,
+      text: rendered.text,
+      tokens,
+      ...(rendered.images ? { images: rendered.images } : {}),
+    }, [tokens.buffer]);
   } catch (error) {
     if (error instanceof template.OverBudgetError) {
       post({ type: "over", id: job.id, tokens: error.tokens, budget: error.budget });

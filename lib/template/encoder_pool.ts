@@ -271,7 +271,11 @@ export class EncoderPool implements PromptEncoder {
     pending.settled = true;
     switch (reply.type) {
       case "done":
-        return pending.resolve({ text: reply.text, tokens: Array.from(reply.tokens) });
+        return pending.resolve({
+          text: reply.text,
+          tokens: Array.from(reply.tokens),
+          ...(reply.images ? { images: reply.images } : {}),
+        });
       case "over":
         return pending.reject(new OverBudgetError(reply.tokens, reply.budget));
       case "cancelled":

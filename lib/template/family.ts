@@ -116,6 +116,12 @@ export interface ModelFamily {
    * a tool result must then be labelled with.
    */
   readonly toolCallIds: "client" | "functions";
+  /**
+   * The token its vision-language templates render where an image stands, once, which the
+   * gateway expands to the image's tokens (Qwen-VL's `<|image_pad|>`); absent when the family
+   * has no vision models.
+   */
+  readonly imagePad?: string;
 }
 
 /** The reasoning most families' templates write: `<think>` blocks, read as Qwen3's. */

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { ChatMessage, ChatPrompt } from "../chat/mod.ts";
+import { type ChatMessage, type ChatPrompt, contentText } from "../chat/mod.ts";
 import { EncodeCancelledError, EncodeGuard } from "./encode_guard.ts";
 import { renderDelta, type Rendered, renderPrompt } from "./render_delta.ts";
 import type { ChatTokenizer } from "./tokenizer.ts";
@@ -111,7 +111,7 @@ export interface AdaptiveOptions {
  * const pool: PromptEncoder = {
  *   ...here, // a stand-in for the workers, which notes what it is given
  *   renderDelta: (messages, enableThinking, options) => {
- *     pooled.push(messages[0].content);
+ *     pooled.push(messages[0].content as string);
  *     return here.renderDelta(messages, enableThinking, options);
  *   },
  * };
@@ -152,7 +152,9 @@ export function adaptiveEncoder(
 export function messagesChars(messages: readonly ChatMessage[]): number {
   let chars = 0;
   for (const message of messages) {
-    chars += message.content.length;
+    chars += typeof message.content === "string"
+      ? message.content.length
+      : contentText(message.content).length;
     if (message.role === "assistant") chars += message.reasoning_content?.length ?? 0;
   }
   return chars;

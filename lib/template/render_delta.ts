@@ -18,7 +18,8 @@
  * @module
  */
 import type { CodedError } from "../errors/mod.ts";
-import type { ChatMessage, ChatPrompt } from "../chat/mod.ts";
+import { type ChatImage, type ChatMessage, type ChatPrompt, messageImages } from "../chat/mod.ts";
+import { modelFamily } from "./model_family.ts";
 import { EncodeCancelledError, type EncodeGuard, OverBudgetError } from "./encode_guard.ts";
 import type { Escapes } from "./plain_text.ts";
 import type { ChatTokenizer } from "./tokenizer.ts";
@@ -66,10 +67,18 @@ export class TemplateError extends Error implements CodedError {
   }
 }
 
+/** Where an image stands in rendered tokens: its pads, from `offset` for `length` tokens. */
+export interface ImageSpan {
+  readonly offset: number;
+  readonly length: number;
+}
+
 /** Rendered tokens with the text they came from. */
 export interface Rendered {
   readonly text: string;
   readonly tokens: number[];
+  /** Each image's pads in `tokens`, in order; absent when the messages hold no image. */
+  readonly images?: readonly ImageSpan[];
 }
 
 /**
@@ -97,10 +106,15 @@ export function renderPrompt(
 ): Rendered {
   const { prompt: escaped, escapes } = tokenizer.escape(prompt);
   const text = tokenizer.render(escaped, true);
-  return {
-    text: tokenizer.restore(text, escapes),
-    tokens: encodeRendered(tokenizer, text, escapes, guard),
-  };
+  return withImages(
+    tokenizer,
+    {
+      text: tokenizer.restore(text, escapes),
+      tokens: encodeRendered(tokenizer, text, escapes, guard),
+    },
+    messageImages(prompt.messages),
+    guard,
+  );
 }
 
 /**
@@ -156,10 +170,68 @@ export function renderDelta(
       "Cannot render a delta: the tokens after the end-of-turn token merge with it",
     );
   }
-  return {
-    text: tokenizer.restore(full.slice(cut), escapes),
-    tokens: fullTokens.slice(anchorTokens.length),
-  };
+  return withImages(
+    tokenizer,
+    {
+      text: tokenizer.restore(full.slice(cut), escapes),
+      tokens: fullTokens.slice(anchorTokens.length),
+    },
+    messageImages(messages),
+    guard,
+  );
+}
+
+/**
+ * `rendered` with the one pad the template put where each of `images` stands expanded to the
+ * image's tokens, as the model's processor does, and where each now is. Client text never holds
+ * the pad token (escaped as text), so every pad is the template's; a count that differs from the
+ * images is a template that does not render them.
+ *
+ * @throws {TemplateError} when the family has no image pad or the pads do not match the images;
+ * what `guard` throws once the expanded tokens pass its budget.
+ */
+function withImages(
+  tokenizer: ChatTokenizer,
+  rendered: Rendered,
+  images: readonly ChatImage[],
+  guard?: EncodeGuard,
+): Rendered {
+  if (images.length === 0) return rendered;
+  const pad = imagePadId(tokenizer);
+  const tokens: number[] = [];
+  const spans: ImageSpan[] = [];
+  for (const id of rendered.tokens) {
+    if (id !== pad) {
+      tokens.push(id);
+      continue;
+    }
+    const image = images[spans.length];
+    if (image === undefined) break;
+    guard?.add(image.tokens - 1);
+    spans.push({ offset: tokens.length, length: image.tokens });
+    for (let i = 0; i < image.tokens; i++) tokens.push(pad);
+  }
+  const pads = rendered.tokens.reduce((count, id) => count + (id === pad ? 1 : 0), 0);
+  if (pads !== images.length) {
+    throw new TemplateError(
+      `The chat template rendered ${pads} image placeholders for ${images.length} images: it does not render image parts`,
+    );
+  }
+  return { ...rendered, tokens, images: spans };
+}
+
+/** The id of the family's image pad token. @throws {TemplateError} when it has none. */
+function imagePadId(tokenizer: ChatTokenizer): number {
+  const pad = modelFamily(tokenizer.formats).imagePad;
+  const ids = pad === undefined ? [] : tokenizer.encode(pad);
+  if (ids.length !== 1 || !tokenizer.addedIds.has(ids[0])) {
+    throw new TemplateError(
+      `Cannot serve images: the ${
+        modelFamily(tokenizer.formats).name
+      } family's tokenizer has no image pad token`,
+    );
+  }
+  return ids[0];
 }
 
 const quoted = (texts: readonly string[]) => texts.map((text) => `"${text}"`).join(" or ");
@@ -255,4 +327,40 @@ export function checkTemplate(tokenizer: ChatTokenizer): void {
 /** True when a prompt ends inside an open reasoning block, so output starts as reasoning. */
 export function opensReasoning(promptText: string): boolean {
   return /<think>\s*$/.test(promptText);
+}
+
+/**
+ * Renders a user message holding one image, as a vision model's requests do, and returns the
+ * image pad's id: a template that does not render image parts as one pad, or a family without
+ * one, fails at start-up rather than on a request.
+ *
+ * @throws {TemplateError}
+ */
+export function checkImageTemplate(tokenizer: ChatTokenizer): number {
+  const pad = imagePadId(tokenizer);
+  const image: ChatImage = {
+    type: "image",
+    digest: "0".repeat(64),
+    media_type: "image/png",
+    width: 64,
+    height: 64,
+    bytes: 0,
+    tokens: 3,
+  };
+  const content = [{ type: "text" as const, text: "start-up check" }, image];
+  let rendered: Rendered;
+  try {
+    rendered = renderPrompt(tokenizer, { messages: [{ role: "user", content }], tools: [] });
+    renderDelta(tokenizer, [{ role: "tool", name: "check", content }]);
+  } catch (error) {
+    if (error instanceof TemplateError) throw error;
+    // A text template that reads content as a string fails inside Jinja.
+    throw new TemplateError(
+      `The chat template cannot render image parts: ${(error as Error).message}`,
+    );
+  }
+  if (rendered.images?.length !== 1) {
+    throw new TemplateError("The chat template does not render image parts");
+  }
+  return pad;
 }

@@ -9,6 +9,7 @@
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { imageSize } from "image-size";
+import type { CodedError } from "../errors/mod.ts";
 
 /** The formats a vision model is given, by `image-size`'s name for them. */
 export const IMAGE_FORMATS = {
@@ -39,13 +40,28 @@ export interface ProbedImage {
 }
 
 /** Why an image is refused: `too_large` is a 413, the others 400s. */
-export type ImageProblem = "not_base64" | "too_large" | "not_an_image" | "format" | "pixels";
+export type ImageProblem =
+  | "not_base64"
+  | "too_large"
+  | "too_many"
+  | "not_an_image"
+  | "format"
+  | "pixels";
 
-/** An image refused at the edge, with the reason a caller maps to its status and field. */
-export class ImageRefusedError extends Error {
+/** An image refused at the edge: `too_large` and `too_many` answer 413, any other problem 400. */
+export class ImageRefusedError extends Error implements CodedError {
+  readonly code: "image_too_large" | "invalid_image";
   constructor(readonly problem: ImageProblem, message: string) {
     super(message);
     this.name = "ImageRefusedError";
+    this.code = problem === "too_large" || problem === "too_many"
+      ? "image_too_large"
+      : "invalid_image";
+  }
+
+  /** The same refusal, its message led by the request field it is about. */
+  at(field: string): ImageRefusedError {
+    return new ImageRefusedError(this.problem, `${field}: ${this.message}`);
   }
 }
 
@@ -105,4 +121,20 @@ export function probeImage(base64: string, limits: ImageLimits): ProbedImage {
   }
   const digest = createHash("sha256").update(bytes).digest("hex");
   return { mediaType, width, height, bytes: bytes.length, digest, base64 };
+}
+
+/** Images already probed, by the request object that held them (a request is probed once). */
+const probedSources = new WeakMap<object, ProbedImage>();
+
+/**
+ * {@linkcode probeImage} of `base64`, remembered by `holder` (the request object it came in): a
+ * protocol adapter that checks an image to name its own field, and the lowering after it, pay
+ * for one decode and one digest.
+ */
+export function probeImageOf(holder: object, base64: string, limits: ImageLimits): ProbedImage {
+  const known = probedSources.get(holder);
+  if (known !== undefined && known.base64 === base64) return known;
+  const image = probeImage(base64, limits);
+  probedSources.set(holder, image);
+  return image;
 }

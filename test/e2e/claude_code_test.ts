@@ -7,7 +7,9 @@ import assert from "node:assert/strict";
 import { episodeReplies as episode, PROMPT } from "../../fixtures/claude_code/record.ts";
 import { assertChainExact } from "../_chain_exact.ts";
 import { runClaude, tempRepo } from "../_claude.ts";
-import { startGateway, type TestGateway } from "../_gateway.ts";
+import { type SampleJson, startGateway, type TestGateway } from "../_gateway.ts";
+import type { Script } from "../../lib/scripted_engine/mod.ts";
+import { fixtureImage, padRuns, visionGateway } from "../_vision.ts";
 
 const FINAL = 'Done: hello.sh prints "hello from the script".';
 
@@ -24,6 +26,35 @@ async function assertTokenExact(gw: TestGateway, sessionId: string, failedCalls 
     JSON.stringify(samples[0].turns),
   );
   return { calls };
+}
+
+/**
+ * The model's side of Claude Code reading plot.png in `repo`: a Read call, then `reply` once the
+ * prompt ends with the tool result (`resultEnd`, as the served template closes it).
+ */
+function readPng(repo: string, resultEnd: string, reply: string): Script {
+  return (_call, text) =>
+    text().endsWith(resultEnd)
+      ? reply
+      : `<tool_call>\n${
+        JSON.stringify({ name: "Read", arguments: { file_path: `${repo}/plot.png` } })
+      }\n</tool_call>`;
+}
+
+/** Claude Code asked to describe plot.png: it answers `answer`, in two token-exact turns. */
+async function runReadPng(gw: TestGateway, repo: string, answer: string) {
+  const { id, token } = await gw.openSession();
+  const run = await runClaude({
+    baseUrl: gw.url,
+    token,
+    cwd: repo,
+    prompt: "Look at plot.png and describe it.",
+  });
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(run.result?.result, answer);
+  const { calls } = await assertTokenExact(gw, id);
+  assert.equal(calls.length, 2, "the Read, then the next turn");
+  return { id, calls };
 }
 
 Deno.test("Claude Code runs Bash, writes and runs a file, and answers; the chain is token-exact", async () => {
@@ -122,25 +153,10 @@ Deno.test("Claude Code reads a PNG in its work tree and goes on to its next turn
   await Deno.writeFile(`${repo}/plot.png`, png);
   const answer = "The plot is a 64 by 48 image.";
   const gw = await startGateway({
-    script: (_call, text) =>
-      text().endsWith("</tool_response><|im_end|>\n<|im_start|>assistant\n")
-        ? answer
-        : `<tool_call>\n${
-          JSON.stringify({ name: "Read", arguments: { file_path: `${repo}/plot.png` } })
-        }\n</tool_call>`,
+    script: readPng(repo, "</tool_response><|im_end|>\n<|im_start|>assistant\n", answer),
   });
   try {
-    const { id, token } = await gw.openSession();
-    const run = await runClaude({
-      baseUrl: gw.url,
-      token,
-      cwd: repo,
-      prompt: "Look at plot.png and describe it.",
-    });
-    assert.equal(run.code, 0, run.stderr);
-    assert.equal(run.result?.result, answer);
-    const { calls } = await assertTokenExact(gw, id);
-    assert.equal(calls.length, 2, "the Read, then the next turn");
+    const { id, calls } = await runReadPng(gw, repo, answer);
     // The CLI sent the image itself inside the tool result…
     const second = JSON.parse(
       gw.exchanges.filter((e) => e.path.startsWith("/v1/messages"))[1].body,
@@ -163,6 +179,41 @@ Deno.test("Claude Code reads a PNG in its work tree and goes on to its next turn
     assert.ok(!gw.tokenizer.decode(calls[1].inputIds).includes(data.slice(0, 64)));
   } finally {
     await gw.close();
+    await Deno.remove(repo, { recursive: true });
+  }
+});
+
+Deno.test("Claude Code reads a PNG for a vision model: the engine gets the image and its expanded pads, the chain is token-exact, the export names the image", async () => {
+  const repo = await tempRepo();
+  const png = await fixtureImage("plot.png");
+  await Deno.writeFile(`${repo}/plot.png`, png.bytes);
+  const answer = "The plot is a 64 by 48 image.";
+  // Qwen3-VL Thinking's generation prompt opens the reasoning.
+  const { gw, padId, close } = await visionGateway(
+    readPng(
+      repo,
+      "</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n",
+      `It shows a plot.\n</think>\n\n${answer}`,
+    ),
+  );
+  try {
+    const { id, calls } = await runReadPng(gw, repo, answer);
+    // The model read the image: its pads, as many as Qwen3-VL's processor gives a 64×48 image,
+    // in the tool result, and the engine was given its bytes.
+    const delta = calls[1].inputIds.slice(calls[0].inputIds.length + calls[0].output!.length);
+    assert.deepEqual(padRuns(delta, padId), [png.tokens]);
+    assert.equal(
+      gw.tokenizer.decode(delta),
+      "\n<|im_start|>user\n<tool_response>\n<|vision_start|>" +
+        "<|image_pad|>".repeat(png.tokens) +
+        "<|vision_end|>\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n",
+    );
+    assert.deepEqual(calls[0].images ?? [], []);
+    assert.deepEqual(calls[1].images?.map((image) => image.digest), [png.digest]);
+    const [sample] = await gw.samples(id) as (SampleJson & { images: { digest: string }[] })[];
+    assert.deepEqual(sample.images.map((image) => image.digest), [png.digest]);
+  } finally {
+    await close();
     await Deno.remove(repo, { recursive: true });
   }
 });

@@ -25,6 +25,7 @@ import {
   ChainConflictError,
   ChainNotFoundError,
   ContextOverflowError,
+  ImageNotFoundError,
   InvalidSessionIdError,
   openSession,
   SessionClosedError,
@@ -32,6 +33,7 @@ import {
   SessionNotFoundError,
 } from "../../lib/session/mod.ts";
 import { TemplateError } from "../../lib/template/mod.ts";
+import { ImageRefusedError } from "../../lib/vision/mod.ts";
 import {
   BodyTooLargeError,
   classifyError,
@@ -54,17 +56,24 @@ const CASES: [Error, number, string][] = [
   [new UnknownJudgerError("nope", ["tests"]), 400, "invalid_request_error"],
   [new HarborTaskError("task.harbor: /t has no task.toml"), 400, "invalid_request_error"],
   [new EngineRejectedError("bad input_ids"), 400, "invalid_request_error"],
+  [new ImageRefusedError("format", "an image is bmp"), 400, "invalid_request_error"],
   [new AuthenticationError("Invalid session token"), 401, "authentication_error"],
   [new PermissionError("admin only"), 403, "permission_error"],
   [new SessionNotFoundError("s1"), 404, "not_found_error"],
   [new JobNotFoundError("job_1"), 404, "not_found_error"],
   [new ChainNotFoundError("s1", "c9"), 404, "not_found_error"],
+  [new ImageNotFoundError("s1", "ab"), 404, "not_found_error"],
   [new RouteNotFoundError("GET", "/nope"), 404, "not_found_error"],
   [new DirNotFoundError("/srv/nope"), 404, "not_found_error"],
   [new SessionExistsError("s1"), 409, "conflict_error"],
   [new SessionClosedError("s1"), 409, "conflict_error"],
   [new ChainConflictError("s1", "c0"), 409, "conflict_error"],
   [new BodyTooLargeError(1024), 413, "request_too_large"],
+  [
+    new ImageRefusedError("too_large", "an image is larger than 1024 bytes"),
+    413,
+    "request_too_large",
+  ],
   [new JudgerError("tests", "crashed"), 500, "api_error"],
   [new TemplateError("no end-of-turn token"), 500, "api_error"],
   [new SandboxUnavailableError("bubblewrap missing"), 503, "unavailable_error"],

@@ -3,6 +3,8 @@ import { ConfigError, resolveConfig } from "../../lib/config/mod.ts";
 import { buildDeps } from "../../functions/_deps.ts";
 import { qwen3 } from "../_gateway.ts";
 import { type BuiltFamily, builtFolder, templateFile } from "../_families.ts";
+import { PREPROCESSOR, qwen3Vl } from "../_vision.ts";
+import type { ChatTokenizer } from "../../lib/template/mod.ts";
 
 /** Asserts that `env` (on top of an in-memory KV and an engine URL) is refused at start-up. */
 async function assertRefusedAtStartup(
@@ -257,5 +259,59 @@ Deno.test("buildDeps() refuses a chat template whose turns cannot be cut into de
     }
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("IMAGE_POLICY=vision is refused at start-up without the processor's settings, on a dialect that sends no images, or with a template that renders no images", async () => {
+  const folder = await Deno.makeTempDir({ prefix: "rg-vl-" });
+  const kv = await Deno.openKv(":memory:");
+  const start = async (env: Record<string, string>, tokenizer: ChatTokenizer) => {
+    const config = resolveConfig({
+      KV_PATH: ":memory:",
+      SGLANG_URL: "http://127.0.0.1:9",
+      IMAGE_POLICY: "vision",
+      TOKENIZER_PATH: folder,
+      ...env,
+    });
+    return await buildDeps(config, { kv, tokenizer });
+  };
+  const refused = async (
+    env: Record<string, string>,
+    tokenizer: ChatTokenizer,
+    message: RegExp,
+  ) => {
+    await assert.rejects(
+      start(env, tokenizer),
+      (error) =>
+        error instanceof ConfigError && error.variable === "IMAGE_POLICY" &&
+        message.test(error.message),
+    );
+  };
+  try {
+    const vl = await qwen3Vl();
+    await refused(
+      {},
+      vl,
+      /cannot read the image processor's settings from ".*preprocessor_config\.json"/,
+    );
+    await Deno.writeTextFile(`${folder}/preprocessor_config.json`, PREPROCESSOR);
+    await refused(
+      { ENGINE_API: "vllm" },
+      vl,
+      /^Invalid IMAGE_POLICY=vision: the vllm dialect does not send images to its engine$/,
+    );
+    // Qwen3's text template reads every content as a string.
+    await refused(
+      {},
+      await qwen3(),
+      /^Invalid IMAGE_POLICY=vision: The chat template cannot render image parts: /,
+    );
+    const deps = await start({}, vl);
+    assert.equal(deps.vision?.settings.patchSize, 16);
+    assert.equal(deps.vision?.limits.maxImages, 100);
+    await deps.close();
+  } finally {
+    kv.close();
+    await Deno.remove(folder, { recursive: true });
   }
 });

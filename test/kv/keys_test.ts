@@ -63,6 +63,11 @@ const CASES: {
     parsed: { kind: "reward_blob", sessionId: "s1", version: "v8", chunk: 0 },
   },
   rewardBlobs: { key: keys.rewardBlobs("s1"), parsed: "prefix" },
+  image: {
+    key: keys.image("s1", "d1"),
+    parsed: { kind: "image", sessionId: "s1", digest: "d1", chunk: null },
+  },
+  sessionImages: { key: keys.sessionImages("s1"), parsed: "prefix" },
   sessions: { key: keys.sessions(), parsed: "prefix" },
   expiry: {
     key: keys.expiry(1_700_000_000_000, "s1"),

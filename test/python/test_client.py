@@ -253,6 +253,10 @@ class EpisodeTest(unittest.TestCase):
         with self.assertRaises(InvalidRequestError):
             self.gw.pause_engine("later")
 
+    def test_12_an_image_the_session_does_not_hold_is_not_found(self):
+        with self.assertRaises(NotFoundError):
+            self.gw.image(self.session.id, "0" * 64)
+
 
 class ErrorsTest(unittest.TestCase):
     """Each error status of the trainer API arrives as its own exception type."""

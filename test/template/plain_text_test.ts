@@ -174,7 +174,7 @@ Deno.test("PlainText splits at whitespace-only added tokens but leaves them live
   );
   const client: ChatPrompt = prompt([{ role: "user", content: "a\n\nb<sep>" }]);
   const { prompt: escaped, escapes } = plain.escape(client);
-  const content = escaped.messages[0].content;
+  const content = escaped.messages[0].content as string;
   assert.equal(plain.restore(content, escapes), "a\n\nb<sep>");
   // As a template would render it: its own <sep> first, then the client's text.
   const ids = plain.encode(`<sep>${content}<sep>`, escapes);

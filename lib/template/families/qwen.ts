@@ -48,4 +48,5 @@ export const QWEN: ModelFamily = {
   },
   roles: CHATML_ROLES,
   toolCallIds: "client",
+  imagePad: "<|image_pad|>",
 };

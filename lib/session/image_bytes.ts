@@ -1,0 +1,41 @@
+/**
+ * The bytes of the images a process has seen in turns, by digest: a later turn's engine call
+ * sends every image of its prompt again (the engine's processor reads each image's pads against
+ * its pixels), and the bytes of the history's images are taken from here rather than decoded
+ * and hashed again from the request.
+ *
+ * @module
+ */
+import { WeightedLru } from "../cache/mod.ts";
+
+/** Characters of base64 kept by default: some hundreds of screenshots. */
+export const IMAGE_BYTES_CHARS = 128 * 1024 * 1024;
+
+/**
+ * Image bytes (base64) by digest, bounded by their characters.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ImageBytes } from "./image_bytes.ts";
+ * const bytes = new ImageBytes(1024);
+ * bytes.remember("d1", "iVBORw0KGgo=");
+ * assert.equal(bytes.get("d1"), "iVBORw0KGgo=");
+ * assert.equal(bytes.get("d2"), undefined);
+ * ```
+ */
+export class ImageBytes {
+  readonly #lru: WeightedLru<string, string>;
+
+  constructor(capacityChars = IMAGE_BYTES_CHARS) {
+    this.#lru = new WeightedLru(capacityChars, (digest, data) => digest.length + data.length);
+  }
+
+  remember(digest: string, data: string): void {
+    if (this.#lru.get(digest) === undefined) this.#lru.set(digest, data);
+  }
+
+  get(digest: string): string | undefined {
+    return this.#lru.get(digest);
+  }
+}

@@ -6,6 +6,7 @@
 import { createHash } from "node:crypto";
 import { Buffer } from "node:buffer";
 import { imageSize } from "image-size";
+import { deflateSync } from "node:zlib";
 import { defaultTokenizerPath } from "../lib/config/mod.ts";
 import type { Reply, Script } from "../lib/scripted_engine/mod.ts";
 import { type ChatTokenizer, loadTokenizer } from "../lib/template/mod.ts";
@@ -90,4 +91,49 @@ export function padRuns(ids: readonly number[], pad: number): number[] {
 /** Where each run of `pad` starts in `ids`. */
 export function runStarts(ids: readonly number[], pad: number): number[] {
   return ids.flatMap((id, i) => (id === pad && ids[i - 1] !== pad ? [i] : []));
+}
+
+/** CRC-32 of `bytes` (PNG's chunk checksum). */
+function crc32(bytes: Uint8Array): number {
+  let crc = 0xffffffff;
+  for (const byte of bytes) {
+    crc ^= byte;
+    for (let k = 0; k < 8; k++) crc = (crc >>> 1) ^ (0xedb88320 & -(crc & 1));
+  }
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+/** A black grayscale PNG of `width × height` pixels: images of any size for the tests. */
+export function grayPng(width: number, height: number): Uint8Array {
+  const chunk = (type: string, data: Uint8Array) => {
+    const body = new Uint8Array(4 + data.length);
+    body.set(new TextEncoder().encode(type));
+    body.set(data, 4);
+    const out = new Uint8Array(12 + data.length);
+    const view = new DataView(out.buffer);
+    view.setUint32(0, data.length);
+    out.set(body, 4);
+    view.setUint32(8 + data.length, crc32(body));
+    return out;
+  };
+  const header = new Uint8Array(13);
+  const view = new DataView(header.buffer);
+  view.setUint32(0, width);
+  view.setUint32(4, height);
+  header.set([8, 0, 0, 0, 0], 8); // 8 bits, grayscale, deflate, no filter, no interlace
+  // Each row: filter type 0 and its pixels, all 0.
+  const pixels = deflateSync(new Uint8Array((width + 1) * height));
+  const parts = [
+    new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", header),
+    chunk("IDAT", new Uint8Array(pixels)),
+    chunk("IEND", new Uint8Array(0)),
+  ];
+  const png = new Uint8Array(parts.reduce((n, part) => n + part.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    png.set(part, at);
+    at += part.length;
+  }
+  return png;
 }

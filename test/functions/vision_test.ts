@@ -9,10 +9,18 @@
  * the bounds, or not images, are 400s and 413s naming the field, with nothing recorded.
  */
 import assert from "node:assert/strict";
+import type OpenAI from "openai";
 import { Buffer } from "node:buffer";
 import { startsWith } from "../_chain_exact.ts";
 import { ADMIN_HEADERS, type SampleJson, type TestGateway } from "../_gateway.ts";
-import { fixtureImage as image, IMAGES, padRuns, runStarts, visionGateway } from "../_vision.ts";
+import {
+  fixtureImage as image,
+  grayPng,
+  IMAGES,
+  padRuns,
+  runStarts,
+  visionGateway,
+} from "../_vision.ts";
 
 /** Entries in the gateway's KV: a refused request adds none. */
 async function kvEntries(gw: TestGateway): Promise<number> {
@@ -178,23 +186,43 @@ Deno.test("a user's image and Claude Code's Read of a PNG reach the engine with 
 
 Deno.test("OpenAI image_url data URLs and Responses input_image reach the engine; a remote URL is a 400 naming the part", async () => {
   const jpg = await image("small.jpg");
-  const { gw, padId, close } = await visionGateway(["A dot.", "A dot again."]);
+  const { gw, padId, close } = await visionGateway([
+    "Small.\n</think>\n\nA dot.",
+    "Still small.\n</think>\n\nStill a dot.",
+    "A dot again.",
+  ]);
   try {
-    const { token } = await gw.openSession();
+    const { id, token } = await gw.openSession();
     const openai = gw.openai(token);
     const dataUrl = `data:image/jpeg;base64,${jpg.base64}`;
-    await openai.chat.completions.create({
-      model: "qwen3-vl",
-      messages: [{
-        role: "user",
-        content: [{ type: "text", text: "What is this?" }, {
-          type: "image_url",
-          image_url: { url: dataUrl },
-        }],
+    const asked: OpenAI.Chat.ChatCompletionMessageParam[] = [{
+      role: "user",
+      content: [{ type: "text", text: "What is this?" }, {
+        type: "image_url",
+        image_url: { url: dataUrl },
       }],
-    });
+    }];
+    const first = await openai.chat.completions.create({ model: "qwen3-vl", messages: asked });
+    assert.equal(first.choices[0].message.content, "A dot.");
     assert.deepEqual(padRuns(gw.engine.calls[0].inputIds, padId), [jpg.tokens]);
     assert.deepEqual(gw.engine.calls[0].images?.map((i) => i.digest), [jpg.digest]);
+    // The SDK's echo extends the chain; the image goes to the engine again.
+    await openai.chat.completions.create({
+      model: "qwen3-vl",
+      messages: [...asked, first.choices[0].message, { role: "user", content: "Sure?" }],
+    });
+    const [call0, call1] = gw.engine.calls;
+    assert.ok(startsWith(call1.inputIds, [...call0.inputIds, ...call0.output!]));
+    assert.deepEqual(padRuns(call1.inputIds, padId), [jpg.tokens]);
+    assert.deepEqual(call1.images?.map((i) => i.digest), [jpg.digest]);
+    const [sample] = await gw.samples(id) as (SampleJson & { images: unknown[] })[];
+    assert.deepEqual(sample.images, [{
+      ...jpg.meta,
+      media_type: "image/jpeg",
+      start: runStarts(call0.inputIds, padId)[0],
+      length: jpg.tokens,
+      url: `/sessions/${id}/images/${jpg.digest}`,
+    }]);
 
     const second = await gw.openSession();
     await gw.openai(second.token).responses.create({
@@ -208,7 +236,7 @@ Deno.test("OpenAI image_url data URLs and Responses input_image reach the engine
         }],
       }],
     });
-    assert.deepEqual(padRuns(gw.engine.calls[1].inputIds, padId), [jpg.tokens]);
+    assert.deepEqual(padRuns(gw.engine.calls[2].inputIds, padId), [jpg.tokens]);
 
     const before = await kvEntries(gw);
     const remote = await gw.fetch("/v1/chat/completions", {
@@ -300,6 +328,51 @@ Deno.test("images past the bounds or not images are 413s and 400s naming the fie
     }
     assert.equal(gw.engine.calls.length, 0);
     assert.equal(await kvEntries(gw), before);
+  } finally {
+    await close();
+  }
+});
+
+Deno.test("each image's pads are as many as Python's smart_resize gives its size, from one pixel to past the budget", async () => {
+  // [width, height, tokens]: tokens from Hugging Face's `smart_resize` in Python (factor 32,
+  // Qwen3-VL's budget 65,536–16,777,216 pixels), one per 2×2 of 16-pixel patches. 80×2000 and
+  // 48×16 have sides at a half (round-half-even), 1×1 grows to the budget's floor, 4200×4200
+  // shrinks to its ceiling.
+  const sizes: [number, number, number][] = [
+    [1, 1, 64],
+    [80, 2000, 124],
+    [333, 777, 240],
+    [1920, 1080, 2040],
+    [48, 16, 70],
+    [4200, 4200, 16384],
+  ];
+  const { gw, padId, close } = await visionGateway(["Six images."]);
+  try {
+    const { token } = await gw.openSession();
+    await gw.anthropic(token).messages.create({
+      model: "qwen3-vl",
+      max_tokens: 16,
+      messages: [{
+        role: "user",
+        content: [
+          { type: "text", text: "What are these?" },
+          ...sizes.map(([width, height]) => ({
+            type: "image" as const,
+            source: {
+              type: "base64" as const,
+              media_type: "image/png" as const,
+              data: Buffer.from(grayPng(width, height)).toString("base64"),
+            },
+          })),
+        ],
+      }],
+    });
+    const [call] = gw.engine.calls;
+    assert.deepEqual(padRuns(call.inputIds, padId), sizes.map(([, , tokens]) => tokens));
+    assert.deepEqual(
+      call.images?.map((image) => image.tokens),
+      sizes.map(([, , tokens]) => tokens),
+    );
   } finally {
     await close();
   }

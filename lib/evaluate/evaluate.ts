@@ -8,6 +8,7 @@
 import type { CodedError } from "../errors/mod.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
 import {
+  type ExecOptions,
   type ExecResult,
   interleaved,
   type RepoSource,
@@ -19,8 +20,10 @@ import { fixtureRepo } from "./fixture_repos.ts";
 import {
   HARBOR_SANDBOX_DIRS,
   HARBOR_TEST_COMMAND,
+  HARBOR_VERIFIER_RIGHTS,
   prepareHarborTests,
   readHarborReward,
+  verifierFinished,
 } from "./_harbor_grade.ts";
 import { type Judger, type Reward } from "./judgers.ts";
 import { checkPatchPaths, PatchPathError, patchPaths } from "./patch_paths.ts";
@@ -182,13 +185,14 @@ async function grade(
   signal: AbortSignal | undefined,
 ): Promise<Evidence> {
   const deadline = performance.now() + timeoutMs;
-  const run = async (command: string) => {
+  const run = async (command: string, as: Pick<ExecOptions, "user" | "readOnly"> = {}) => {
     const remaining = Math.max(1, Math.round(deadline - performance.now()));
     const result = await sandbox.exec(interleaved(command), {
       timeoutMs: remaining,
       env: task.env,
       outputBytes: deps.outputBytes,
       signal,
+      ...as,
     });
     signal?.throwIfAborted();
     return result;
@@ -275,12 +279,15 @@ async function grade(
     const ids = [...task.fail_to_pass!, ...task.pass_to_pass].map(shellQuote).join(" ");
     command = (task.test_cmd ?? runnerCommand(task.runner!)).replaceAll("{tests}", ids);
   }
-  const result = await run(command);
+  // Harbor's verifier runs as its container's root, whose reward writes no file mode blocks, with
+  // its tests read-only: the code under test it runs cannot keep it from writing the reward.
+  const result = await run(command, mode === "harbor" ? HARBOR_VERIFIER_RIGHTS : {});
   timings.test_ms = Math.round(performance.now() - phase);
   if (result.timedOut) return timedOut(result, "the tests ran past the time limit", true);
   if (mode === "harbor") {
     // The score is the reward file's, never the exit status: `reason` says whether it is > 0.
-    const reward = await readHarborReward(sandbox, signal);
+    // A verifier stopped by a signal (the code under test killing it) wrote no reward of its own.
+    const reward = verifierFinished(result) ?? await readHarborReward(sandbox, signal);
     const missing = "error" in reward;
     return {
       applied_cleanly: true,

@@ -17,6 +17,28 @@ export const LOCAL_PATHS = {
 /** User ids inside the sandbox: an unprivileged user by default, as on E2B. */
 const UIDS: Record<SandboxUser, number> = { user: 1000, root: 0 };
 
+/**
+ * What root may do inside: Docker's default capabilities, a container's root. File modes do not
+ * stop it (`CAP_DAC_OVERRIDE`, `CAP_FOWNER`), as Harbor's verifier relies on; it cannot mount
+ * (no `CAP_SYS_ADMIN`), so a folder made read-only for a command stays so.
+ */
+const ROOT_CAPABILITIES = [
+  "CAP_AUDIT_WRITE",
+  "CAP_CHOWN",
+  "CAP_DAC_OVERRIDE",
+  "CAP_FOWNER",
+  "CAP_FSETID",
+  "CAP_KILL",
+  "CAP_MKNOD",
+  "CAP_NET_BIND_SERVICE",
+  "CAP_NET_RAW",
+  "CAP_SETFCAP",
+  "CAP_SETGID",
+  "CAP_SETPCAP",
+  "CAP_SETUID",
+  "CAP_SYS_CHROOT",
+] as const;
+
 /** A top-level entry of the host's `/`, as seen by `lstat`. */
 export interface HostRoot {
   readonly name: string;
@@ -49,6 +71,8 @@ export interface BwrapCommand {
   readonly env: Readonly<Record<string, string>>;
   readonly user: SandboxUser;
   readonly network: boolean;
+  /** Folders inside made read-only for this command (`ExecOptions.readOnly`). */
+  readonly readOnly?: readonly string[];
 }
 
 /** The base environment of every sandboxed command; `env` adds to it. */
@@ -99,6 +123,9 @@ export function bwrapArgs(spec: BwrapCommand): string[] {
     uid,
     "--gid",
     uid,
+    "--cap-drop",
+    "ALL",
+    ...(spec.user === "root" ? ROOT_CAPABILITIES.flatMap((cap) => ["--cap-add", cap]) : []),
     "--hostname",
     "sandbox",
     "--tmpfs",
@@ -127,6 +154,7 @@ export function bwrapArgs(spec: BwrapCommand): string[] {
     LOCAL_PATHS.workdir,
     ...(spec.writable ?? []).flatMap((bind) => ["--bind", bind.host, bind.inside]),
     ...(spec.binds ?? []).flatMap((bind) => ["--ro-bind", bind.host, bind.inside]),
+    ...(spec.readOnly ?? []).flatMap((path) => ["--remount-ro", path]),
     "--chdir",
     spec.cwd,
     "--clearenv",

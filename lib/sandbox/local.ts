@@ -320,6 +320,7 @@ class LocalSandbox implements Sandbox {
       env: options.env ?? {},
       user: options.user ?? "user",
       network: this.spec.network,
+      ...(options.readOnly ? { readOnly: options.readOnly } : {}),
       binds: [...(this.spec.binds ?? []), ...(this.#forward?.binds ?? [])],
       writable: this.writable,
     });

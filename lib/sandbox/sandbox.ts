@@ -79,8 +79,17 @@ export interface ExecOptions {
   readonly cwd?: string;
   /** Extra environment variables. */
   readonly env?: Readonly<Record<string, string>>;
-  /** `"user"` (unprivileged, the default) or `"root"`. */
+  /**
+   * `"user"` (unprivileged, the default) or `"root"`: a container's root, whose writes no file
+   * mode blocks (its capabilities are Docker's default set: no mounts).
+   */
   readonly user?: SandboxUser;
+  /**
+   * Folders of the sandbox made read-only for this command and everything it starts, root
+   * included, where the backend can enforce it (local: a read-only remount that no capability
+   * left can undo; E2B: not enforced).
+   */
+  readonly readOnly?: readonly string[];
   /** Bytes of stdout and of stderr kept, each; the last bytes are kept. */
   readonly outputBytes?: number;
   /** Aborted when the caller gives up: the command is killed as on a timeout. */

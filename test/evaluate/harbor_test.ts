@@ -471,3 +471,89 @@ Deno.test("a patch cannot reach /tests or /logs: the verifier is the task's, rew
     );
   });
 });
+
+/**
+ * A patch adding `check.sh`, the code under test its verifier runs: it does `plant`, then fails
+ * its check. The verifier (`test.sh`) writes 0 after it, as a Harbor verifier writes its reward.
+ */
+function plantingPatch(plant: string): string {
+  const lines = ["#!/bin/sh", ...plant.split("\n"), "exit 1"];
+  return [
+    "diff --git a/check.sh b/check.sh",
+    "new file mode 100755",
+    "--- /dev/null",
+    "+++ b/check.sh",
+    `@@ -0,0 +1,${lines.length} @@`,
+    ...lines.map((line) => `+${line}`),
+    "",
+  ].join("\n");
+}
+
+const VERIFIER = [
+  "cd /app",
+  "if sh ./check.sh; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi",
+].join("\n");
+
+Deno.test("a reward the code under test plants scores what the tests say: read-only, replaced, linked, a folder in its place, or the verifier killed", async () => {
+  const R = "/logs/verifier";
+  const variants: [string, string, RegExp | null][] = [
+    // Read-only files: the non-root verifier's `echo 0 >` used to fail, leaving the 1.
+    [
+      "read-only files",
+      `echo 1 > ${R}/reward.txt; echo '{"reward": 1}' > ${R}/reward.json\n` +
+      `chmod 444 ${R}/reward.txt ${R}/reward.json; chmod 555 ${R}`,
+      null,
+    ],
+    // A file of its own moved over the reward, the folder then locked.
+    [
+      "replaced file",
+      `echo 1 > ${R}/.planted; chmod 400 ${R}/.planted; mv -f ${R}/.planted ${R}/reward.txt\n` +
+      `chmod 500 ${R}`,
+      null,
+    ],
+    // A link to a file the verifier's write would go through, or to one it cannot write.
+    [
+      "symbolic link",
+      `echo 1 > /app/one; chmod 444 /app/one; ln -s /app/one ${R}/reward.txt`,
+      /reward\.txt is not a plain file/,
+    ],
+    [
+      "folder in place of the file",
+      `mkdir ${R}/reward.txt; echo '{"reward": 1}' > ${R}/reward.json; chmod 444 ${R}/reward.json`,
+      /reward\.txt is not a plain file/,
+    ],
+    // The verifier stopped before it writes: what is there is the planted reward.
+    ["verifier killed", `echo 1 > ${R}/reward.txt; kill -9 $PPID`, /stopped by a signal/],
+  ];
+  await withLocal(async (deps, dir) => {
+    const task = await scriptTask(dir, VERIFIER);
+    for (const [name, plant, refused] of variants) {
+      const result = await evaluate(deps, { task, patch: plantingPatch(plant) });
+      assert.equal(result.applied_cleanly, true, `${name}: ${result.detail}`);
+      assert.equal(result.score, 0, `${name}: ${JSON.stringify(result)}`);
+      if (refused === null) {
+        // The verifier's own 0 is what was read.
+        assert.equal(result.reason, "tests_failed", name);
+        assert.deepEqual(result.verifier?.reward, 0, name);
+      } else {
+        assert.equal(result.reason, "no_reward", name);
+        assert.match(result.detail!, refused, name);
+      }
+    }
+    // The same verifier scores 1 for a check that passes: the rights it runs with change nothing.
+    const honest = await evaluate(deps, { task, patch: plantingPatch("exit 0") });
+    assert.deepEqual([honest.score, honest.reason], [1, "passed"], honest.log_tail);
+  });
+});
+
+Deno.test("the code under test cannot rewrite test.sh while it runs: /tests is read-only to the verifier", async () => {
+  await withLocal(async (deps, dir) => {
+    const task = await scriptTask(dir, `${VERIFIER}\n# the end`);
+    const patch = plantingPatch(
+      "printf 'echo 1 > /logs/verifier/reward.txt\\nexit 0\\n' >> /tests/test.sh 2>/dev/null && echo rewrote",
+    );
+    const result = await evaluate(deps, { task, patch });
+    assert.deepEqual([result.score, result.reason], [0, "tests_failed"], result.log_tail);
+    assert.ok(!result.log_tail.includes("rewrote"), result.log_tail);
+  });
+});

@@ -54,7 +54,8 @@ Deno.test("bwrapArgs() builds the whole command line of a sandboxed command", ()
     "--unshare-uts",
     "--unshare-cgroup-try",
     "--unshare-net",
-    ...["--uid", "1000", "--gid", "1000", "--hostname", "sandbox", "--tmpfs", "/"],
+    ...["--uid", "1000", "--gid", "1000", "--cap-drop", "ALL"],
+    ...["--hostname", "sandbox", "--tmpfs", "/"],
     ...["--symlink", "usr/bin", "/bin"],
     ...["--ro-bind", "/etc", "/etc"],
     ...["--ro-bind", "/home", "/home"],
@@ -151,6 +152,27 @@ Deno.test("bwrapArgs() runs as uid and gid 1000 for user and 0 for root", () => 
   const ids = (args: string[]) => [...after(args, "--uid", 1), ...after(args, "--gid", 1)];
   assert.deepEqual(ids(bwrapArgs(SPEC)), [["1000"], ["1000"]]);
   assert.deepEqual(ids(bwrapArgs({ ...SPEC, user: "root" })), [["0"], ["0"]]);
+});
+
+Deno.test("bwrapArgs() gives root a container root's capabilities, none of them mounting, and the user none", () => {
+  const added = (args: string[]) =>
+    args.flatMap((arg, i) => (args[i - 1] === "--cap-add" ? [arg] : []));
+  assert.deepEqual(added(bwrapArgs(SPEC)), []);
+  const root = added(bwrapArgs({ ...SPEC, user: "root" }));
+  assert.ok(root.includes("CAP_DAC_OVERRIDE") && root.includes("CAP_FOWNER"));
+  assert.ok(!root.includes("CAP_SYS_ADMIN"));
+  // Every capability is dropped first: only those added are kept.
+  assert.deepEqual(after(bwrapArgs(SPEC), "--cap-drop", 1), [["ALL"]]);
+});
+
+Deno.test("bwrapArgs() remounts the folders a command must not write read-only, after its binds", () => {
+  const args = bwrapArgs({
+    ...SPEC,
+    writable: [{ host: "/var/sbx/1/tests", inside: "/tests" }],
+    readOnly: ["/tests"],
+  });
+  assert.ok(args.indexOf("--remount-ro") > args.lastIndexOf("/var/sbx/1/tests"));
+  assert.deepEqual(after(args, "--remount-ro", 1), [["/tests"]]);
 });
 
 Deno.test("bwrapArgs() ends with the command as one argument of /bin/bash -c, in cwd", () => {

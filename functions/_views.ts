@@ -47,6 +47,7 @@ export interface JobJson {
   readonly index: number;
   readonly phase: JobSummary["phase"];
   readonly reason: string | null;
+  readonly outcome: JobSummary["outcome"];
   readonly detail: string | null;
   readonly attempt: number;
   readonly max_attempts: number;
@@ -185,6 +186,7 @@ export function sessionPageJson(
  *   index: 0,
  *   phase: "queued",
  *   reason: null,
+ *   outcome: null,
  *   detail: null,
  *   attempt: 0,
  *   maxAttempts: 2,
@@ -212,6 +214,7 @@ export function jobJson(job: JobSummary): JobJson {
     index: job.index,
     phase: job.phase,
     reason: job.reason,
+    outcome: job.outcome,
     detail: job.detail,
     attempt: job.attempt,
     max_attempts: job.maxAttempts,

@@ -17,6 +17,7 @@ import {
   FINAL_PHASES,
   getRolloutGroup,
   JobNotFoundError,
+  type JobSummary,
   readJobSummary,
   requestCancel,
   resolveHarborRollout,
@@ -78,7 +79,7 @@ export function createRolloutApp(deps: RolloutAppDeps): Hono {
     const group = await getRolloutGroup(deps.kv, group_id);
     if (!group) throw new JobNotFoundError(group_id, "group");
     const jobs = await Promise.all(group.jobs.map((id) => readJobSummary(deps.kv, id)));
-    return c.json({ group_id, jobs: jobs.map(jobJson) });
+    return c.json({ group_id, ...groupOutcome(jobs), jobs: jobs.map(jobJson) });
   });
 
   app.get("/rollout/:id", async (c) => {
@@ -121,3 +122,19 @@ export default lazyApp((deps) => {
   if (deps.config.rollout.worker) deps.rollout.start();
   return createRolloutApp(deps);
 });
+
+/**
+ * Whether a group came back whole: `complete` when every job ended with the agent's outcome (its
+ * reward real), and the jobs that ended on the infrastructure after their attempts, whose
+ * samples carry no reward: a trainer drops the group or renormalizes over the rest.
+ */
+function groupOutcome(
+  jobs: readonly JobSummary[],
+): { complete: boolean; agent_jobs: number; infra_jobs: string[] } {
+  const agent = jobs.filter((job) => job.outcome === "agent").length;
+  return {
+    complete: agent === jobs.length,
+    agent_jobs: agent,
+    infra_jobs: jobs.filter((job) => job.outcome === "infra").map((job) => job.id),
+  };
+}

@@ -349,6 +349,8 @@ class Gateway:
         max_attempts: Optional[int] = None,
         metadata: Optional[Mapping[str, Any]] = None,
         reward_mode: Optional[str] = None,
+        retry_budget: Optional[int] = None,
+        retry_backoff_ms: Optional[int] = None,
     ) -> RolloutGroup:
         """Queues ``n`` episodes of ``task`` (the same spec as :meth:`evaluate`, with a
         ``problem_statement``; a Harbor task folder ``{"harbor": "/abs/dir"}``; or, with
@@ -360,13 +362,16 @@ class Gateway:
         ``template``), ``budgets`` (``agent_ms``, ``eval_ms``, ``margin_ms``,
         ``on_agent_timeout``), ``reward_allocation`` (``"uniform"``, ``"copy"``,
         ``"final_only"``; ``reward_mode`` is its old name, still taken) and ``metadata`` (kept on
-        every job's session) default to the gateway's settings.
+        every job's session) default to the gateway's settings. ``max_attempts`` (3),
+        ``retry_budget`` (``n``) and ``retry_backoff_ms`` (1000) say how jobs the infrastructure
+        fails are tried again (docs/rollouts.md, "Whose failure").
         """
         body: Dict[str, Any] = {"task": dict(task), "n": n}
         for name, value in (
             ("agent", agent), ("sandbox", sandbox), ("budgets", budgets),
             ("reward_allocation", _one_allocation(reward_allocation, reward_mode)),
             ("max_attempts", max_attempts), ("metadata", metadata),
+            ("retry_budget", retry_budget), ("retry_backoff_ms", retry_backoff_ms),
         ):
             if value is not None:
                 body[name] = dict(value) if isinstance(value, Mapping) else value
@@ -402,8 +407,15 @@ class Gateway:
         poll: float = 2.0,
         timeout: Optional[float] = None,
         progress: Optional[Any] = sys.stderr,
+        min_complete: Optional[int] = None,
     ) -> List[Dict[str, Any]]:
-        """Waits until every job of ``group`` has finished; returns their final views.
+        """Waits until every job of ``group`` has finished; returns their views, in job order.
+
+        Each finished job says whose its end was: ``outcome`` ``"agent"`` (the episode ran; its
+        reward is real, 0 included) or ``"infra"`` (the infrastructure failed it after its
+        attempts; it has no reward). With ``min_complete=k``, it returns as soon as ``k`` jobs
+        have the agent's outcome, for a trainer that over-provisions: take those
+        (``view["outcome"] == "agent"``) and cancel or ignore the rest.
 
         Every ``poll`` seconds it reads the group and, when anything changed, writes one line to
         ``progress`` (a text stream; ``None`` for silence)::
@@ -422,6 +434,9 @@ class Gateway:
                 last = line
             if all(view["phase"] in FINAL_PHASES for view in views):
                 return views
+            agent = sum(1 for view in views if view.get("outcome") == "agent")
+            if min_complete is not None and agent >= min_complete:
+                return views
             if timeout is not None and time.monotonic() - started > timeout:
                 raise TimeoutError(f"Rollout group {group.group_id} unfinished: {line}")
             time.sleep(poll)
@@ -432,7 +447,9 @@ class Gateway:
         """The training samples of every finished (``done``) job of ``group``, in job order,
         in ``format`` (``"slime"``, ``"verl"``, ``"samples"``, or ``"jsonl"`` or ``"xtuner"``
         records); each carries its share of the job's reward. Jobs that failed or were aborted
-        have none.
+        have none: those of the agent's outcome that ended without a reward (an agent past its
+        budget), and those the infrastructure failed (``outcome: "infra"``), which never have
+        a reward, so a trainer drops their group or renormalizes over the rest.
         """
         out: List[Dict[str, Any]] = []
         for job_id in group.job_ids:

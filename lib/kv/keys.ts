@@ -111,6 +111,11 @@ export const keys = {
   image: (sessionId: string, digest: string): Deno.KvKey => ["image", sessionId, digest],
   /** Prefix of a session's images and their chunks. */
   sessionImages: (sessionId: string): Deno.KvKey => ["image", sessionId],
+  /**
+   * How many of a session's turns found the engine unavailable (a sum): what tells a rollout
+   * that its agent gave up because of the engine, not of the model.
+   */
+  engineFailures: (sessionId: string): Deno.KvKey => ["engine_failures", sessionId],
   /** Prefix of all session records, for listing. */
   sessions: (): Deno.KvKey => ["session"],
   /** When a closed session is due for deletion. */
@@ -160,6 +165,13 @@ export const keys = {
   ],
   /** Prefix of all job expiry entries, in time order. */
   rolloutExpiries: (): Deno.KvKey => ["rollout_expiry"],
+  /** Retries a rollout group's jobs have spent of its `retry_budget` (a sum). */
+  rolloutRetries: (groupId: string): Deno.KvKey => ["rollout_retries", groupId],
+  /**
+   * Until when no gateway process on this KV boots a sandbox: set when a boot fails, so a
+   * backend refusing boots (E2B's 429 in a spike) is backed off from by every process at once.
+   */
+  rolloutBootBackoff: (): Deno.KvKey => ["rollout_boot_backoff"],
   /** One of the sandbox boot slots every gateway process on this KV shares. */
   rolloutBootSlot: (slot: number): Deno.KvKey => ["rollout_boot_slot", slot],
   /** A gateway-wide secret shared by every process on this KV. */
@@ -225,6 +237,9 @@ export type ParsedKey =
     /** The chunk's position; `null` for the image's header. */
     readonly chunk: number | null;
   }
+  | { readonly kind: "engine_failures"; readonly sessionId: string }
+  | { readonly kind: "rollout_retries"; readonly groupId: string }
+  | { readonly kind: "rollout_boot_backoff" }
   | { readonly kind: "expiry"; readonly expiresAt: number; readonly sessionId: string }
   | { readonly kind: "rollout_group"; readonly groupId: string }
   | { readonly kind: "rollout_group_time"; readonly createdAt: number; readonly groupId: string }
@@ -318,6 +333,15 @@ export function parseKey(key: Deno.KvKey): ParsedKey {
       if (n === 4 && str(a) && str(b) && num(c)) {
         return { kind: "image", sessionId: a, digest: b, chunk: c };
       }
+      break;
+    case "engine_failures":
+      if (n === 2 && str(a)) return { kind: "engine_failures", sessionId: a };
+      break;
+    case "rollout_retries":
+      if (n === 2 && str(a)) return { kind: "rollout_retries", groupId: a };
+      break;
+    case "rollout_boot_backoff":
+      if (n === 1) return { kind: "rollout_boot_backoff" };
       break;
     case "expiry":
       if (n === 3 && num(a) && str(b)) return { kind: "expiry", expiresAt: a, sessionId: b };

@@ -65,10 +65,19 @@ export async function acquireBootSlot(
 /** Boots tried per sandbox before giving up (the E2B backend also retries inside). */
 const BOOT_TRIES = 3;
 
+/** How a bounded backend boots, besides its slots. */
+export interface BootPolicy {
+  /** A boot not finished by then is given up (the sandbox killed if it comes later) and retried. */
+  readonly bootMs?: number;
+  /** The first backoff after a failed boot, doubled per failure of the same boot (1 s unset). */
+  readonly backoffMs?: number;
+}
+
 /**
  * `backend` with its boots bounded: each holds one of the boot slots shared by every process on
- * the KV (`holder` names it in the slot's lease), and a boot the backend reports unavailable is
- * retried with backoff.
+ * the KV (`holder` names it in the slot's lease), gives up past `bootMs`, and a boot the backend
+ * reports unavailable is retried; after a failed boot every process on the KV waits out a shared
+ * backoff before it boots again, so a backend refusing boots (429s in a spike) is left alone.
  *
  * @example
  * ```ts
@@ -93,20 +102,84 @@ const BOOT_TRIES = 3;
 export function boundedBackend(
   kv: Deno.Kv,
   backend: SandboxBackend,
-  options: Omit<BootSlotOptions, "signal"> & { readonly holder: string },
+  options: Omit<BootSlotOptions, "signal"> & BootPolicy & { readonly holder: string },
 ): SandboxBackend {
   const boot = async (spec: SandboxSpec): Promise<Sandbox> => {
     for (let tries = 1;; tries++) {
+      await waitBootBackoff(kv, spec.signal);
       const slot = await acquireBootSlot(kv, options.holder, { ...options, signal: spec.signal });
       try {
-        return await backend.create(spec);
+        return await timedBoot(backend, spec, options.bootMs);
       } catch (error) {
-        if (!(error instanceof SandboxUnavailableError) || tries >= BOOT_TRIES) throw error;
+        if (!(error instanceof SandboxUnavailableError)) throw error;
+        const delay = (options.backoffMs ?? 1000) * 2 ** (tries - 1) * (0.5 + Math.random());
+        await noteBootFailure(kv, Math.min(delay, MAX_BOOT_BACKOFF_MS));
+        if (tries >= BOOT_TRIES) throw error;
       } finally {
         await slot.release();
       }
-      await sleep(1000 * 2 ** (tries - 1), spec.signal);
     }
   };
   return { ...backendFacts(backend), create: boot, close: () => backend.close() };
+}
+
+/** Longest shared backoff after a failed boot. */
+const MAX_BOOT_BACKOFF_MS = 60_000;
+
+/** Pushes the shared boot backoff to at least `delayMs` from now. */
+async function noteBootFailure(kv: Deno.Kv, delayMs: number): Promise<void> {
+  delayMs = Math.round(delayMs);
+  const until = Date.now() + delayMs;
+  for (;;) {
+    const entry = await kv.get<number>(keys.rolloutBootBackoff());
+    if ((entry.value ?? 0) >= until) return;
+    const written = await kv.atomic().check(entry)
+      .set(keys.rolloutBootBackoff(), until, { expireIn: delayMs + 60_000 }).commit();
+    if (written.ok) return;
+  }
+}
+
+/** Waits until the shared boot backoff is over. */
+async function waitBootBackoff(kv: Deno.Kv, signal?: AbortSignal): Promise<void> {
+  const until = (await kv.get<number>(keys.rolloutBootBackoff())).value ?? 0;
+  const wait = Math.min(until - Date.now(), MAX_BOOT_BACKOFF_MS);
+  if (wait > 0) await sleep(wait, signal);
+}
+
+/**
+ * `backend.create(spec)` given up after `bootMs` (a boot that hangs): the boot is aborted, and a
+ * sandbox that comes after all is killed.
+ *
+ * @throws {SandboxUnavailableError} past `bootMs`; what the boot throws.
+ */
+async function timedBoot(
+  backend: SandboxBackend,
+  spec: SandboxSpec,
+  bootMs: number | undefined,
+): Promise<Sandbox> {
+  if (bootMs === undefined) return await backend.create(spec);
+  const controller = new AbortController();
+  const leave = () => controller.abort(spec.signal?.reason);
+  if (spec.signal?.aborted) leave();
+  spec.signal?.addEventListener("abort", leave, { once: true });
+  const timer = setTimeout(
+    () =>
+      controller.abort(new SandboxUnavailableError(`The sandbox did not boot within ${bootMs} ms`)),
+    bootMs,
+  );
+  const creating = backend.create({ ...spec, signal: controller.signal });
+  creating.then(async (sandbox) => {
+    if (controller.signal.aborted) await sandbox.kill();
+  }, () => {});
+  const given = new Promise<never>((_, reject) => {
+    const stop = () => reject(controller.signal.reason);
+    if (controller.signal.aborted) stop();
+    else controller.signal.addEventListener("abort", stop, { once: true });
+  });
+  try {
+    return await Promise.race([creating, given]);
+  } finally {
+    clearTimeout(timer);
+    spec.signal?.removeEventListener("abort", leave);
+  }
 }

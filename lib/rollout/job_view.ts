@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { JobOutcome } from "./outcome.ts";
 import type { CodedError } from "../errors/mod.ts";
 import type { EvaluationResult } from "../evaluate/mod.ts";
 import { getRolloutJob, readRolloutBlob } from "./rollout_store.ts";
@@ -17,8 +18,10 @@ export interface JobSummary {
   /** Its index in its group. */
   readonly index: number;
   readonly phase: RolloutPhase;
-  /** Why it failed or was aborted; `null` otherwise. */
+  /** Why it failed or was aborted (or why its last attempt did, while it waits for a retry). */
   readonly reason: string | null;
+  /** Whose failure its end was, once finished (`agent`: its reward is real); `null` before. */
+  readonly outcome: JobOutcome | null;
   /** The reason in words. */
   readonly detail: string | null;
   /** Attempts started; 0 while first queued. */
@@ -129,6 +132,7 @@ export async function summarizeJob(
     index: job.index,
     phase: job.phase,
     reason: job.reason,
+    outcome: job.outcome ?? null,
     detail: job.detail,
     attempt: job.attempt,
     maxAttempts: job.maxAttempts,

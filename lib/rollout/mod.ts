@@ -24,3 +24,4 @@ export * from "./gateway_chat.ts";
 export * from "./run_episode.ts";
 export * from "./group_view.ts";
 export * from "./group_metrics.ts";
+export * from "./outcome.ts";

@@ -1,7 +1,7 @@
 /**
  * What a worker does with a job whose lease it just took: run it (queued, or left behind by a
  * dead worker with attempts to spare), finish it (cancelled, past its deadline, out of
- * attempts), or leave it (finished already).
+ * attempts), or leave it (finished already, or waiting out a retry's backoff).
  *
  * @module
  */
@@ -16,7 +16,9 @@ export type NextStep =
     readonly reason: string;
     readonly detail: string;
   }
-  | { readonly kind: "skip" };
+  | { readonly kind: "skip" }
+  /** Queued for a retry whose backoff has not passed: left queued for a later scan. */
+  | { readonly kind: "wait" };
 
 /**
  * Decides the fate of a job this worker now holds the lease of: run it (queued, or left behind
@@ -28,7 +30,10 @@ export function nextStep(job: RolloutJobRecord, now: number): NextStep {
   if (job.cancelRequested) {
     return { kind: "finish", phase: "aborted", reason: "cancelled", detail: "Cancelled by DELETE" };
   }
-  if (job.phase === "queued") return { kind: "run", note: job.detail };
+  if (job.phase === "queued") {
+    if ((job.notBefore ?? 0) > now) return { kind: "wait" };
+    return { kind: "run", note: job.detail };
+  }
   // Its worker's lease ran out mid-attempt: the process died or stalled.
   const lost =
     `attempt ${job.attempt} of ${job.maxAttempts} lost its worker (${job.worker}) in phase ${job.phase}`;

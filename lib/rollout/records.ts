@@ -6,6 +6,7 @@
  */
 import type { RewardPayload } from "../session/mod.ts";
 import type { EpisodeStatus } from "./env_loop.ts";
+import type { JobOutcome } from "./outcome.ts";
 
 /** Phases a job never leaves. */
 export type FinalPhase = "done" | "failed" | "aborted";
@@ -82,6 +83,13 @@ export interface RolloutJobRecord {
   readonly score?: number;
   /** Turns of its session whose reply carried tool calls, once `done`; absent otherwise. */
   readonly toolTurns?: number;
+  /**
+   * Whose failure its end was, once finished (`lib/rollout/outcome.ts`): `agent` (its reward is
+   * real) or `infra` (it carries none); absent before, and on jobs recorded before it was kept.
+   */
+  readonly outcome?: JobOutcome;
+  /** A job queued for a retry is not started before this time. */
+  readonly notBefore?: number | null;
 }
 
 /** A group of jobs of one task. */

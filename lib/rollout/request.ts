@@ -101,6 +101,8 @@ const Budgets = z.strictObject({
   margin_ms: z.number().int().min(0).max(86_400_000).default(120_000),
   /** An agent still running at `agent_ms`: the job is aborted, or its patch so far graded. */
   on_agent_timeout: z.enum(["abort", "evaluate"]).default("abort"),
+  /** A sandbox boot that has not finished by then is killed, and tried again. */
+  boot_ms: z.number().int().min(100).max(86_400_000).default(600_000),
 });
 
 /**
@@ -138,8 +140,15 @@ export function rolloutRequestSchema(harnesses: readonly AnyHarness[] = CLI_HARN
     reward_allocation: z.enum(REWARD_ALLOCATIONS).optional(),
     /** The old name of `reward_allocation`, still read. */
     reward_mode: z.enum(REWARD_ALLOCATIONS).optional(),
-    /** Attempts per job when a gateway process dies while running it. */
-    max_attempts: z.number().int().min(1).max(10).default(2),
+    /**
+     * Attempts per job: a fresh one after a failure of the infrastructure (docs/rollouts.md's
+     * outcome table), within the group's `retry_budget`.
+     */
+    max_attempts: z.number().int().min(1).max(10).default(3),
+    /** Retries the whole group may spend, so a broken backend does not multiply load; `n` unset. */
+    retry_budget: z.number().int().min(0).max(2560).optional(),
+    /** The first retry's wait, doubled for each later one (up to a minute), with jitter. */
+    retry_backoff_ms: z.number().int().min(0).max(600_000).default(1000),
     /** Labels kept on each job's session (`group_id`, `sample_index` are added). */
     metadata: z.record(z.string(), z.unknown()).default({}),
     /** Each job's session keeps its turns' request messages (`POST /sessions`' option). */

@@ -230,6 +230,7 @@ export async function sweepExpiredRollouts(kv: Deno.Kv, at = Date.now()): Promis
       await kv.atomic()
         .delete(keys.rolloutGroup(groupId))
         .delete(keys.rolloutGroupTime(group.createdAt, groupId))
+        .delete(keys.rolloutRetries(groupId))
         .commit();
     }
   }

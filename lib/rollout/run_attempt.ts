@@ -26,7 +26,14 @@ import {
   type SandboxBackend,
   SandboxUnavailableError,
 } from "../sandbox/mod.ts";
-import { closeSession, type LifecycleDeps, openSession, setReward } from "../session/mod.ts";
+import {
+  closeSession,
+  engineFailures,
+  type LifecycleDeps,
+  openSession,
+  readSessionSummary,
+  setReward,
+} from "../session/mod.ts";
 import { boundedBackend } from "./boot_slots.ts";
 import { fillPrompt } from "./harness.ts";
 import {
@@ -189,7 +196,7 @@ export async function runAttempt(
     // networked one (a machine of its own) reaches the gateway over the network.
     const forwarded = backend.capabilities.gatewayReach === "forward";
     const gatewayUrl = new URL(deps.gatewayUrl());
-    sandbox = await boundedBackend(deps.kv, backend, slotsOf(deps, job.id)).create({
+    sandbox = await boundedBackend(deps.kv, backend, slotsOf(deps, job.id, settings)).create({
       repo: await repoSource(task, deps.evaluate.cacheDir),
       commit: task.base_commit,
       template: settings.sandbox.template ?? task.template,
@@ -247,12 +254,18 @@ export async function runAttempt(
       await closeSession(deps.lifecycle, session.session.id, { as: "aborted" });
       return {
         phase: "aborted",
-        reason: "wall_clock_timeout",
+        reason: "agent_timeout",
         detail: `The agent ran past its budget of ${settings.budgets.agent_ms} ms`,
         agent,
         agentLog,
         patch,
       };
+    }
+    // An agent that gave up because of the infrastructure is not graded: a zero it did not earn.
+    const fault = await agentFault(deps.kv, session.session.id, agent);
+    if (fault !== null) {
+      await closeSession(deps.lifecycle, session.session.id, { as: "aborted" });
+      return { phase: "failed", ...fault, agent, agentLog, patch };
     }
 
     await setPhase("evaluating");
@@ -260,7 +273,10 @@ export async function runAttempt(
       ? task
       : { ...task, timeout_ms: settings.budgets.eval_ms };
     const reward = await evaluate(
-      { ...deps.evaluate, backend: boundedBackend(deps.kv, backend, slotsOf(deps, job.id)) },
+      {
+        ...deps.evaluate,
+        backend: boundedBackend(deps.kv, backend, slotsOf(deps, job.id, settings)),
+      },
       { task: graded, patch, signal },
     );
     signal.throwIfAborted();
@@ -276,9 +292,15 @@ export async function runAttempt(
   }
 }
 
-/** The boot slots of this attempt's sandboxes. */
-function slotsOf(deps: AttemptDeps, jobId: string) {
-  return { holder: `${deps.holder}/${jobId}`, slots: deps.bootSlots, ttlMs: deps.leaseTtlMs };
+/** The boot slots and policy of this attempt's sandboxes. */
+function slotsOf(deps: AttemptDeps, jobId: string, settings: CliRolloutSettings) {
+  return {
+    holder: `${deps.holder}/${jobId}`,
+    slots: deps.bootSlots,
+    ttlMs: deps.leaseTtlMs,
+    bootMs: settings.budgets.boot_ms,
+    backoffMs: settings.retry_backoff_ms,
+  };
 }
 
 /**
@@ -326,4 +348,29 @@ function agentLogOf(run: ExecResult): string {
 
 function failed(reason: string, detail: string): AttemptOutcome {
   return { phase: "failed", reason, detail };
+}
+
+/**
+ * Why an agent that ended in failure did so through no fault of the model, or `null`: the engine
+ * was unavailable to its turns (past the agent's own retries), or it crashed before the model
+ * answered anything. An agent that succeeded, or ran out of time, is the episode's own.
+ */
+export async function agentFault(
+  kv: Deno.Kv,
+  sessionId: string,
+  agent: AgentOutcome,
+): Promise<{ reason: string; detail: string } | null> {
+  if (agent.timedOut || (agent.exitCode === 0 && !agent.result?.startsWith("error"))) return null;
+  const how = agent.exitCode === null ? "was killed" : `exited with ${agent.exitCode}`;
+  const failures = await engineFailures(kv, sessionId);
+  if (failures > 0) {
+    return {
+      reason: "engine_unavailable",
+      detail: `The agent ${how} after the engine was unavailable to ${failures} of its turns`,
+    };
+  }
+  let turns = 0;
+  for (const chain of (await readSessionSummary(kv, sessionId)).chains) turns += chain.turns;
+  if (turns > 0) return null;
+  return { reason: "agent_crashed", detail: `The agent ${how} before the model answered anything` };
 }

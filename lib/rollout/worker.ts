@@ -22,6 +22,7 @@ import { FINAL_PHASES, type RolloutJobRecord } from "./records.ts";
 import { isEnvTask } from "./env_task.ts";
 import type { RolloutSettings, RolloutTask } from "./request.ts";
 import { nextStep } from "./next_step.ts";
+import { judgeEnd, retryDelayMs } from "./outcome.ts";
 import {
   type AttemptDeps,
   type AttemptOutcome,
@@ -136,6 +137,7 @@ export class RolloutWorker {
         await kv.delete(keys.rolloutActive(jobId));
         return;
       }
+      if (step.kind === "wait") return;
       if (step.kind === "finish") {
         await this.#closeAborted(job.sessionId);
         await this.#finish(job, step.phase, step.reason, step.detail);
@@ -174,6 +176,7 @@ export class RolloutWorker {
         worker: this.deps.holder,
         agent: null,
         blobs: {},
+        notBefore: null,
       });
       if (!started) return; // changed meanwhile (a cancel): the next scan sees it
       this.deps.metrics?.rolloutJobs.inc("booting");
@@ -236,7 +239,7 @@ export class RolloutWorker {
         clearInterval(watch);
       }
       try {
-        if (lease.held) await this.#record(job, outcome);
+        if (lease.held) await this.#record(job, outcome, settings);
       } catch (error) {
         console.error(`Cannot record the end of rollout job ${job.id}:`, error);
       } finally {
@@ -250,8 +253,16 @@ export class RolloutWorker {
     this.deps.metrics?.rolloutRunning.set(this.#running.size);
   }
 
-  /** Writes an attempt's blobs, then its record; a shutdown hands the job back instead. */
-  async #record(job: RolloutJobRecord, outcome: AttemptOutcome): Promise<void> {
+  /**
+   * Writes an attempt's blobs, then its record: finished, with whose failure its end was; queued
+   * again after a backoff when the infrastructure failed it and a retry can help (attempts and
+   * the group's `retry_budget` left); handed back when this process shut down.
+   */
+  async #record(
+    job: RolloutJobRecord,
+    outcome: AttemptOutcome,
+    settings: RolloutSettings,
+  ): Promise<void> {
     const { kv } = this.deps;
     if (outcome.phase === "aborted" && outcome.reason === "lease_lost") return;
     const blobs: Record<string, number> = {};
@@ -275,6 +286,11 @@ export class RolloutWorker {
       : {};
     const handBack = outcome.phase === "aborted" && outcome.reason === "shutdown" &&
       job.attempt < job.maxAttempts;
+    const failure = outcome.phase === "done" ? null : outcome;
+    const judged = judgeEnd(failure?.reason ?? "done");
+    const retry = !handBack && failure !== null && judged.retry &&
+      job.attempt < job.maxAttempts && await this.#spendRetry(job.groupId, settings);
+    const delayMs = retry ? retryDelayMs(job.attempt, settings.retry_backoff_ms, Math.random()) : 0;
     const written = await modifyRolloutJob(kv, job.id, (current) => {
       if (current.attempt !== job.attempt || FINAL_PHASES.has(current.phase)) return null;
       if (handBack) {
@@ -285,6 +301,20 @@ export class RolloutWorker {
           worker: null,
         };
       }
+      if (retry && failure !== null && !current.cancelRequested) {
+        return {
+          ...current,
+          phase: "queued",
+          reason: failure.reason,
+          detail: `Attempt ${job.attempt} failed on the infrastructure (${failure.reason}: ${
+            failure.detail.slice(0, 500)
+          }); retried after ${delayMs} ms`,
+          worker: null,
+          notBefore: Date.now() + delayMs,
+          agent: outcome.agent ?? null,
+          blobs,
+        };
+      }
       return {
         ...current,
         phase: outcome.phase,
@@ -293,12 +323,31 @@ export class RolloutWorker {
         ...this.#finishedNow(),
         agent: outcome.agent ?? null,
         blobs,
+        outcome: judged.outcome,
         ...summary,
       };
     });
     // Someone else finished or took the job meanwhile: these blobs belong to no record.
     if (!written) await deleteBlob(kv, keys.rolloutAttemptBlobs(job.id, job.attempt));
     else this.deps.metrics?.rolloutJobs.inc(written.value.phase);
+  }
+
+  /**
+   * Takes one retry of the group's `retry_budget` (`n` when unset); `false` when none is left.
+   * The count is checked and raised in one commit, so processes never spend more than it.
+   */
+  async #spendRetry(groupId: string, settings: RolloutSettings): Promise<boolean> {
+    const { kv } = this.deps;
+    const budget = settings.retry_budget ?? settings.n;
+    const key = keys.rolloutRetries(groupId);
+    for (;;) {
+      const entry = await kv.get<Deno.KvU64>(key);
+      const spent = entry.value === null ? 0 : Number(entry.value.value);
+      if (spent >= budget) return false;
+      const taken = await kv.atomic().check(entry).set(key, new Deno.KvU64(BigInt(spent + 1)))
+        .commit();
+      if (taken.ok) return true;
+    }
   }
 
   /** Ends `job` in `phase` unless it moved on meanwhile (another attempt, already finished). */
@@ -318,6 +367,7 @@ export class RolloutWorker {
           reason,
           detail,
           ...this.#finishedNow(),
+          outcome: judgeEnd(reason).outcome,
         },
     );
     if (written) this.deps.metrics?.rolloutJobs.inc(phase);

@@ -285,6 +285,12 @@ class RemoteSandbox implements Sandbox {
       clearTimeout(timer);
       options.signal?.removeEventListener("abort", stop);
     }
+    // A command killed from outside, when nobody here stopped it: if the sandbox is gone, it
+    // vanished under the command (a lost node), which is the backend's failure, not the task's.
+    if (!stopped && (exitCode === null || exitCode < 0 || exitCode > 128)) {
+      const alive = await this.remote.isRunning({ requestTimeoutMs: 10_000 }).catch(() => false);
+      if (!alive) throw lost(new Error("the sandbox vanished while the command ran"));
+    }
     return {
       exitCode: stopped ? null : exitCode,
       stdout: stdout.text(),

@@ -47,6 +47,11 @@ export interface LocalBackendOptions {
   readonly hidden?: readonly string[];
   /** The bubblewrap executable. */
   readonly bwrap?: string;
+  /**
+   * A test hook, unset in production: called as each boot starts, it may throw (a boot that
+   * fails) or wait on the boot's signal (a boot that hangs), as a cloud backend's boots do.
+   */
+  readonly bootFault?: (signal: AbortSignal) => Promise<void>;
 }
 
 /**
@@ -73,6 +78,7 @@ export class LocalBackend implements SandboxBackend {
   readonly name = "local";
   readonly capabilities = LOCAL_CAPABILITIES;
   readonly location: string;
+  readonly #bootFault: LocalBackendOptions["bootFault"];
   readonly #root: string;
   readonly #bwrap: string;
   readonly #hiddenWanted: readonly string[];
@@ -86,6 +92,7 @@ export class LocalBackend implements SandboxBackend {
     this.#root = options.root.replace(/\/+$/, "");
     this.location = this.#root;
     this.#bwrap = options.bwrap ?? "bwrap";
+    this.#bootFault = options.bootFault;
     this.#hiddenWanted = [this.#root, ...(options.hidden ?? [])];
   }
 
@@ -155,6 +162,7 @@ export class LocalBackend implements SandboxBackend {
       throw new RangeError("A sandbox with a forward has no network of its own: set network false");
     }
     checkExtraPaths(spec);
+    await this.#bootFault?.(spec.signal);
     const env = await this.#environment();
     const id = `sbx_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
     const dir = `${this.#root}/${id}`;

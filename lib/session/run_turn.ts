@@ -21,6 +21,7 @@ import {
   type TurnRecord,
 } from "../chain/mod.ts";
 import { extendDigest } from "../chat/mod.ts";
+import { codeOf } from "../errors/mod.ts";
 import {
   type Engine,
   type EngineImage,
@@ -45,6 +46,7 @@ import {
   commitTurn,
   countReplay,
   getChain,
+  noteEngineFailure,
   readAllTurns,
   readTurnTokens,
   writeTurnMessages,
@@ -356,6 +358,10 @@ async function completeTurn<Reply>(
     return await generateAndRecord(deps, prepared, feed, signal);
   } catch (error) {
     if (signal?.aborted) deps.metrics?.turnCancels.inc();
+    // Kept for a rollout to tell an agent that gave up on the engine from one the model failed.
+    if (codeOf(error) === "engine_unavailable") {
+      await noteEngineFailure(deps.kv, prepared.input.sessionId).catch(() => {});
+    }
     throw error;
   } finally {
     leave?.();

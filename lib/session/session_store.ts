@@ -109,7 +109,8 @@ export async function deleteSession(kv: Deno.Kv, sessionId: string): Promise<boo
   const removed = await commit(() => {
     const op = kv.atomic().check(entry).delete(keys.session(sessionId));
     if (entry.value.expiresAt !== null) op.delete(keys.expiry(entry.value.expiresAt, sessionId));
-    return op.delete(keys.lease(sessionId)).delete(keys.reward(sessionId));
+    return op.delete(keys.lease(sessionId)).delete(keys.reward(sessionId))
+      .delete(keys.engineFailures(sessionId));
   });
   if (!removed.ok) return false;
   const prefixes = [
@@ -484,4 +485,15 @@ export async function readTurnTokens(
     }
   }
   return decodeTurnTokens(chunks);
+}
+
+/** Counts a turn of the session that found the engine unavailable. */
+export async function noteEngineFailure(kv: Deno.Kv, sessionId: string): Promise<void> {
+  await kv.atomic().sum(keys.engineFailures(sessionId), 1n).commit();
+}
+
+/** How many of the session's turns found the engine unavailable. */
+export async function engineFailures(kv: Deno.Kv, sessionId: string): Promise<number> {
+  const entry = await kv.get<Deno.KvU64>(keys.engineFailures(sessionId));
+  return entry.value === null ? 0 : Number(entry.value.value);
 }

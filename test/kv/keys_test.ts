@@ -68,6 +68,18 @@ const CASES: {
     parsed: { kind: "image", sessionId: "s1", digest: "d1", chunk: null },
   },
   sessionImages: { key: keys.sessionImages("s1"), parsed: "prefix" },
+  engineFailures: {
+    key: keys.engineFailures("s1"),
+    parsed: { kind: "engine_failures", sessionId: "s1" },
+  },
+  rolloutRetries: {
+    key: keys.rolloutRetries("grp_1"),
+    parsed: { kind: "rollout_retries", groupId: "grp_1" },
+  },
+  rolloutBootBackoff: {
+    key: keys.rolloutBootBackoff(),
+    parsed: { kind: "rollout_boot_backoff" },
+  },
   sessions: { key: keys.sessions(), parsed: "prefix" },
   expiry: {
     key: keys.expiry(1_700_000_000_000, "s1"),

@@ -510,6 +510,7 @@ class RolloutTest(unittest.TestCase):
         lines = io.StringIO()
         views = gw.wait_rollout(group, poll=0.2, timeout=180, progress=lines)
         self.assertEqual([v["phase"] for v in views], ["done", "done"], views)
+        self.assertEqual([v["outcome"] for v in views], ["agent", "agent"])
         self.assertIn("2/2 finished (done 2)", lines.getvalue())
         self.assertEqual([v["index"] for v in views], [0, 1])
 
@@ -536,6 +537,21 @@ class RolloutTest(unittest.TestCase):
         session = gw.get_session(view["session_id"])
         self.assertEqual(session["metadata"]["rollout_suite"], RUN)
         self.assertEqual(session["closed_as"], "completed")
+
+    def test_min_complete_returns_once_enough_jobs_have_the_agents_outcome(self):
+        gw = gateway()
+        task = json.loads(read_fixture("task.json"))
+        group = gw.submit_rollout(task, n=3, retry_budget=0)
+        views = gw.wait_rollout(group, poll=0.1, timeout=180, progress=None, min_complete=1)
+        agent = [view for view in views if view["outcome"] == "agent"]
+        self.assertGreaterEqual(len(agent), 1, views)
+        for view in agent:
+            self.assertEqual(view["phase"], "done")
+            self.assertEqual(view["result"]["reward"]["score"], 1)
+        # The others are still running or done too; none is the infrastructure's.
+        self.assertTrue(all(view["outcome"] in ("agent", None) for view in views), views)
+        final = gw.wait_rollout(group, poll=0.2, timeout=180, progress=None)
+        self.assertEqual([view["outcome"] for view in final], ["agent"] * 3)
 
     def test_cancelling_a_finished_job_changes_nothing_and_unknown_jobs_are_not_found(self):
         gw = gateway()

@@ -109,10 +109,12 @@ Deno.test("env_loop: an engine that fails mid-episode ends it ABORTED with what 
     const { jobs } = await submit(gw, {
       task: { environment: env.url, task_index: 0 },
       agent: { harness: "env_loop", max_steps: 10 },
+      // One attempt: the engine stays down (a retry would fail alike).
+      max_attempts: 1,
     });
     const view = await awaitJob(gw, jobs[0].id);
     assert.equal(view.phase, "aborted", JSON.stringify(view));
-    assert.equal(view.reason, "model_failed");
+    assert.deepEqual([view.reason, view.outcome], ["model_failed", "infra"]);
     assert.match(view.detail, /^Turn 3 failed \(HTTP 529\)/);
     assert.deepEqual([view.result.agent.result, view.result.agent.num_turns], ["ABORTED", 2]);
     assert.equal(view.result.reward, null);

@@ -21,8 +21,14 @@ Deno.test("RolloutRequestSchema fills every default around the minimal body", ()
       env: {},
     },
     sandbox: {},
-    budgets: { agent_ms: 1_800_000, margin_ms: 120_000, on_agent_timeout: "abort" },
-    max_attempts: 2,
+    budgets: {
+      agent_ms: 1_800_000,
+      margin_ms: 120_000,
+      on_agent_timeout: "abort",
+      boot_ms: 600_000,
+    },
+    max_attempts: 3,
+    retry_backoff_ms: 1000,
     metadata: {},
     record_messages: false,
   });

@@ -184,7 +184,7 @@ Deno.test("a rollout whose agent makes a wrong fix gets reward 0, the failing te
   }
 });
 
-Deno.test("a rollout whose agent never finishes is aborted with wall_clock_timeout, leaving nothing", async () => {
+Deno.test("a rollout whose agent never finishes is aborted with agent_timeout, the agent's outcome, leaving nothing", async () => {
   const marker = `rg_forever_${crypto.randomUUID().slice(0, 8)}`;
   const gw = await startGateway({
     // Claude Code refuses a plain `sleep N`; a program that waits is not refused.
@@ -201,8 +201,9 @@ Deno.test("a rollout whose agent never finishes is aborted with wall_clock_timeo
     const view = await awaitJob(gw, submitted.jobs[0].id);
     assert.deepEqual(
       [view.phase, view.reason, view.detail],
-      ["aborted", "wall_clock_timeout", "The agent ran past its budget of 2000 ms"],
+      ["aborted", "agent_timeout", "The agent ran past its budget of 2000 ms"],
     );
+    assert.equal(view.outcome, "agent");
     assert.equal(view.result.agent.timed_out, true);
     assert.equal(view.result.reward, null);
     assert.deepEqual(await processesWith(marker), [], "the agent and its command are gone");
@@ -230,6 +231,7 @@ Deno.test("the wall-clock guard aborts a sample stuck anywhere, here in a pre-co
       [view.phase, view.reason, view.detail],
       ["aborted", "wall_clock_timeout", "The job ran past its wall-clock limit of 2000 ms"],
     );
+    assert.equal(view.outcome, "infra");
     assert.deepEqual(await processesWith(marker), []);
     assert.deepEqual(await listDir(`${gw.deps.config.sandboxRoot}/sandboxes`), []);
   } finally {

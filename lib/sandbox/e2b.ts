@@ -306,11 +306,28 @@ class RemoteSandbox implements Sandbox {
       content.byteOffset,
       content.byteOffset + content.byteLength,
     ) as ArrayBuffer;
-    await this.remote.files.write(path, data);
+    await this.remote.files.write(path, data).catch(async (error) => {
+      throw await this.#lost(error);
+    });
   }
 
   async readFile(path: string): Promise<Uint8Array> {
-    return await this.remote.files.read(path, { format: "bytes" });
+    return await this.remote.files.read(path, { format: "bytes" }).catch(async (error) => {
+      throw await this.#lost(error);
+    });
+  }
+
+  /**
+   * A file call's error as the backend's failure when the sandbox is gone (it vanished under
+   * the job); as it came otherwise (a path that is not there is the caller's).
+   */
+  async #lost(error: unknown): Promise<unknown> {
+    const alive = await this.remote.isRunning({ requestTimeoutMs: 10_000 }).catch(() => false);
+    if (alive) return error;
+    return new SandboxUnavailableError(
+      `E2B sandbox ${this.id} vanished: ${(error as Error)?.message ?? error}`,
+      { cause: error },
+    );
   }
 
   kill(): Promise<void> {

@@ -360,7 +360,7 @@ class Gateway:
         ``agent`` (``prompt_template``, ``permission_mode``, ``disallowed_tools``,
         ``max_turns``, ``auto_compact_window``, ``model``, ``env``), ``sandbox`` (``backend``,
         ``template``), ``budgets`` (``agent_ms``, ``eval_ms``, ``margin_ms``,
-        ``on_agent_timeout``), ``reward_allocation`` (``"uniform"``, ``"copy"``,
+        ``on_agent_timeout``, ``boot_ms``, ``job_ms``), ``reward_allocation`` (``"uniform"``, ``"copy"``,
         ``"final_only"``; ``reward_mode`` is its old name, still taken) and ``metadata`` (kept on
         every job's session) default to the gateway's settings. ``max_attempts`` (3),
         ``retry_budget`` (``n``) and ``retry_backoff_ms`` (1000) say how jobs the infrastructure

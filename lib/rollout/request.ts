@@ -103,6 +103,8 @@ const Budgets = z.strictObject({
   on_agent_timeout: z.enum(["abort", "evaluate"]).default("abort"),
   /** A sandbox boot that has not finished by then is killed, and tried again. */
   boot_ms: z.number().int().min(100).max(86_400_000).default(600_000),
+  /** The whole job's wall-clock from its submission, retries included: no retry starts past it. */
+  job_ms: z.number().int().min(1000).max(30 * 86_400_000).optional(),
 });
 
 /**

@@ -288,9 +288,12 @@ export class RolloutWorker {
       job.attempt < job.maxAttempts;
     const failure = outcome.phase === "done" ? null : outcome;
     const judged = judgeEnd(failure?.reason ?? "done");
-    const retry = !handBack && failure !== null && judged.retry &&
+    const delayMs = retryDelayMs(job.attempt, settings.retry_backoff_ms, Math.random());
+    // A retry must start within the job's wall-clock budget, when it has one.
+    const jobMs = settings.budgets.job_ms;
+    const inTime = jobMs === undefined || Date.now() + delayMs < job.createdAt + jobMs;
+    const retry = !handBack && failure !== null && judged.retry && inTime &&
       job.attempt < job.maxAttempts && await this.#spendRetry(job.groupId, settings);
-    const delayMs = retry ? retryDelayMs(job.attempt, settings.retry_backoff_ms, Math.random()) : 0;
     const written = await modifyRolloutJob(kv, job.id, (current) => {
       if (current.attempt !== job.attempt || FINAL_PHASES.has(current.phase)) return null;
       if (handBack) {

@@ -277,3 +277,33 @@ Deno.test("a sandbox that vanishes under the agent is the infrastructure's failu
     await fake.close();
   }
 });
+
+Deno.test("no retry starts past the job's wall-clock budget", async () => {
+  const local = await faultyLocal((boot) => {
+    throw unavailable(boot);
+  });
+  const gw = await startGateway({
+    script: oneCommand(FIX_CALC),
+    worker: true,
+    sandbox: local.backend,
+  });
+  try {
+    const { task } = await fixtureTask("python_unittest");
+    // Attempt 1's boots back off 0.75 s and more each: it ends past the job's 1 s.
+    const submitted = await submit(gw, {
+      task,
+      max_attempts: 3,
+      retry_budget: 5,
+      retry_backoff_ms: 1500,
+      budgets: { job_ms: 1000 },
+    });
+    const view = await awaitJob(gw, submitted.jobs[0].id, undefined, 60_000);
+    assert.deepEqual(
+      [view.phase, view.reason, view.outcome, view.attempt],
+      ["failed", "sandbox_unavailable", "infra", 1],
+    );
+  } finally {
+    await gw.close();
+    await local.close();
+  }
+});

@@ -41,6 +41,28 @@ async function faultyLocal(fault: (boot: number, signal: AbortSignal) => Promise
   };
 }
 
+/**
+ * Runs `fn` on a gateway whose worker runs jobs (Claude Code fixing calc.py) on a local backend
+ * whose boots play `fault`; both closed after.
+ */
+async function withFaultyBoots(
+  fault: (boot: number, signal: AbortSignal) => Promise<void>,
+  fn: (gw: TestGateway, local: Awaited<ReturnType<typeof faultyLocal>>) => Promise<void>,
+): Promise<void> {
+  const local = await faultyLocal(fault);
+  const gw = await startGateway({
+    script: oneCommand(FIX_CALC),
+    worker: true,
+    sandbox: local.backend,
+  });
+  try {
+    await fn(gw, local);
+  } finally {
+    await gw.close();
+    await local.close();
+  }
+}
+
 const unavailable = (boot: number) =>
   new SandboxUnavailableError(`boot ${boot}: 503 Service Unavailable (the test's fault)`);
 
@@ -96,16 +118,10 @@ async function retriedOnce(gw: TestGateway): Promise<JobJson> {
 
 Deno.test("a sandbox that does not boot is tried again in a fresh attempt: the agent's outcome, exact samples, the dead attempt's session unrewarded", async () => {
   // Attempt 1's three boots fail (the backend's own tries); attempt 2's boot works.
-  const local = await faultyLocal((boot) => {
+  await withFaultyBoots((boot) => {
     if (boot <= 3) throw unavailable(boot);
     return Promise.resolve();
-  });
-  const gw = await startGateway({
-    script: oneCommand(FIX_CALC),
-    worker: true,
-    sandbox: local.backend,
-  });
-  try {
+  }, async (gw) => {
     const { task } = await fixtureTask("python_unittest");
     const submitted = await submit(gw, { task, ...FAST });
     const view = await awaitJob(gw, submitted.jobs[0].id, undefined, 60_000);
@@ -120,46 +136,30 @@ Deno.test("a sandbox that does not boot is tried again in a fresh attempt: the a
     await assertNoReward(gw, view.sessions[0]);
     const listed = await group(gw, submitted.group_id);
     assert.deepEqual([listed.complete, listed.agent_jobs, listed.infra_jobs], [true, 1, []]);
-  } finally {
-    await gw.close();
-    await local.close();
-  }
+  });
 });
 
 Deno.test("a boot that hangs is given up after budgets.boot_ms and booted again", async () => {
-  const local = await faultyLocal((boot, signal) =>
-    boot === 1
-      ? new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason)))
-      : Promise.resolve()
+  await withFaultyBoots(
+    (boot, signal) =>
+      boot === 1
+        ? new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason)))
+        : Promise.resolve(),
+    async (gw, local) => {
+      const { task } = await fixtureTask("python_unittest");
+      const submitted = await submit(gw, { task, budgets: { boot_ms: 300 }, ...FAST });
+      const view = await awaitJob(gw, submitted.jobs[0].id, undefined, 60_000);
+      assert.deepEqual([view.phase, view.outcome, view.attempt], ["done", "agent", 1]);
+      assert.equal(view.result.reward.score, 1);
+      assert.ok(local.boots() >= 3, "the hung boot, the agent's, the grader's");
+    },
   );
-  const gw = await startGateway({
-    script: oneCommand(FIX_CALC),
-    worker: true,
-    sandbox: local.backend,
-  });
-  try {
-    const { task } = await fixtureTask("python_unittest");
-    const submitted = await submit(gw, { task, budgets: { boot_ms: 300 }, ...FAST });
-    const view = await awaitJob(gw, submitted.jobs[0].id, undefined, 60_000);
-    assert.deepEqual([view.phase, view.outcome, view.attempt], ["done", "agent", 1]);
-    assert.equal(view.result.reward.score, 1);
-    assert.ok(local.boots() >= 3, "the hung boot, the agent's, the grader's");
-  } finally {
-    await gw.close();
-    await local.close();
-  }
 });
 
 Deno.test("a job out of attempts ends infra with no reward in any export; the group's retry budget bounds the retries", async () => {
-  const local = await faultyLocal((boot) => {
+  await withFaultyBoots((boot) => {
     throw unavailable(boot);
-  });
-  const gw = await startGateway({
-    script: oneCommand(FIX_CALC),
-    worker: true,
-    sandbox: local.backend,
-  });
-  try {
+  }, async (gw) => {
     const { task } = await fixtureTask("python_unittest");
     const submitted = await submit(gw, { task, n: 2, max_attempts: 3, retry_budget: 1, ...FAST });
     const views = await Promise.all(
@@ -182,10 +182,7 @@ Deno.test("a job out of attempts ends infra with no reward in any export; the gr
       [listed.complete, listed.agent_jobs, listed.infra_jobs.sort()],
       [false, 0, submitted.jobs.map((job) => job.id).sort()],
     );
-  } finally {
-    await gw.close();
-    await local.close();
-  }
+  });
 });
 
 Deno.test("an agent that truly fails is not tried again and keeps its reward", async () => {
@@ -279,15 +276,9 @@ Deno.test("a sandbox that vanishes under the agent is the infrastructure's failu
 });
 
 Deno.test("no retry starts past the job's wall-clock budget", async () => {
-  const local = await faultyLocal((boot) => {
+  await withFaultyBoots((boot) => {
     throw unavailable(boot);
-  });
-  const gw = await startGateway({
-    script: oneCommand(FIX_CALC),
-    worker: true,
-    sandbox: local.backend,
-  });
-  try {
+  }, async (gw) => {
     const { task } = await fixtureTask("python_unittest");
     // Attempt 1's boots back off 0.75 s and more each: it ends past the job's 1 s.
     const submitted = await submit(gw, {
@@ -302,8 +293,5 @@ Deno.test("no retry starts past the job's wall-clock budget", async () => {
       [view.phase, view.reason, view.outcome, view.attempt],
       ["failed", "sandbox_unavailable", "infra", 1],
     );
-  } finally {
-    await gw.close();
-    await local.close();
-  }
+  });
 });

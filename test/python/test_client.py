@@ -467,6 +467,56 @@ def read_fixture(name):
         return file.read()
 
 
+class MinCompleteTest(unittest.TestCase):
+    """``wait_rollout(min_complete=k)`` against a stand-in gateway whose group never finishes:
+    one job done with the agent's outcome, one the infrastructure failed, one still running."""
+
+    @classmethod
+    def setUpClass(cls):
+        def view(index, phase, outcome):
+            return {"id": f"job_{index}", "index": index, "phase": phase, "outcome": outcome,
+                    "progress": {"turns": 1, "tokens": 10, "elapsed_ms": 5}}
+
+        listing = json.dumps({
+            "group_id": "grp_1", "complete": False, "agent_jobs": 1, "infra_jobs": ["job_1"],
+            "jobs": [view(0, "done", "agent"), view(1, "failed", "infra"),
+                     view(2, "agent", None)],
+        }).encode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                self.send_response(200)
+                self.send_header("content-length", str(len(listing)))
+                self.end_headers()
+                self.wfile.write(listing)
+
+            def log_message(self, *args):
+                pass
+
+        cls.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        cls.thread = threading.Thread(target=cls.server.serve_forever, daemon=True)
+        cls.thread.start()
+        cls.gw = Gateway(f"http://127.0.0.1:{cls.server.server_address[1]}/", ADMIN_TOKEN)
+        cls.group = RolloutGroup("grp_1", ["job_0", "job_1", "job_2"])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.shutdown()
+        cls.server.server_close()
+
+    def test_returns_once_enough_jobs_have_the_agents_outcome(self):
+        views = self.gw.wait_rollout(self.group, poll=0.05, timeout=5, progress=None,
+                                     min_complete=1)
+        self.assertEqual([v["outcome"] for v in views], ["agent", "infra", None])
+
+    def test_an_infra_job_does_not_count_and_without_it_the_wait_goes_on(self):
+        with self.assertRaises(TimeoutError):
+            self.gw.wait_rollout(self.group, poll=0.05, timeout=0.3, progress=None,
+                                 min_complete=2)
+        with self.assertRaises(TimeoutError):
+            self.gw.wait_rollout(self.group, poll=0.05, timeout=0.3, progress=None)
+
+
 class EvaluateTest(unittest.TestCase):
     """POST /evaluate through the client: a fixture task's gold and wrong patches, the result
     handed to set_reward, and a task the gateway refuses."""

@@ -56,6 +56,8 @@ export async function fixtureImage(name: string) {
 export async function visionGateway(
   script: Script | Reply[],
   env: Record<string, string> = {},
+  /** Share this KV (another gateway's), as processes share one KV file. */
+  kv?: Deno.Kv,
 ): Promise<{ gw: TestGateway; padId: number; close: () => Promise<void> }> {
   const tok = await qwen3Vl();
   const folder = await Deno.makeTempDir({ prefix: "rg-vl-" });
@@ -66,6 +68,7 @@ export async function visionGateway(
     tokenizer: tok,
     vision: { settings: SETTINGS, padId },
     env: { IMAGE_POLICY: "vision", TOKENIZER_PATH: folder, ...env },
+    ...(kv ? { kv } : {}),
   });
   return {
     gw,

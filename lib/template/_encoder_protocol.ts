@@ -10,6 +10,8 @@ import type { TokenizerSource } from "./tokenizer.ts";
 export interface InitMessage {
   readonly type: "init";
   readonly source: TokenizerSource;
+  /** An `Int32Array`'s buffer where the worker keeps the id of the job it works on, -1 for none. */
+  readonly running: SharedArrayBuffer;
 }
 
 /** A prompt or a delta to render and encode. */
@@ -41,8 +43,6 @@ export type EncoderMessage = InitMessage | EncodeJob;
 export type EncodeReply =
   | { readonly type: "ready" }
   | { readonly type: "failed"; readonly message: string }
-  /** It starts on the job (jobs before it are answered). */
-  | { readonly type: "started"; readonly id: number }
   | {
     readonly type: "done";
     readonly id: number;

@@ -5,9 +5,9 @@
  * tokens pass the job's budget or the job's cancel flag (shared memory the pool sets) is raised.
  *
  * The protocol: `{type: "init", source}` first, answered `ready` or `failed`; then jobs
- * `{type: "job", id, kind, …, maxTokens, cancel}`, each announced `started` (unless cancelled
- * before) and answered `done` (text and tokens, the tokens' buffer transferred), `over`,
- * `cancelled` or `error`.
+ * `{type: "job", id, kind, …, maxTokens, cancel}`, each answered `done` (text and tokens, the
+ * tokens' buffer transferred), `over`, `cancelled` or `error`. The job it works on it keeps in
+ * the shared `running` slot the init message brings, for the pool to see without a message.
  *
  * @module
  */
@@ -22,6 +22,8 @@ type Job = import("./_encoder_protocol.ts").EncodeJob;
 type Reply = import("./_encoder_protocol.ts").EncodeReply;
 
 let loading: Promise<import("./tokenizer.ts").ChatTokenizer> | null = null;
+/** The id of the job this worker works on, -1 for none (shared with the pool). */
+let running: Int32Array<ArrayBufferLike> = new Int32Array(1);
 
 /** This worker's scope, as a worker sees it (the type checker knows only a window's). */
 const scope = self as unknown as {
@@ -34,6 +36,7 @@ const post = (reply: Reply, transfer: Transferable[] = []) => scope.postMessage(
 scope.onmessage = async (event: MessageEvent) => {
   const message = event.data as import("./_encoder_protocol.ts").EncoderMessage;
   if (message.type === "init") {
+    running = new Int32Array(message.running);
     loading = template.loadTokenizerSource(message.source);
     try {
       await loading;
@@ -44,14 +47,18 @@ scope.onmessage = async (event: MessageEvent) => {
     return;
   }
   const tokenizer = await loading!;
-  run(tokenizer, message);
+  Atomics.store(running, 0, message.id);
+  try {
+    run(tokenizer, message);
+  } finally {
+    Atomics.store(running, 0, -1);
+  }
 };
 
 /** Runs one job to its reply. */
 function run(tokenizer: import("./tokenizer.ts").ChatTokenizer, job: Job): void {
   const shared = new Int32Array(job.cancel);
   if (Atomics.load(shared, 0) !== 0) return post({ type: "cancelled", id: job.id });
-  post({ type: "started", id: job.id });
   const guard: import("./encode_guard.ts").EncodeGuard = new template.EncodeGuard(
     job.maxTokens,
     () => {

@@ -58,8 +58,32 @@ interface Slot {
   ready: Promise<void> | null;
   /** Jobs sent to it, by id, in the order sent. */
   readonly jobs: Map<number, Pending>;
-  /** The job it works on now, if any. */
-  running: number | null;
+  /**
+   * Shared with its worker: the id of the job it works on now, -1 for none. The worker writes it
+   * as it starts and ends a job, so no message crosses for that (each costs the event loop a
+   * wake-up).
+   */
+  running: Int32Array<SharedArrayBuffer>;
+}
+
+/** Job ids stay positive 32-bit integers (the shared `running` slot holds one); they wrap. */
+const MAX_JOB_ID = 0x7fffffff;
+
+/** A new shared `running` slot: no job. */
+function idle(): Int32Array<SharedArrayBuffer> {
+  const running = new Int32Array(new SharedArrayBuffer(4));
+  running[0] = -1;
+  return running;
+}
+
+/**
+ * The ids as a plain array: a counted loop, since `Array.from` walks a typed array through its
+ * iterator (about 20 µs against 250 µs for a first turn's 12k ids, measured here).
+ */
+function plainIds(ids: Uint32Array): number[] {
+  const out = new Array<number>(ids.length);
+  for (let i = 0; i < ids.length; i++) out[i] = ids[i];
+  return out;
 }
 
 /**
@@ -101,7 +125,7 @@ export class EncoderPool implements PromptEncoder {
       worker: null,
       ready: null,
       jobs: new Map(),
-      running: null,
+      running: idle(),
     }));
   }
 
@@ -117,13 +141,14 @@ export class EncoderPool implements PromptEncoder {
 
   /** The job each worker works on now (`null`: none), for tests. */
   running(): (number | null)[] {
-    return this.#slots.map((slot) => slot.running);
+    return this.#slots.map((slot) => runningJob(slot));
   }
 
   /** The tokens each worker's running job has counted so far (`null`: none running), for tests. */
   progress(): (number | null)[] {
     return this.#slots.map((slot) => {
-      const pending = slot.running === null ? undefined : slot.jobs.get(slot.running);
+      const id = runningJob(slot);
+      const pending = id === null ? undefined : slot.jobs.get(id);
       return pending ? Atomics.load(pending.flag, 1) : null;
     });
   }
@@ -171,10 +196,11 @@ export class EncoderPool implements PromptEncoder {
     const message = {
       ...job,
       type: "job",
-      id: this.#nextId++,
+      id: this.#nextId,
       maxTokens: options.maxTokens ?? Infinity,
       cancel,
     } as EncodeJob;
+    this.#nextId = this.#nextId === MAX_JOB_ID ? 0 : this.#nextId + 1;
     const slot = this.#lane(chars);
     return new Promise<Rendered>((resolve, reject) => {
       const pending: Pending = {
@@ -234,6 +260,7 @@ export class EncoderPool implements PromptEncoder {
       type: "module",
     });
     slot.worker = worker;
+    slot.running = idle();
     this.#started++;
     slot.ready = new Promise<void>((resolve, reject) => {
       worker.onmessage = (event: MessageEvent<EncodeReply>) => {
@@ -253,17 +280,12 @@ export class EncoderPool implements PromptEncoder {
       };
     });
     slot.ready.catch(() => {});
-    worker.postMessage({ type: "init", source: this.#source });
+    worker.postMessage({ type: "init", source: this.#source, running: slot.running.buffer });
     return slot.ready;
   }
 
   /** A worker's word on a job. */
   #answer(slot: Slot, reply: Exclude<EncodeReply, { type: "ready" | "failed" }>): void {
-    if (reply.type === "started") {
-      slot.running = reply.id;
-      return;
-    }
-    if (slot.running === reply.id) slot.running = null;
     const pending = slot.jobs.get(reply.id);
     if (!pending) return;
     slot.jobs.delete(reply.id);
@@ -273,7 +295,7 @@ export class EncoderPool implements PromptEncoder {
       case "done":
         return pending.resolve({
           text: reply.text,
-          tokens: Array.from(reply.tokens),
+          tokens: plainIds(reply.tokens),
           ...(reply.images ? { images: reply.images } : {}),
         });
       case "over":
@@ -297,7 +319,7 @@ export class EncoderPool implements PromptEncoder {
     }
     const worker = slot.worker;
     const timer = setTimeout(() => {
-      if (slot.worker === worker && slot.running === pending.message.id) this.#replace(slot);
+      if (slot.worker === worker && runningJob(slot) === pending.message.id) this.#replace(slot);
     }, this.#options.cancelGraceMs);
     Deno.unrefTimer(timer);
   }
@@ -309,7 +331,7 @@ export class EncoderPool implements PromptEncoder {
     slot.worker?.terminate();
     slot.worker = null;
     slot.ready = null;
-    slot.running = null;
+    slot.running = idle(); // the stopped worker's last word on it is void
     slot.jobs.clear();
     if (this.#closed) return;
     for (const pending of jobs) this.#send(slot, pending);
@@ -320,7 +342,7 @@ export class EncoderPool implements PromptEncoder {
     slot.worker?.terminate();
     slot.worker = null;
     slot.ready = null;
-    slot.running = null;
+    slot.running = idle(); // the stopped worker's last word on it is void
     const jobs = [...slot.jobs.values()];
     slot.jobs.clear();
     for (const pending of jobs) {
@@ -341,4 +363,10 @@ function workerError(reply: Extract<EncodeReply, { type: "error" }>): Error {
   const error = new Error(reply.message);
   error.name = reply.name;
   return error;
+}
+
+/** The id of the job `slot`'s worker works on now, `null` for none. */
+function runningJob(slot: Slot): number | null {
+  const id = Atomics.load(slot.running, 0);
+  return id < 0 ? null : id;
 }

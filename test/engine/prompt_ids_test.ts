@@ -72,4 +72,6 @@ Deno.test("PromptIds.concat() rejects ids that are not token ids", () => {
   assert.throws(() => PromptIds.from([1.5]), RangeError);
   assert.throws(() => PromptIds.from([-1]), RangeError);
   assert.throws(() => PromptIds.from([2 ** 32]), RangeError);
+  assert.throws(() => PromptIds.from([Number.NaN]), RangeError);
+  assert.throws(() => PromptIds.from([Infinity]), RangeError);
 });

@@ -212,6 +212,8 @@ Deno.test("a worker stuck in one enormous piece after its caller gave up is repl
     const next = encoder.renderDelta([{ role: "user", content: "still here" }], undefined);
     // Once the worker has counted the token before the letters, it is in them: the caller leaves.
     await until(() => (encoder.progress()[0] ?? 0) >= 1);
+    const [running] = encoder.running();
+    assert.equal(typeof running, "number", "the worker says in shared memory which job it is on");
     abort.abort();
     await assert.rejects(stuck, EncodeCancelledError);
     assert.deepEqual(
@@ -219,6 +221,7 @@ Deno.test("a worker stuck in one enormous piece after its caller gave up is repl
       renderDelta(tokenizer, [{ role: "user", content: "still here" }]),
     );
     assert.equal(encoder.stats().replaced, 1);
+    assert.deepEqual(encoder.running(), [null], "the new worker is on no job once it is done");
   } finally {
     await encoder.close();
   }

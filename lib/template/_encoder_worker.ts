@@ -48,17 +48,19 @@ scope.onmessage = async (event: MessageEvent) => {
   }
   const tokenizer = await loading!;
   Atomics.store(running, 0, message.id);
-  try {
-    run(tokenizer, message);
-  } finally {
-    Atomics.store(running, 0, -1);
-  }
+  const [reply, transfer] = run(tokenizer, message);
+  // Off the job before its reply is sent: whoever has the reply sees the worker free.
+  Atomics.store(running, 0, -1);
+  post(reply, transfer);
 };
 
-/** Runs one job to its reply. */
-function run(tokenizer: import("./tokenizer.ts").ChatTokenizer, job: Job): void {
+/** Runs one job: its reply, and the buffers the reply hands over. */
+function run(
+  tokenizer: import("./tokenizer.ts").ChatTokenizer,
+  job: Job,
+): [Reply, Transferable[]] {
   const shared = new Int32Array(job.cancel);
-  if (Atomics.load(shared, 0) !== 0) return post({ type: "cancelled", id: job.id });
+  if (Atomics.load(shared, 0) !== 0) return [{ type: "cancelled", id: job.id }, []];
   const guard: import("./encode_guard.ts").EncodeGuard = new template.EncodeGuard(
     job.maxTokens,
     () => {
@@ -71,28 +73,28 @@ function run(tokenizer: import("./tokenizer.ts").ChatTokenizer, job: Job): void 
       ? template.renderPrompt(tokenizer, job.prompt, guard)
       : template.renderDelta(tokenizer, job.messages, job.enableThinking, guard);
     const tokens = Uint32Array.from(rendered.tokens);
-    post({
+    return [{
       type: "done",
       id: job.id,
       text: rendered.text,
       tokens,
       ...(rendered.images ? { images: rendered.images } : {}),
-    }, [tokens.buffer]);
+    }, [tokens.buffer]];
   } catch (error) {
     if (error instanceof template.OverBudgetError) {
-      post({ type: "over", id: job.id, tokens: error.tokens, budget: error.budget });
-    } else if (error instanceof template.EncodeCancelledError) {
-      post({ type: "cancelled", id: job.id });
-    } else {
-      const { name, message } = error as Error;
-      const field = (error as { field?: unknown }).field;
-      post({
-        type: "error",
-        id: job.id,
-        name,
-        message,
-        ...(typeof field === "string" ? { field } : {}),
-      });
+      return [{ type: "over", id: job.id, tokens: error.tokens, budget: error.budget }, []];
     }
+    if (error instanceof template.EncodeCancelledError) {
+      return [{ type: "cancelled", id: job.id }, []];
+    }
+    const { name, message } = error as Error;
+    const field = (error as { field?: unknown }).field;
+    return [{
+      type: "error",
+      id: job.id,
+      name,
+      message,
+      ...(typeof field === "string" ? { field } : {}),
+    }, []];
   }
 }

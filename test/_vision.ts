@@ -132,11 +132,5 @@ export function grayPng(width: number, height: number): Uint8Array {
     chunk("IDAT", new Uint8Array(pixels)),
     chunk("IEND", new Uint8Array(0)),
   ];
-  const png = new Uint8Array(parts.reduce((n, part) => n + part.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    png.set(part, at);
-    at += part.length;
-  }
-  return png;
+  return new Uint8Array(Buffer.concat(parts));
 }

@@ -5,6 +5,11 @@
  */
 import type { CodedError } from "../errors/mod.ts";
 
+/** A client's id as an error message quotes it: whole up to 128 characters, else its first 64. */
+function shown(id: string): string {
+  return id.length > 128 ? `${id.slice(0, 64)}…` : id;
+}
+
 /** No token, or a token that does not open the session it names (HTTP 401). */
 export class AuthenticationError extends Error implements CodedError {
   readonly code = "authentication" as const;
@@ -19,9 +24,7 @@ export class InvalidSessionIdError extends RangeError implements CodedError {
   readonly code = "invalid_session_id" as const;
   constructor(id: string) {
     super(
-      `Invalid session id "${
-        id.length > 128 ? `${id.slice(0, 64)}…` : id
-      }": use letters, digits, _ and -`,
+      `Invalid session id "${shown(id)}": use letters, digits, _ and -`,
     );
     this.name = "InvalidSessionIdError";
   }
@@ -32,7 +35,7 @@ export class SessionNotFoundError extends Error implements CodedError {
   readonly code = "session_not_found" as const;
   constructor(readonly sessionId: string) {
     super(
-      `Session "${sessionId.length > 128 ? `${sessionId.slice(0, 64)}…` : sessionId}" not found`,
+      `Session "${shown(sessionId)}" not found`,
     );
     this.name = "SessionNotFoundError";
   }
@@ -43,9 +46,7 @@ export class ChainNotFoundError extends Error implements CodedError {
   readonly code = "chain_not_found" as const;
   constructor(readonly sessionId: string, chainId: string) {
     super(
-      `Session "${sessionId}" has no chain "${
-        chainId.length > 128 ? `${chainId.slice(0, 64)}…` : chainId
-      }"`,
+      `Session "${sessionId}" has no chain "${shown(chainId)}"`,
     );
     this.name = "ChainNotFoundError";
   }
@@ -56,9 +57,7 @@ export class ImageNotFoundError extends Error implements CodedError {
   readonly code = "image_not_found" as const;
   constructor(readonly sessionId: string, digest: string) {
     super(
-      `Session "${sessionId}" has no image "${
-        digest.length > 128 ? `${digest.slice(0, 64)}…` : digest
-      }"`,
+      `Session "${sessionId}" has no image "${shown(digest)}"`,
     );
     this.name = "ImageNotFoundError";
   }

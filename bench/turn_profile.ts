@@ -11,7 +11,8 @@
  * counts them.
  *
  * `PROFILE_SESSIONS`, `PROFILE_TURNS` change the load; `PROFILE_TOP` is how many functions each
- * part lists (3); `PROFILE_OUT=file.cpuprofile` keeps the profile for Chrome DevTools.
+ * part lists (3), `PROFILE_FLAT` how many of the busiest functions overall (15);
+ * `PROFILE_OUT=file.cpuprofile` keeps the profile for Chrome DevTools.
  *
  * @module
  */
@@ -162,6 +163,11 @@ for (const [name, micros] of [...byPart].sort((a, b) => b[1] - a[1])) {
   for (const [fn, self] of top) console.log(`${"".padEnd(32)}${perTurn(self)}  ${fn}`);
 }
 console.log(`${"busy".padEnd(30)} ${perTurn(busy)}\n\nbusiest functions (self time):`);
-for (const [name, micros] of [...bySelf].sort((a, b) => b[1] - a[1]).slice(0, 15)) {
+for (
+  const [name, micros] of [...bySelf].sort((a, b) => b[1] - a[1]).slice(
+    0,
+    Number(Deno.env.get("PROFILE_FLAT") ?? 15),
+  )
+) {
   console.log(`${perTurn(micros)} ${share(micros)}  ${name}`);
 }

@@ -27,7 +27,7 @@ import {
   type ErrorOptions,
   errorOptions,
   newRequestId,
-  readJson,
+  readTurnJson,
   validate,
 } from "./_http.ts";
 import { settleWithin } from "./_sse.ts";
@@ -56,6 +56,11 @@ export interface StreamContext<Reply> {
 export interface AgentProtocol<Body extends { stream?: boolean | null }, Reply> {
   /** The body's schema. */
   readonly schema: z.ZodType<Body>;
+  /**
+   * Top-level fields an agent sends again verbatim every turn (its tools), parsed and validated
+   * once per text (`RecurringFields`).
+   */
+  readonly recurring: readonly string[];
   /** The turn the request asks for. */
   turnInput(request: Body, context: TurnContext): TurnInput<Reply>;
   /** The reply when nothing is sampled (a request for no tokens): nothing is recorded. */
@@ -81,7 +86,13 @@ export async function serveTurn<Body extends { stream?: boolean | null }, Reply>
     const resolved = await resolveToken(deps.kv, credential(raw), {
       devOpenSessions: deps.config.devOpenSessions,
     });
-    const request = validate(protocol.schema, await readJson(raw, deps.config.maxBodyBytes));
+    const body = await readTurnJson(
+      raw,
+      deps.config.maxBodyBytes,
+      deps.recurringFields,
+      protocol.recurring,
+    );
+    const request = validate(protocol.schema, body.value, body.held);
     const input = protocol.turnInput(request, {
       sessionId: resolved.session.id,
       lowering: loweringOptions(deps),

@@ -8,6 +8,8 @@ import { Hono } from "hono";
 import type { LowerOptions, VisionLowering } from "../lib/anthropic/mod.ts";
 import { type VisionSettings, visionSettings } from "../lib/vision/mod.ts";
 import { IdentityMemo } from "../lib/chat/mod.ts";
+import { RecurringFields } from "../lib/cache/mod.ts";
+import { jsonShapeProblem, MAX_JSON_DEPTH } from "../lib/limits/mod.ts";
 import { dispatchToolsOf, KNOWN_CLIENTS } from "../lib/clients/mod.ts";
 import { type Config, ConfigError, resolveConfig } from "../lib/config/mod.ts";
 import {
@@ -90,6 +92,8 @@ export interface Deps extends TurnDeps {
   readonly evalSlots: Slots;
   /** Each conversation's last request and its message identities (characters: 2 × `CHAIN_CACHE_TOKENS`). */
   readonly identities: IdentityMemo;
+  /** The tools and system prompts agents send again each turn, parsed and validated once. */
+  readonly recurringFields: RecurringFields;
   /** How images reach the served vision-language model (`IMAGE_POLICY=vision`); else `null`. */
   readonly vision: VisionLowering | null;
   /** The tokenizer workers `encoder` sends texts to; `null` with `TOKENIZER_WORKERS=0`. */
@@ -109,7 +113,7 @@ export type AdminDeps = Pick<Deps, "kv" | "adminToken" | "config" | "metrics">;
 /** What an agent route needs: a turn's dependencies, configuration and the error count. */
 export type AgentRouteDeps =
   & TurnDeps
-  & Pick<Deps, "config" | "metrics" | "identities">
+  & Pick<Deps, "config" | "metrics" | "identities" | "recurringFields">
   & Partial<Pick<Deps, "vision">>;
 
 /** Parts a caller (a test, the bench) may supply instead of having them built. */
@@ -123,6 +127,8 @@ export interface DepsOverrides {
   readonly encoderPool?: (tokenizer: ChatTokenizer, workers: number) => EncoderPool;
   readonly engine?: Engine;
   readonly sandbox?: SandboxBackend;
+  /** The memo of agents' recurring fields (a test's, to compare a gateway without one). */
+  readonly recurringFields?: RecurringFields;
 }
 
 /**
@@ -280,6 +286,14 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     // Characters of held messages and their identities, about 8 a token of history: sixteen
     // conversations of 256k tokens, or some 250 of Claude Code's early turns.
     identities: new IdentityMemo(2 * config.chainCacheTokens),
+    recurringFields: overrides.recurringFields ?? new RecurringFields({
+      // The tools and system prompts of some fifty agents (Claude Code's are 38 KB).
+      capacityChars: 4 * 1024 * 1024,
+      minChars: 1024,
+      maxValues: 64,
+      // A held value is a top-level field: one level down the body.
+      accepts: (value) => jsonShapeProblem(value, MAX_JSON_DEPTH - 1) === null,
+    }),
     vision,
     contextLength,
     roundtripPolicy: config.roundtripPolicy,

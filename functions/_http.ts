@@ -5,7 +5,8 @@
  * @module
  */
 import type { CodedError } from "../lib/errors/mod.ts";
-import { ZodError } from "zod";
+import { z, ZodError } from "zod";
+import type { RecurringFields, RecurringParse, RecurringValue } from "../lib/cache/mod.ts";
 import { errorBody, type ErrorType, InvalidRequestError } from "../lib/anthropic/mod.ts";
 import { codeOf, ERROR_TABLE, type ErrorCode } from "../lib/errors/mod.ts";
 import type { GatewayMetrics } from "../lib/metrics/mod.ts";
@@ -67,44 +68,123 @@ export async function readJson(
   limit: number,
   options: { readonly empty?: unknown } = {},
 ): Promise<unknown> {
-  const declared = request.headers.get("content-length");
-  let text: string;
-  if (declared !== null && /^\d+$/.test(declared)) {
-    // HTTP framing holds the body to its declared length.
-    if (Number(declared) > limit) throw new BodyTooLargeError(limit);
-    text = await request.text();
-  } else {
-    const bytes = await readCapped(request.body, limit);
-    if (bytes === null) throw new BodyTooLargeError(limit);
-    text = new TextDecoder().decode(bytes);
-  }
+  const text = await readText(request, limit);
   if (text.trim().length === 0) {
     if (options.empty !== undefined) return options.empty;
     throw new InvalidRequestError("Request body is empty: expected JSON");
   }
-  let value: unknown;
+  return checked(text, (json) => ({ value: JSON.parse(json), held: new Map() })).value;
+}
+
+/**
+ * {@linkcode readJson} for an agent's turn: the top-level fields `keys` that the agent sends
+ * again each turn (its tools) come from `memo` when their text is one held there, parsed and
+ * checked once.
+ */
+export async function readTurnJson(
+  request: Request,
+  limit: number,
+  memo: RecurringFields,
+  keys: readonly string[],
+): Promise<RecurringParse> {
+  const text = await readText(request, limit);
+  if (text.trim().length === 0) {
+    throw new InvalidRequestError("Request body is empty: expected JSON");
+  }
+  return checked(text, (json) => memo.parse(json, keys));
+}
+
+/** The body as text, read no further than `limit` bytes. */
+async function readText(request: Request, limit: number): Promise<string> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null && /^\d+$/.test(declared)) {
+    // HTTP framing holds the body to its declared length.
+    if (Number(declared) > limit) throw new BodyTooLargeError(limit);
+    return await request.text();
+  }
+  const bytes = await readCapped(request.body, limit);
+  if (bytes === null) throw new BodyTooLargeError(limit);
+  return new TextDecoder().decode(bytes);
+}
+
+/** `text` parsed by `parse` and checked for its shape (the values held were checked once). */
+function checked(text: string, parse: (text: string) => RecurringParse): RecurringParse {
+  let parsed: RecurringParse;
   try {
-    value = JSON.parse(text);
+    parsed = parse(text);
   } catch (error) {
     throw new InvalidRequestError(`Request body is not valid JSON: ${(error as Error).message}`);
   }
-  const problem = jsonShapeProblem(value, MAX_JSON_DEPTH);
+  const held = parsed.held.size > 0 ? new Set([...parsed.held.values()].map((v) => v.value)) : null;
+  const problem = jsonShapeProblem(parsed.value, MAX_JSON_DEPTH, held);
   if (problem) {
     throw new InvalidRequestError(`${problem.path || "Request body"}: ${problem.message}`);
   }
-  return value;
+  return parsed;
 }
 
-/** Parses `value` with a zod schema, reporting the first problems with their paths. */
+/**
+ * Parses `value` with a zod schema, reporting the first problems with their paths. The fields
+ * `held` (an object schema's fields whose values come from a {@linkcode RecurringFields}) are
+ * validated once per held value, and the rest of the body each time.
+ */
 export function validate<T>(
   schema: {
     safeParse(value: unknown): { success: true; data: T } | { success: false; error: ZodError };
   },
   value: unknown,
+  held?: ReadonlyMap<string, RecurringValue>,
 ): T {
+  if (held && held.size > 0) {
+    const fast = validateHeld<T>(schema, value, held);
+    if (fast) return fast.data;
+  }
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   throw new InvalidRequestError(describeZodError(parsed.error));
+}
+
+/** Object schemas without some fields, by schema and the fields' names. */
+const omitted = new WeakMap<object, Map<string, z.ZodObject | null>>();
+
+/**
+ * `schema` with the fields `held` validated by their held values, the rest as usual; `null` when
+ * the schema is not an object schema or anything fails (the whole body is validated then, and
+ * its problems reported as ever).
+ */
+function validateHeld<T>(
+  schema: unknown,
+  value: unknown,
+  held: ReadonlyMap<string, RecurringValue>,
+): { data: T } | null {
+  if (!(schema instanceof z.ZodObject)) return null;
+  const fields: [string, unknown][] = [];
+  for (const [key, field] of held) {
+    const fieldSchema = schema.shape[key] as z.ZodType | undefined;
+    if (!fieldSchema) return null;
+    const valid = field.validated(fieldSchema, (v) => fieldSchema.safeParse(v));
+    if (!valid) return null;
+    fields.push([key, valid.data]);
+  }
+  const names = [...held.keys()].sort().join("\n");
+  let bySchema = omitted.get(schema);
+  if (!bySchema) omitted.set(schema, bySchema = new Map());
+  let rest = bySchema.get(names);
+  if (rest === undefined) {
+    try {
+      const mask = Object.fromEntries([...held.keys()].map((key) => [key, true]));
+      rest = (schema as z.ZodObject).omit(mask as Record<string, true> & Record<number, never>);
+    } catch {
+      rest = null; // a schema with refinements cannot drop fields
+    }
+    bySchema.set(names, rest);
+  }
+  if (!rest) return null;
+  const parsed = rest.safeParse(value);
+  if (!parsed.success) return null;
+  const data = parsed.data as Record<string, unknown>;
+  for (const [key, valid] of fields) data[key] = valid;
+  return { data: data as T };
 }
 
 function describeZodError(error: ZodError): string {

@@ -28,6 +28,7 @@ export function chatCompletionsProtocol(
 ): AgentProtocol<ChatCompletionCreateParams, ChatCompletion> {
   return {
     schema: ChatCompletionCreateParams,
+    recurring: ["tools"],
     turnInput: (request, context) => openaiTurnInput(request, { ...context, decodeToken }),
     nothingSampled: (request, turn) => unsampledCompletion(head(request, turn), turn.promptTokens),
     stream: (request, turn, stream) =>

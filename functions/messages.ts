@@ -45,6 +45,8 @@ export function messagesProtocol(
 ): AgentProtocol<MessageCreateParams, Message> {
   return {
     schema: MessageCreateParams,
+    // Claude Code sends 31 KB of tools and 7 KB of system prompt with every turn.
+    recurring: ["system", "tools"],
     turnInput: (request, context) => anthropicTurnInput(request, { ...context, signingSecret }),
     nothingSampled: (request, turn) => unsampledMessage(turn.rid, request.model, turn.promptTokens),
     stream: (request, turn, stream) =>

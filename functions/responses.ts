@@ -27,6 +27,7 @@ import { responseStreamResponse } from "./_sse.ts";
 /** The Responses API as an agent protocol. */
 export const RESPONSES_PROTOCOL: AgentProtocol<ResponseCreateParams, ResponseObject> = {
   schema: ResponseCreateParams,
+  recurring: ["tools"],
   turnInput: responsesTurnInput,
   nothingSampled: (request, turn) => unsampledResponse(head(request, turn), turn.promptTokens),
   stream: (request, turn, stream) =>

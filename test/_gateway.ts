@@ -34,6 +34,7 @@ import {
   startScriptedFleet,
 } from "../lib/scripted_engine/mod.ts";
 import { buildDeps, type Deps, encoderPool } from "../functions/_deps.ts";
+import type { RecurringFields } from "../lib/cache/mod.ts";
 import { createGatewayApp } from "../functions/serve.ts";
 import type { Hono } from "hono";
 import Anthropic from "@anthropic-ai/sdk";
@@ -223,6 +224,8 @@ export async function startGateway(
     workers?: number;
     /** The engine serves a vision-language model (its `image_data` checked against the pads). */
     vision?: ScriptedEngineOptions["vision"];
+    /** The memo of agents' recurring fields, in place of the default one. */
+    recurringFields?: RecurringFields;
   } = {},
 ): Promise<TestGateway> {
   const tok = options.tokenizer ?? await qwen3();
@@ -262,6 +265,7 @@ export async function startGateway(
     tokenizer: tok,
     sandbox: options.sandbox,
     encoderPool: sharedPool,
+    recurringFields: options.recurringFields,
   });
   const app = createGatewayApp(deps);
   const exchanges: Exchange[] = [];

@@ -13,7 +13,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { WeightedLru } from "../cache/mod.ts";
+import { recurringToken, WeightedLru } from "../cache/mod.ts";
 import { extendDigest } from "../chat/mod.ts";
 import type { OutputBlock } from "../template/mod.ts";
 import type { ContentBlock, ContentBlockParam, MessageParam } from "./types.ts";
@@ -241,9 +241,10 @@ const settingsCache = new WeightedLru<string, string>(
 
 /**
  * The identity of a request's settings, tools included: a digest of their
- * {@linkcode stableJson}, remembered by their plain JSON. Every turn of an agent sends the same
- * tool list (a Claude Code request holds ~50 KB of it): plain JSON is native and a lookup, while
- * sorting keys and hashing 50 KB are neither. A retry's body digest extends this short string.
+ * {@linkcode stableJson}, remembered by their plain JSON, or by a held value's token in place of
+ * its JSON (see `settingsKey`). Every turn of an agent sends the same tool list (a Claude Code
+ * request holds ~30 KB of it): a lookup is cheap, while sorting keys and hashing 30 KB are not. A
+ * retry's body digest extends this short string.
  *
  * @example
  * ```ts
@@ -257,10 +258,26 @@ const settingsCache = new WeightedLru<string, string>(
  * ```
  */
 export function settingsDigest(settings: Record<string, unknown>): string {
-  const json = JSON.stringify(settings);
-  const known = settingsCache.get(json);
+  const key = settingsKey(settings);
+  const known = settingsCache.get(key);
   if (known !== undefined) return known;
   const digest = extendDigest("settings", stableJson(settings));
-  settingsCache.set(json, digest);
+  settingsCache.set(key, digest);
   return digest;
+}
+
+/**
+ * What {@linkcode settingsDigest} remembers settings by: their plain JSON, or, when a field holds
+ * a value parsed once for many requests (`RecurringFields`: the tools), its fields with that
+ * value's token for it, so 30 KB of tools are not serialized again to look the digest up.
+ */
+function settingsKey(settings: Record<string, unknown>): string {
+  let held = false;
+  for (const name in settings) {
+    if (recurringToken(settings[name]) !== undefined) held = true;
+  }
+  if (!held) return JSON.stringify(settings);
+  return JSON.stringify(
+    Object.entries(settings).map(([name, value]) => [name, recurringToken(value) ?? value]),
+  );
 }

@@ -8,8 +8,10 @@ import type { ChatMessage, ChatTool, IdentityMemo } from "../chat/mod.ts";
 import type { AgentIds, TurnInput, TurnOutput } from "../session/mod.ts";
 import { buildMessage, type Finish, toolUseId } from "./build_response.ts";
 import { messageIdentities, outputIdentity, settingsDigest, startIdentity } from "./identity.ts";
+import { derivedOnce } from "../cache/mod.ts";
 import {
   checkImageCount,
+  DEFAULT_LOWER_OPTIONS,
   InvalidRequestError,
   lowerMessages,
   type LowerOptions,
@@ -64,14 +66,15 @@ export function anthropicTurnInput(
   if (context.lowering?.images === "vision" && context.lowering.vision) {
     checkImageCount(request.messages, context.lowering.vision.limits.maxImages);
   }
-  const system = lowerSystem(request.system, context.lowering);
-  const tools = lowerTools(request.tools);
+  const { text: system, identity: start } = systemOf(request.system, context.lowering);
+  // Held tools (`RecurringFields`) are lowered once, and their settings digest looked up by token.
+  const tools = request.tools ? derivedOnce(request.tools, lowerTools) : [];
   const sign = (thinking: string) =>
     signThinking(context.signingSecret, context.sessionId, thinking);
   return {
     sessionId: context.sessionId,
     agent: context.agent ?? { id: null, parentId: null },
-    startIdentity: startIdentity(system),
+    startIdentity: start,
     messageIdentities: context.identities
       ? context.identities.identities(
         `${context.sessionId}\n${context.agent?.id ?? ""}`,
@@ -162,6 +165,26 @@ export function messageHead(rid: string, model: string, inputTokens: number): Me
  */
 export function unsampledMessage(rid: string, model: string, inputTokens: number): Message {
   return { ...messageHead(rid, model, inputTokens), stop_reason: "max_tokens" };
+}
+
+/** The system text the model sees, and the identity of a conversation's start from it. */
+function systemOf(
+  system: MessageCreateParams["system"],
+  lowering: LowerOptions | undefined,
+): { readonly text: string; readonly identity: string } {
+  const lower = lowering?.keepAttribution ? systemKept : systemDropped;
+  // A held system prompt (`RecurringFields`) is lowered once.
+  return typeof system === "object" ? derivedOnce(system, lower) : lower(system);
+}
+
+function systemKept(system: MessageCreateParams["system"]) {
+  const text = lowerSystem(system, { ...DEFAULT_LOWER_OPTIONS, keepAttribution: true });
+  return { text, identity: startIdentity(text) };
+}
+
+function systemDropped(system: MessageCreateParams["system"]) {
+  const text = lowerSystem(system, { ...DEFAULT_LOWER_OPTIONS, keepAttribution: false });
+  return { text, identity: startIdentity(text) };
 }
 
 /**

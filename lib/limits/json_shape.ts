@@ -16,7 +16,9 @@ export interface JsonShapeProblem {
 }
 
 /**
- * The first shape problem of a parsed JSON value, or `null`.
+ * The first shape problem of a parsed JSON value, or `null`. Fields of the top-level object whose
+ * value is in `checked` are not walked: they were checked before, as fields (a body's recurring
+ * fields, parsed once for many bodies).
  *
  * @example
  * ```ts
@@ -32,6 +34,7 @@ export interface JsonShapeProblem {
 export function jsonShapeProblem(
   value: unknown,
   maxDepth: number = MAX_JSON_DEPTH,
+  checked?: ReadonlySet<unknown> | null,
 ): JsonShapeProblem | null {
   // The common case, a good body, costs one pass that pushes only objects and arrays; the path
   // of a problem is found by a second, slower pass.
@@ -47,7 +50,7 @@ export function jsonShapeProblem(
     const children = Array.isArray(item) ? item : Object.values(item);
     for (let i = 0; i < children.length; i++) {
       const child = children[i];
-      if (typeof child === "object" && child !== null) {
+      if (typeof child === "object" && child !== null && !(depth === 1 && checked?.has(child))) {
         values.push(child);
         depths.push(depth + 1);
       }

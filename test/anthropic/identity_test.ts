@@ -3,9 +3,11 @@ import {
   messageIdentities,
   messageIdentity,
   type MessageParam,
+  settingsDigest,
   stableJson,
   startIdentity,
 } from "../../lib/anthropic/mod.ts";
+import { RecurringFields, recurringToken } from "../../lib/cache/mod.ts";
 
 const EPHEMERAL = { type: "ephemeral" as const };
 
@@ -283,4 +285,30 @@ Deno.test("messageIdentities() name a tool result's call by position, across mes
     ],
   };
   assert.deepEqual(messageIdentities([ASK, renamed, results("y2", "y1")]), swapped);
+});
+
+Deno.test("settingsDigest() of held tools is the digest of the same tools parsed afresh, byte for byte", () => {
+  const memo = new RecurringFields({
+    capacityChars: 1 << 20,
+    minChars: 16,
+    maxValues: 4,
+    accepts: () => true,
+  });
+  const tools = Array.from({ length: 3 }, (_, i) => ({
+    name: `tool_${i}`,
+    input_schema: { type: "object", properties: { b: { type: "string" }, a: { type: "number" } } },
+  }));
+  const text = (n: number) => JSON.stringify({ model: "m", tools, messages: Array(n).fill("hi") });
+  memo.parse(text(1), ["tools"]);
+  const held = (memo.parse(text(2), ["tools"]).value as { tools: unknown }).tools;
+  assert.ok(recurringToken(held));
+  const heldDigest = settingsDigest({ model: "m", max_tokens: 8, tools: held });
+  // Looked up by token the second time: the same digest.
+  assert.equal(settingsDigest({ model: "m", max_tokens: 8, tools: held }), heldDigest);
+  assert.equal(
+    settingsDigest({ max_tokens: 8, model: "m", tools: structuredClone(tools) }),
+    heldDigest,
+  );
+  assert.notEqual(settingsDigest({ model: "m", max_tokens: 9, tools: held }), heldDigest);
+  assert.notEqual(settingsDigest({ model: "m", max_tokens: 8, tools: tools.slice(1) }), heldDigest);
 });

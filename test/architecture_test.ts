@@ -25,7 +25,7 @@ const LAYERS: ReadonlyMap<string, readonly string[]> = new Map([
   ["engine", ["errors", "metrics"]],
   ["kv", ["cache", "errors", "metrics", "timing"]],
   ["sandbox", ["config", "errors", "metrics", "timing"]],
-  ["template", ["cache", "chat", "errors", "limits"]],
+  ["template", ["cache", "chat", "engine", "errors", "limits"]],
   ["evaluate", ["errors", "limits", "metrics", "sandbox"]],
   ["scripted_engine", ["template", "vision"]],
   ["chain", ["chat", "engine", "kv"]],

@@ -41,16 +41,20 @@ export class PromptIds {
     readonly length: number,
   ) {}
 
-  /** The sequence of `ids`. */
-  static from(ids: ArrayLike<number>): PromptIds {
-    return new PromptIds({ bytes: new Uint8Array(0), used: 0 }, 0, 0).concat(ids);
+  /** The sequence of `ids`; `ascii`, when given, is their digits already written (see `concat`). */
+  static from(ids: ArrayLike<number>, ascii?: Uint8Array): PromptIds {
+    return new PromptIds({ bytes: new Uint8Array(0), used: 0 }, 0, 0).concat(ids, ascii);
   }
 
-  /** This sequence followed by `ids`. */
-  concat(ids: ArrayLike<number>): PromptIds {
+  /**
+   * This sequence followed by `ids`. `ascii`, when given, must be exactly their digits as
+   * {@linkcode PromptIds.ascii} writes them (a tokenizer worker writes them off the event loop):
+   * they are copied, not written again.
+   */
+  concat(ids: ArrayLike<number>, ascii?: Uint8Array): PromptIds {
     if (ids.length === 0) return this;
     let store = this.store;
-    const needed = this.size + ids.length * 11;
+    const needed = this.size + 1 + (ascii ? ascii.length : ids.length * 11);
     if (store.used !== this.size || store.bytes.length < needed) {
       const bytes = new Uint8Array(Math.max(needed, store.bytes.length * 2, 4096));
       bytes.set(store.bytes.subarray(0, this.size));
@@ -58,9 +62,15 @@ export class PromptIds {
     }
     let at = this.size;
     const out = store.bytes;
-    for (let i = 0; i < ids.length; i++) {
+    if (ascii) {
       if (at > 0) out[at++] = COMMA;
-      at = writeDigits(out, at, ids[i]);
+      out.set(ascii, at);
+      at += ascii.length;
+    } else {
+      for (let i = 0; i < ids.length; i++) {
+        if (at > 0) out[at++] = COMMA;
+        at = writeDigits(out, at, ids[i]);
+      }
     }
     store.used = at;
     return new PromptIds(store, at, this.length + ids.length);

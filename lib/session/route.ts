@@ -440,7 +440,7 @@ async function wholePrompt<Reply>(
     requestDigest: plan.requestDigest,
     bodyDigest: plan.bodyDigest,
     replay: null,
-    prompt: PromptIds.from(rendered.tokens),
+    prompt: PromptIds.from(rendered.tokens, rendered.ascii),
     delta: rendered.tokens,
     promptImages: added,
     images: added,
@@ -485,7 +485,8 @@ async function delta<Reply>(
     requestDigest: plan.requestDigest,
     bodyDigest: plan.bodyDigest,
     replay: null,
-    prompt: kept.concat(tokens),
+    // The worker's digits are those of the whole delta, not of one less its first token.
+    prompt: kept.concat(tokens, tokens === rendered.tokens ? rendered.ascii : undefined),
     delta: tokens,
     promptImages: added.length > 0 ? [...history.images, ...added] : history.images,
     images: added,

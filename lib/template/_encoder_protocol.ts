@@ -48,6 +48,8 @@ export type EncodeReply =
     readonly id: number;
     readonly text: string;
     readonly tokens: Uint32Array;
+    /** The tokens' digits as the engine's body writes them (`Rendered.ascii`). */
+    readonly ascii: Uint8Array;
     /** Where each image's pads are (`Rendered.images`). */
     readonly images?: readonly { readonly offset: number; readonly length: number }[];
   }

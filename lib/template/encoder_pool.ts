@@ -296,6 +296,7 @@ export class EncoderPool implements PromptEncoder {
         return pending.resolve({
           text: reply.text,
           tokens: plainIds(reply.tokens),
+          ascii: reply.ascii,
           ...(reply.images ? { images: reply.images } : {}),
         });
       case "over":

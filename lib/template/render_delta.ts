@@ -79,6 +79,11 @@ export interface Rendered {
   readonly tokens: number[];
   /** Each image's pads in `tokens`, in order; absent when the messages hold no image. */
   readonly images?: readonly ImageSpan[];
+  /**
+   * `tokens` as the engine's body writes them (`PromptIds`: comma-separated ASCII digits), when
+   * a tokenizer worker wrote them off the event loop.
+   */
+  readonly ascii?: Uint8Array;
 }
 
 /**

@@ -75,3 +75,17 @@ Deno.test("PromptIds.concat() rejects ids that are not token ids", () => {
   assert.throws(() => PromptIds.from([Number.NaN]), RangeError);
   assert.throws(() => PromptIds.from([Infinity]), RangeError);
 });
+
+Deno.test("PromptIds.concat() with the ids' digits already written copies them: the same bytes as writing them", () => {
+  const history = PromptIds.from([5, 60]);
+  const ids = [0, 7, 151_643, 4_294_967_295];
+  const written = PromptIds.from(ids).ascii();
+  const copied = history.concat(ids, written);
+  assert.deepEqual(copied.ascii(), history.concat(ids).ascii());
+  assert.deepEqual(copied.toArray(), [5, 60, ...ids]);
+  assert.equal(copied.length, 6);
+  assert.equal(copied.last(), 4_294_967_295);
+  const first = PromptIds.from(ids, written);
+  assert.deepEqual(first.toArray(), ids);
+  assert.deepEqual(first.concat([9]).toArray(), [...ids, 9]);
+});

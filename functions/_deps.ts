@@ -18,6 +18,7 @@ import {
   type EngineController,
   type EngineDialect,
   engineDialect,
+  EngineHttpWorker,
   PlacedEngine,
 } from "../lib/engine/mod.ts";
 import { ChainCache, sharedSecret } from "../lib/kv/mod.ts";
@@ -129,6 +130,8 @@ export interface DepsOverrides {
   readonly sandbox?: SandboxBackend;
   /** The memo of agents' recurring fields (a test's, to compare a gateway without one). */
   readonly recurringFields?: RecurringFields;
+  /** The thread engine requests are made on (one several gateways share); left open on close. */
+  readonly engineHttpWorker?: EngineHttpWorker;
 }
 
 /**
@@ -172,8 +175,11 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     : null;
   const contextLength = config.contextLength ?? tokenizer.modelMaxLength ?? 32_768;
   let engine = overrides.engine;
+  // Engine requests are made off the request's event loop (docs/DESIGN.md §7).
+  const httpWorker = overrides.engine ? null : overrides.engineHttpWorker ?? new EngineHttpWorker();
   if (!engine) {
     const options = {
+      httpWorker: httpWorker!,
       connections: config.engineConnections,
       timeoutMs: config.engineTimeoutMs,
       metrics,
@@ -324,6 +330,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       await rollout.stop();
       if (!overrides.sandbox) await Promise.all([...sandboxes.values()].map((s) => s.close()));
       if (!overrides.engine) await engine.close();
+      if (!overrides.engineHttpWorker) await httpWorker?.close();
       if (!overrides.encoderPool) await pool?.close();
       await scripted?.close();
       if (!overrides.kv) kv.close();

@@ -54,6 +54,8 @@ export function createEngineApp(deps: EngineDeps): Hono {
     const { version, abort_all_requests } = await body(c.req.raw, VersionBody);
     // The client first: requests resumed by the abort carry the new version's namespace (and,
     // where the engine names no versions, its label); taken back if the workers refuse the set.
+    // Tokens the engine sent before are delivered first, so none of them takes the new label.
+    await deps.engine.delivered?.();
     const previous = deps.engine.versionSet?.(version);
     try {
       return c.json({

@@ -35,6 +35,7 @@ import {
 } from "../lib/scripted_engine/mod.ts";
 import { buildDeps, type Deps, encoderPool } from "../functions/_deps.ts";
 import type { RecurringFields } from "../lib/cache/mod.ts";
+import { EngineHttpWorker } from "../lib/engine/mod.ts";
 import { createGatewayApp } from "../functions/serve.ts";
 import type { Hono } from "hono";
 import Anthropic from "@anthropic-ai/sdk";
@@ -59,6 +60,9 @@ function sharedPool(served: ChatTokenizer, workers: number): EncoderPool {
   }
   return pool;
 }
+
+/** The engine HTTP worker this process's test gateways share (it lives as long as the process). */
+const sharedHttpWorker = new EngineHttpWorker();
 
 /** The Qwen3 tokenizer, loaded once per test process. */
 export function qwen3(): Promise<ChatTokenizer> {
@@ -266,6 +270,7 @@ export async function startGateway(
     sandbox: options.sandbox,
     encoderPool: sharedPool,
     recurringFields: options.recurringFields,
+    engineHttpWorker: sharedHttpWorker,
   });
   const app = createGatewayApp(deps);
   const exchanges: Exchange[] = [];

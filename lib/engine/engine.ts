@@ -9,6 +9,7 @@
  */
 import type { CodedError } from "../errors/mod.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
+import type { EngineHttpWorker } from "./http_worker.ts";
 import type { PromptIds } from "./prompt_ids.ts";
 import type { SamplingParams } from "./sampling.ts";
 
@@ -141,6 +142,12 @@ export interface Engine {
    */
   versionSet?(version: string): string;
   /**
+   * Resolves once every answer piece the engine has sent so far has reached the generations it
+   * belongs to (through the engine HTTP worker, a message later): a version set after it labels no
+   * token sampled before it.
+   */
+  delivered?(): Promise<void>;
+  /**
    * These chains can no longer continue (their session closed, wiped, replaced or expired): their
    * placement and engine sessions are let go. Best effort, never throws.
    */
@@ -188,6 +195,8 @@ export interface EngineClientOptions {
    * their new tokens; closed after `idleS` seconds without a request, or when released.
    */
   readonly engineSessions?: { readonly idleS: number; readonly capacity: number };
+  /** The thread the requests are made on (the gateway's engine HTTP worker); else the caller's. */
+  readonly httpWorker?: EngineHttpWorker;
 }
 
 /** A fixed-length request id (32 hex digits), so SGLang's prefix-matching abort hits one call. */

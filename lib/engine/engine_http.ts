@@ -6,28 +6,14 @@
  *
  * @module
  */
-import { Buffer } from "node:buffer";
-import { Readable } from "node:stream";
-import { Agent, type Dispatcher, request } from "undici";
 import { EngineRejectedError, EngineUnavailableError } from "./engine.ts";
+import {
+  type EngineHttpWorker,
+  type EngineTransport,
+  localTransport,
+  type TransportBody,
+} from "./http_worker.ts";
 import { sseData, StreamFormatError } from "./stream_chunks.ts";
-
-/**
- * Bytes of prompt ids below which a request body is one copy. A long prompt's ids (1.5 MB at
- * 256k tokens) are written from where they are kept: measured here, one copied 1.5 MB body cost
- * 1.3–2.3 ms of CPU to send, three parts 0.7–1.0 ms; below ~100 KB the two are alike.
- */
-const COPY_BELOW_BYTES = 64 * 1024;
-
-/** A body of `parts` (the middle one the prompt's ids), and its length in bytes. */
-export function requestBody(
-  parts: readonly [Uint8Array, Uint8Array, Uint8Array],
-): { body: Buffer | Readable; length: number } {
-  const length = parts[0].length + parts[1].length + parts[2].length;
-  // A long prompt's ids go out as they are, in a write of their own, not copied into one body.
-  const body = parts[1].length < COPY_BELOW_BYTES ? Buffer.concat(parts) : Readable.from(parts);
-  return { body, length };
-}
 
 /** The message of an engine's error answer (`{error: {message}}`, `{message}`, or its text). */
 export function engineErrorMessage(text: string): string {
@@ -75,14 +61,17 @@ export function routingHeaders(
 
 /** One engine's HTTP side: its URL, its connection pool, its timeout. */
 export class EngineHttp {
-  readonly #agent: Agent;
+  readonly #transport: EngineTransport;
 
-  constructor(readonly url: string, readonly timeoutMs: number, connections: number) {
-    this.#agent = new Agent({
-      connections,
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-    });
+  /** Requests go through `worker` when given (the gateway's), else on this thread. */
+  constructor(
+    readonly url: string,
+    readonly timeoutMs: number,
+    connections: number,
+    worker?: EngineHttpWorker,
+  ) {
+    const pool = { connections, timeoutMs };
+    this.#transport = worker ? worker.connect(pool) : localTransport(pool);
   }
 
   /**
@@ -97,7 +86,7 @@ export class EngineHttp {
     parts: readonly [Uint8Array, Uint8Array, Uint8Array],
     signal: AbortSignal | undefined,
     onAbort: () => void,
-    read: (body: Dispatcher.ResponseData["body"]) => Promise<T>,
+    read: (body: TransportBody) => Promise<T>,
     refuse?: (status: number, text: string) => Error | null,
     headers: Readonly<Record<string, string>> = {},
   ): Promise<T> {
@@ -105,20 +94,17 @@ export class EngineHttp {
     const timeout = AbortSignal.timeout(this.timeoutMs);
     const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
     both.addEventListener("abort", onAbort, { once: true });
-    const send = () => {
-      const { body, length } = requestBody(parts);
-      return request(`${this.url}${path}`, {
-        method: "POST",
+    const length = parts[0].length + parts[1].length + parts[2].length;
+    const send = () =>
+      this.#transport.request(`${this.url}${path}`, {
         headers: {
           ...headers,
           "content-type": "application/json",
           "content-length": String(length),
         },
-        body,
-        dispatcher: this.#agent,
+        body: parts,
         signal: both,
       });
-    };
     try {
       // A kept-alive connection the engine closed (it restarted, or timed the connection out)
       // fails before any answer: the request goes once more on a new connection. Only an answer
@@ -158,11 +144,9 @@ export class EngineHttp {
 
   /** POSTs `body` to `path` within the timeout; the answer's status and text. */
   async ask(path: string, body: unknown): Promise<{ status: number; text: string }> {
-    const response = await request(`${this.url}${path}`, {
-      method: "POST",
+    const response = await this.#transport.request(`${this.url}${path}`, {
       headers: { "content-type": "application/json" },
       body: JSON.stringify(body),
-      dispatcher: this.#agent,
       signal: AbortSignal.timeout(this.timeoutMs),
     });
     return { status: response.statusCode, text: await response.body.text() };
@@ -171,11 +155,9 @@ export class EngineHttp {
   /** Best effort: POSTs `body` to `path`, its answer read and dropped, any failure ignored. */
   async tell(path: string, body: unknown): Promise<void> {
     try {
-      const response = await request(`${this.url}${path}`, {
-        method: "POST",
+      const response = await this.#transport.request(`${this.url}${path}`, {
         headers: { "content-type": "application/json" },
         body: JSON.stringify(body),
-        dispatcher: this.#agent,
       });
       await response.body.dump();
     } catch {
@@ -183,7 +165,12 @@ export class EngineHttp {
     }
   }
 
+  /** Resolves once what the engine has sent so far has reached this thread. */
+  delivered(): Promise<void> {
+    return this.#transport.delivered();
+  }
+
   async close(): Promise<void> {
-    await this.#agent.close();
+    await this.#transport.close();
   }
 }

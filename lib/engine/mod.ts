@@ -13,6 +13,7 @@ export * from "./vllm_client.ts";
 export * from "./vllm_control.ts";
 export * from "./vllm.ts";
 export * from "./engine_http.ts";
+export * from "./http_worker.ts";
 export * from "./dialects.ts";
 export * from "./placement.ts";
 export * from "./engine_sessions.ts";

@@ -226,6 +226,10 @@ export class PlacedEngine implements Engine {
     }
   }
 
+  async delivered(): Promise<void> {
+    await Promise.all(this.#workers.map((worker) => worker.engine.delivered?.()));
+  }
+
   versionSet(version: string): string {
     const previous = this.#workers.map((worker) => worker.engine.versionSet?.(version));
     return previous.find((v) => v !== undefined) ?? "default";

@@ -7,10 +7,20 @@
  * @module
  */
 
-/** The growable buffer several {@linkcode PromptIds} share; `used` marks its written end. */
+/**
+ * The growable buffer several {@linkcode PromptIds} share; `used` marks its written end. It is
+ * shared memory, so the engine HTTP worker reads a prompt's digits where they are, without a copy:
+ * what a `PromptIds` covers is never written again (an extension writes past it, or copies), so
+ * another thread may read it while this one extends the store.
+ */
 interface Store {
   bytes: Uint8Array;
   used: number;
+}
+
+/** A new store's bytes, in shared memory. */
+function storeBytes(length: number): Uint8Array {
+  return new Uint8Array(new SharedArrayBuffer(length));
 }
 
 const COMMA = 44;
@@ -43,7 +53,7 @@ export class PromptIds {
 
   /** The sequence of `ids`; `ascii`, when given, is their digits already written (see `concat`). */
   static from(ids: ArrayLike<number>, ascii?: Uint8Array): PromptIds {
-    return new PromptIds({ bytes: new Uint8Array(0), used: 0 }, 0, 0).concat(ids, ascii);
+    return new PromptIds({ bytes: storeBytes(0), used: 0 }, 0, 0).concat(ids, ascii);
   }
 
   /**
@@ -56,7 +66,7 @@ export class PromptIds {
     let store = this.store;
     const needed = this.size + 1 + (ascii ? ascii.length : ids.length * 11);
     if (store.used !== this.size || store.bytes.length < needed) {
-      const bytes = new Uint8Array(Math.max(needed, store.bytes.length * 2, 4096));
+      const bytes = storeBytes(Math.max(needed, store.bytes.length * 2, 4096));
       bytes.set(store.bytes.subarray(0, this.size));
       store = { bytes, used: this.size };
     }

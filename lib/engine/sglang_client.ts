@@ -68,7 +68,7 @@ export class SglangClient implements Engine {
   readonly #sessions: EngineSessions | null;
 
   constructor(readonly url: string, options: EngineClientOptions) {
-    this.#http = new EngineHttp(url, options.timeoutMs, options.connections);
+    this.#http = new EngineHttp(url, options.timeoutMs, options.connections, options.httpWorker);
     this.#maxResumes = options.maxResumes ?? 16;
     this.#metrics = options.metrics;
     this.#routingKeys = options.routingKeys ?? false;
@@ -85,6 +85,10 @@ export class SglangClient implements Engine {
   /** Settles once the engine has answered every session close told so far. */
   async sessionsClosed(): Promise<void> {
     await this.#sessions?.settled();
+  }
+
+  delivered(): Promise<void> {
+    return this.#http.delivered();
   }
 
   versionSet(version: string): string {

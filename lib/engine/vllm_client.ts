@@ -94,7 +94,7 @@ export class VllmClient implements Engine {
   readonly #routingKeys: boolean;
 
   constructor(readonly url: string, options: EngineClientOptions) {
-    this.#http = new EngineHttp(url, options.timeoutMs, options.connections);
+    this.#http = new EngineHttp(url, options.timeoutMs, options.connections, options.httpWorker);
     this.#maxResumes = options.maxResumes ?? 16;
     this.#metrics = options.metrics;
     this.#endpoint = parseEndpoint(options.endpoint);
@@ -109,6 +109,10 @@ export class VllmClient implements Engine {
       { maxResumes: this.#maxResumes, metrics: this.#metrics },
       (rid, inputIds, maxNew, output) => this.#call(rid, req, inputIds, maxNew, output),
     );
+  }
+
+  delivered(): Promise<void> {
+    return this.#http.delivered();
   }
 
   versionSet(version: string): string {

@@ -5,9 +5,9 @@
  * tokens pass the job's budget or the job's cancel flag (shared memory the pool sets) is raised.
  *
  * The protocol: `{type: "init", source}` first, answered `ready` or `failed`; then jobs
- * `{type: "job", id, kind, …, maxTokens, cancel}`, each answered `done` (text, tokens and their
- * digits as the engine's body writes them, the buffers transferred), `over`, `cancelled` or
- * `error`. The job it works on it keeps in
+ * `{type: "job", id, kind, …, maxTokens, cancel}`, each answered `done` (text, tokens — their
+ * buffer transferred — and their digits as the engine's body writes them, in shared memory),
+ * `over`, `cancelled` or `error`. The job it works on it keeps in
  * the shared `running` slot the init message brings, for the pool to see without a message.
  *
  * @module
@@ -76,7 +76,7 @@ function run(
       : template.renderDelta(tokenizer, job.messages, job.enableThinking, guard);
     const tokens = Uint32Array.from(rendered.tokens);
     // The engine's digits written here, off the event loop (a first prompt's 12k ids take
-    // ~0.2 ms to write).
+    // ~0.2 ms to write), in shared memory (sent without a copy).
     const ascii = PromptIds.from(tokens).ascii();
     return [{
       type: "done",
@@ -85,7 +85,7 @@ function run(
       tokens,
       ascii,
       ...(rendered.images ? { images: rendered.images } : {}),
-    }, [tokens.buffer, ascii.buffer as ArrayBuffer]];
+    }, [tokens.buffer]];
   } catch (error) {
     if (error instanceof template.OverBudgetError) {
       return [{ type: "over", id: job.id, tokens: error.tokens, budget: error.budget }, []];

@@ -4,12 +4,21 @@
  * @module
  */
 import { samplingParams } from "../../lib/engine/sampling.ts";
-import { SglangClient } from "../../lib/engine/mod.ts";
+import { EngineHttpWorker, SglangClient } from "../../lib/engine/mod.ts";
 import { type Script, startScriptedEngine } from "../../lib/scripted_engine/mod.ts";
 import { qwen3 } from "../_gateway.ts";
 
 export const PROMPT = [151_644, 872, 198, 9707, 151_645, 198, 151_644, 77_091, 198];
 export const RID = /^[0-9a-f]{32}$/;
+
+/**
+ * Where a client's requests are made, each test run both ways: on the test's thread, and on an
+ * engine HTTP worker (one per test process, as the gateway has one).
+ */
+export const TRANSPORTS: readonly { label: string; httpWorker: EngineHttpWorker | undefined }[] = [
+  { label: "", httpWorker: undefined },
+  { label: " (engine HTTP worker)", httpWorker: new EngineHttpWorker() },
+];
 
 export function sampling(maxTokens = 256, stop?: string[]) {
   return samplingParams({ maxTokens, stop }, {
@@ -27,6 +36,7 @@ export async function withEngine(
     timeoutMs?: number;
     maxResumes?: number;
     incrementalStreaming?: boolean;
+    httpWorker?: EngineHttpWorker;
   },
   run: (ctx: {
     engine: Awaited<ReturnType<typeof startScriptedEngine>>;
@@ -45,6 +55,7 @@ export async function withEngine(
     connections: 4,
     timeoutMs: options.timeoutMs ?? 30_000,
     maxResumes: options.maxResumes,
+    httpWorker: options.httpWorker,
   });
   try {
     await run({ engine, client, tokenizer });
@@ -67,6 +78,7 @@ export async function until(condition: () => boolean, ms = 5_000): Promise<void>
 export async function withServer(
   handler: (request: Request) => Response | Promise<Response>,
   run: (client: SglangClient) => Promise<void>,
+  httpWorker?: EngineHttpWorker,
 ) {
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
     if (new URL(request.url).pathname === "/abort_request") return new Response(null);
@@ -75,6 +87,7 @@ export async function withServer(
   const client = new SglangClient(`http://127.0.0.1:${server.addr.port}`, {
     connections: 2,
     timeoutMs: 5_000,
+    httpWorker,
   });
   try {
     await run(client);

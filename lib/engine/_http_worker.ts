@@ -1,0 +1,136 @@
+/**
+ * The engine HTTP worker (`http_worker.ts`): undici's connection pools and every request to the
+ * engine live on this thread, so writing a prompt's ids and reading the answer cost the gateway's
+ * event loop one message each way.
+ *
+ * The protocol, each message a `type` and an `id` (a request's) or an `agent` (a pool's):
+ * `agent` makes a pool; `request` sends one, answered `head` (its status), `data` (each piece of
+ * the body, its buffer transferred), then `end` — or `error` (name, message and code of undici's
+ * error) at any point; `abort` drops one; `close` closes a pool, answered `closed`; `barrier` is
+ * answered once what the pools had read has been posted.
+ *
+ * @module
+ */
+import { Agent, request } from "undici";
+import { requestBody } from "./_request_body.ts";
+
+/** A message from the gateway's thread. */
+export type HttpWorkerMessage =
+  | {
+    readonly type: "agent";
+    readonly agent: number;
+    readonly connections: number;
+    readonly headersTimeout: number;
+    readonly bodyTimeout: number;
+  }
+  | {
+    readonly type: "request";
+    readonly id: number;
+    readonly agent: number;
+    readonly url: string;
+    readonly headers: Readonly<Record<string, string>>;
+    /** JSON text, or its bytes in parts (the prompt's digits in shared memory). */
+    readonly body: string | readonly Uint8Array[];
+  }
+  | { readonly type: "abort"; readonly id: number }
+  | { readonly type: "close"; readonly agent: number }
+  | { readonly type: "barrier"; readonly id: number };
+
+/** A message to the gateway's thread. */
+export type HttpWorkerReply =
+  | { readonly type: "head"; readonly id: number; readonly status: number }
+  | { readonly type: "data"; readonly id: number; readonly bytes: Uint8Array }
+  | { readonly type: "end"; readonly id: number }
+  | {
+    readonly type: "error";
+    readonly id: number;
+    readonly name: string;
+    readonly message: string;
+    readonly code?: string;
+  }
+  | { readonly type: "closed"; readonly agent: number }
+  | { readonly type: "barrier"; readonly id: number };
+
+/** This worker's scope, as a worker sees it (the type checker knows only a window's). */
+const scope = self as unknown as {
+  postMessage(message: HttpWorkerReply, transfer?: Transferable[]): void;
+  onmessage: (event: MessageEvent<HttpWorkerMessage>) => void;
+};
+
+const agents = new Map<number, Agent>();
+/** Requests under way, by id: how to drop each. */
+const running = new Map<number, AbortController>();
+
+scope.onmessage = (event) => {
+  const message = event.data;
+  switch (message.type) {
+    case "agent":
+      agents.set(
+        message.agent,
+        new Agent({
+          connections: message.connections,
+          headersTimeout: message.headersTimeout,
+          bodyTimeout: message.bodyTimeout,
+        }),
+      );
+      return;
+    case "request":
+      void send(message);
+      return;
+    case "abort":
+      running.get(message.id)?.abort();
+      return;
+    case "barrier":
+      // Two turns of this thread's event loop: answer pieces already readable are read, and
+      // posted, before the barrier's answer.
+      setTimeout(() => setTimeout(() => scope.postMessage({ type: "barrier", id: message.id })));
+      return;
+    case "close": {
+      const agent = agents.get(message.agent);
+      agents.delete(message.agent);
+      void (agent?.close() ?? Promise.resolve()).finally(() =>
+        scope.postMessage({ type: "closed", agent: message.agent })
+      );
+      return;
+    }
+  }
+};
+
+async function send(message: Extract<HttpWorkerMessage, { type: "request" }>): Promise<void> {
+  const { id } = message;
+  const abort = new AbortController();
+  running.set(id, abort);
+  try {
+    const dispatcher = agents.get(message.agent);
+    if (!dispatcher) throw new Error(`No connection pool ${message.agent}`);
+    const response = await request(message.url, {
+      method: "POST",
+      headers: message.headers,
+      body: typeof message.body === "string" ? message.body : requestBody(message.body),
+      dispatcher,
+      signal: abort.signal,
+    });
+    scope.postMessage({ type: "head", id, status: response.statusCode });
+    for await (const chunk of response.body) {
+      // A piece may be a view of a pooled buffer: copied, then handed over whole.
+      const bytes = new Uint8Array(chunk as Uint8Array);
+      scope.postMessage({ type: "data", id, bytes }, [bytes.buffer]);
+    }
+    scope.postMessage({ type: "end", id });
+  } catch (error) {
+    const { name, message: text, code } = error as {
+      name: string;
+      message: string;
+      code?: unknown;
+    };
+    scope.postMessage({
+      type: "error",
+      id,
+      name: String(name),
+      message: String(text),
+      ...(typeof code === "string" ? { code } : {}),
+    });
+  } finally {
+    running.delete(id);
+  }
+}

@@ -1,0 +1,334 @@
+/**
+ * Where an engine client's HTTP requests are made: on the calling thread (undici's pool), or on
+ * the engine HTTP worker (`_http_worker.ts`, undici's pools on a thread of their own), which the
+ * gateway uses so the request's event loop spends one message each way on an engine call instead
+ * of undici's work on it: writing a prompt's ids (1.5 MB at 256k tokens), parsing the answer's
+ * HTTP, its stream's pieces (docs/DESIGN.md §7).
+ *
+ * @module
+ */
+import { Agent, request } from "undici";
+import { requestBody } from "./_request_body.ts";
+import type { HttpWorkerMessage, HttpWorkerReply } from "./_http_worker.ts";
+
+/** An answer's body: its pieces as they come, or all of it. */
+export interface TransportBody extends AsyncIterable<Uint8Array> {
+  /** The whole body as text. */
+  text(): Promise<string>;
+  /** Reads the body to its end, dropping it. */
+  dump(): Promise<void>;
+}
+
+/** An engine's answer: its status, then its body. */
+export interface TransportResponse {
+  readonly statusCode: number;
+  readonly body: TransportBody;
+}
+
+/** A POST to the engine. */
+export interface TransportRequest {
+  readonly headers: Readonly<Record<string, string>>;
+  /** JSON text, or its bytes in parts (the middle one a prompt's ids, where they are kept). */
+  readonly body: string | readonly Uint8Array[];
+  readonly signal?: AbortSignal;
+}
+
+/** How one engine client makes its requests: a pool of connections to its engine. */
+export interface EngineTransport {
+  request(url: string, init: TransportRequest): Promise<TransportResponse>;
+  /**
+   * Resolves once what the engine has sent so far has reached this thread (the worker passes
+   * answers on a message later; on the caller's thread there is nothing to wait for).
+   */
+  delivered(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The pool's size and how long it waits for an answer's head and between its pieces. */
+export interface PoolOptions {
+  readonly connections: number;
+  readonly timeoutMs: number;
+}
+
+/** `parts` as one buffer of their own, to hand over to the worker. */
+function joined(parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}
+
+/** Requests made on the calling thread, by undici. */
+export function localTransport(options: PoolOptions): EngineTransport {
+  const agent = new Agent({
+    connections: options.connections,
+    headersTimeout: options.timeoutMs,
+    bodyTimeout: options.timeoutMs,
+  });
+  return {
+    request: (url, init) =>
+      request(url, {
+        method: "POST",
+        headers: init.headers,
+        body: typeof init.body === "string" ? init.body : requestBody(init.body),
+        dispatcher: agent,
+        signal: init.signal,
+      }),
+    delivered: () => Promise.resolve(),
+    close: () => agent.close(),
+  };
+}
+
+/** An error the worker reported, as undici threw it there: its name, message and code. */
+function workerError(reply: Extract<HttpWorkerReply, { type: "error" }>): Error {
+  const error = new Error(reply.message) as Error & { code?: string };
+  error.name = reply.name;
+  if (reply.code !== undefined) error.code = reply.code;
+  return error;
+}
+
+/** A body arriving from the worker in pieces. */
+class WorkerBody implements TransportBody {
+  readonly #pieces: Uint8Array[] = [];
+  #ended = false;
+  #failure: unknown = null;
+  #wake: (() => void) | null = null;
+  /** The reader stopped early: pieces still coming are dropped. */
+  #dropping = false;
+
+  push(bytes: Uint8Array): void {
+    if (!this.#dropping) this.#pieces.push(bytes);
+    this.#notify();
+  }
+
+  end(): void {
+    this.#ended = true;
+    this.#notify();
+  }
+
+  fail(error: unknown): void {
+    this.#failure ??= error;
+    this.#ended = true;
+    this.#notify();
+  }
+
+  #notify(): void {
+    const wake = this.#wake;
+    this.#wake = null;
+    wake?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<Uint8Array> {
+    try {
+      while (true) {
+        if (this.#pieces.length > 0) {
+          yield this.#pieces.shift()!;
+          continue;
+        }
+        if (this.#failure !== null) throw this.#failure;
+        if (this.#ended) return;
+        await new Promise<void>((resolve) => this.#wake = resolve);
+      }
+    } finally {
+      this.#dropping = true;
+      this.#pieces.length = 0;
+    }
+  }
+
+  async text(): Promise<string> {
+    const pieces: Uint8Array[] = [];
+    for await (const piece of this) pieces.push(piece);
+    return new TextDecoder().decode(pieces.length === 1 ? pieces[0] : joined(pieces));
+  }
+
+  async dump(): Promise<void> {
+    for await (const _ of this);
+  }
+}
+
+/** A request sent to the worker and not finished. */
+interface Pending {
+  readonly head: PromiseWithResolvers<TransportResponse>;
+  body: WorkerBody | null;
+  readonly signal: AbortSignal | undefined;
+  readonly onAbort: () => void;
+}
+
+/**
+ * The engine HTTP worker: one thread, started on the first request, holding every engine
+ * client's connection pool that uses it.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { EngineHttpWorker } from "./http_worker.ts";
+ * const server = Deno.serve({ port: 0, onListen() {} }, async (req) => new Response(await req.text()));
+ * const worker = new EngineHttpWorker();
+ * const pool = worker.connect({ connections: 4, timeoutMs: 10_000 });
+ * const answer = await pool.request(`http://127.0.0.1:${server.addr.port}/`, {
+ *   headers: {},
+ *   body: [new TextEncoder().encode("hello")],
+ * });
+ * assert.equal(answer.statusCode, 200);
+ * assert.equal(await answer.body.text(), "hello");
+ * await pool.close();
+ * await worker.close();
+ * await server.shutdown();
+ * ```
+ */
+export class EngineHttpWorker {
+  #worker: Worker | null = null;
+  readonly #pending = new Map<number, Pending>();
+  readonly #closing = new Map<number, () => void>();
+  readonly #barriers = new Map<number, () => void>();
+  /** Pools by id, with their options, to make again on a new thread. */
+  readonly #pools = new Map<number, PoolOptions>();
+  #nextId = 0;
+  #nextAgent = 0;
+
+  /** A pool of connections on the worker, for one engine client. */
+  connect(options: PoolOptions): EngineTransport {
+    const agent = this.#nextAgent++;
+    this.#pools.set(agent, options);
+    if (this.#worker) this.#post(poolMessage(agent, options));
+    return {
+      request: (url, init) => this.#request(agent, url, init),
+      delivered: () => this.#barrier(),
+      close: () => this.#closePool(agent),
+    };
+  }
+
+  /** Stops the thread; requests under way fail. */
+  async close(): Promise<void> {
+    this.#stop(new Error("The engine HTTP worker was closed"));
+    await Promise.resolve();
+  }
+
+  #request(agent: number, url: string, init: TransportRequest): Promise<TransportResponse> {
+    const { signal } = init;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const id = this.#nextId++;
+    const head = Promise.withResolvers<TransportResponse>();
+    const onAbort = () => {
+      const pending = this.#pending.get(id);
+      if (!pending) return;
+      this.#finish(id);
+      this.#post({ type: "abort", id });
+      const reason = signal!.reason;
+      if (pending.body) pending.body.fail(reason);
+      else head.reject(reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    this.#pending.set(id, { head, body: null, signal, onAbort });
+    // The prompt's digits are in shared memory (`PromptIds`): they reach the worker uncopied.
+    this.#post({ type: "request", id, agent, url, headers: init.headers, body: init.body });
+    return head.promise;
+  }
+
+  /** Resolves once the worker has posted every answer piece it had read when asked. */
+  #barrier(): Promise<void> {
+    if (!this.#worker) return Promise.resolve();
+    const id = this.#nextId++;
+    const passed = Promise.withResolvers<void>();
+    this.#barriers.set(id, passed.resolve);
+    this.#post({ type: "barrier", id });
+    return passed.promise;
+  }
+
+  #closePool(agent: number): Promise<void> {
+    this.#pools.delete(agent);
+    if (!this.#worker) return Promise.resolve();
+    const closed = Promise.withResolvers<void>();
+    this.#closing.set(agent, closed.resolve);
+    this.#post({ type: "close", agent });
+    return closed.promise;
+  }
+
+  /** Sends `message`, starting the thread (and making its pools) first if none runs. */
+  #post(message: HttpWorkerMessage, transfer: Transferable[] = []): void {
+    if (!this.#worker) {
+      const worker = new Worker(new URL("./_http_worker.ts", import.meta.url).href, {
+        type: "module",
+      });
+      worker.onmessage = (event: MessageEvent<HttpWorkerReply>) => this.#answer(event.data);
+      worker.onerror = (event: ErrorEvent) => {
+        event.preventDefault();
+        this.#stop(new Error(`The engine HTTP worker stopped: ${event.message}`));
+      };
+      this.#worker = worker;
+      for (const [agent, options] of this.#pools) worker.postMessage(poolMessage(agent, options));
+      if (message.type === "agent") return;
+    }
+    this.#worker.postMessage(message, transfer);
+  }
+
+  #answer(reply: HttpWorkerReply): void {
+    if (reply.type === "closed") {
+      this.#closing.get(reply.agent)?.();
+      this.#closing.delete(reply.agent);
+      return;
+    }
+    if (reply.type === "barrier") {
+      this.#barriers.get(reply.id)?.();
+      this.#barriers.delete(reply.id);
+      return;
+    }
+    const pending = this.#pending.get(reply.id);
+    if (!pending) return; // aborted: its late pieces are dropped
+    switch (reply.type) {
+      case "head":
+        pending.body = new WorkerBody();
+        pending.head.resolve({ statusCode: reply.status, body: pending.body });
+        return;
+      case "data":
+        pending.body?.push(reply.bytes);
+        return;
+      case "end":
+        this.#finish(reply.id);
+        pending.body?.end();
+        return;
+      case "error": {
+        this.#finish(reply.id);
+        const error = workerError(reply);
+        if (pending.body) pending.body.fail(error);
+        else pending.head.reject(error);
+        return;
+      }
+    }
+  }
+
+  /** Forgets request `id` (answered, failed or aborted). */
+  #finish(id: number): void {
+    const pending = this.#pending.get(id);
+    if (!pending) return;
+    this.#pending.delete(id);
+    pending.signal?.removeEventListener("abort", pending.onAbort);
+  }
+
+  /** Ends the thread: its requests fail with `error`; the next request starts another. */
+  #stop(error: Error): void {
+    this.#worker?.terminate();
+    this.#worker = null;
+    for (const [id, pending] of [...this.#pending]) {
+      this.#finish(id);
+      if (pending.body) pending.body.fail(error);
+      else pending.head.reject(error);
+    }
+    for (const resolve of [...this.#closing.values(), ...this.#barriers.values()]) resolve();
+    this.#closing.clear();
+    this.#barriers.clear();
+  }
+}
+
+function poolMessage(agent: number, options: PoolOptions): HttpWorkerMessage {
+  return {
+    type: "agent",
+    agent,
+    connections: options.connections,
+    headersTimeout: options.timeoutMs,
+    bodyTimeout: options.timeoutMs,
+  };
+}

@@ -179,7 +179,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   const httpWorker = overrides.engine ? null : overrides.engineHttpWorker ?? new EngineHttpWorker();
   if (!engine) {
     const options = {
-      httpWorker: httpWorker!,
+      ...(httpWorker ? { httpWorker } : {}),
       connections: config.engineConnections,
       timeoutMs: config.engineTimeoutMs,
       metrics,

@@ -50,7 +50,7 @@ export interface PoolOptions {
   readonly timeoutMs: number;
 }
 
-/** `parts` as one buffer of their own, to hand over to the worker. */
+/** `parts` as one buffer. */
 function joined(parts: readonly Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
   let at = 0;

@@ -225,32 +225,39 @@ export async function routeTurn<Reply>(
  * routed on: the caller takes the chain's lease in one commit that checks them (and that the
  * session's lease is free), so a route on a state that has moved since is never used.
  *
- * The chain is read from KV while the route is built on the header this process cached, which is
- * usually what KV holds; when it is not, the route is built again on what was read.
+ * The route is built on the header this process cached, unread (`unread`): it is usually what KV
+ * holds, and the lease's commit checks it is. Without one, or given `head` (the chain as read
+ * after such a commit failed), it is built on what KV holds.
  *
- * @throws what {@linkcode routeTurn} throws, judged on that read.
+ * @throws what {@linkcode routeTurn} throws, judged on that state.
  */
 export async function routeExtension<Reply>(
   deps: RouteDeps,
   input: TurnInput<Reply>,
-  options: { session: Deno.KvEntry<SessionRecord>; contextLength?: number; signal?: AbortSignal },
-): Promise<{ route: RoutedTurn; reads: Deno.AtomicCheck[] } | null> {
+  options: {
+    session: Deno.KvEntry<SessionRecord>;
+    contextLength?: number;
+    signal?: AbortSignal;
+    head?: Deno.KvEntryMaybe<ChainHeader>;
+  },
+): Promise<{ route: RoutedTurn; reads: Deno.AtomicCheck[]; unread: boolean } | null> {
   const session = liveEntry(options.session);
   const limits = { contextLength: options.contextLength ?? Infinity, signal: options.signal };
   const chainId = session.value.mainChain;
   if (input.agent.id !== null || chainId === null) return null;
-  const reading = getChain(deps.kv, input.sessionId, chainId);
-  reading.catch(() => {}); // awaited below unless routing throws first
-  const cached = deps.cache.latest(cacheKey({ sessionId: input.sessionId, id: chainId }));
+  const cached = options.head
+    ? null
+    : deps.cache.latest(cacheKey({ sessionId: input.sessionId, id: chainId }));
   if (cached) {
     const own = { header: cached.value.header, versionstamp: cached.versionstamp };
     const routed = await routeOn(deps, input, session, own, limits);
-    if ((await reading).versionstamp === cached.versionstamp) return routed;
+    return routed && { ...routed, unread: true };
   }
-  const read = await reading;
+  const read = options.head ?? await getChain(deps.kv, input.sessionId, chainId);
   if (read.value === null) return null;
   const own = { header: read.value, versionstamp: read.versionstamp! };
-  return await routeOn(deps, input, session, own, limits);
+  const routed = await routeOn(deps, input, session, own, limits);
+  return routed && { ...routed, unread: false };
 }
 
 /** {@linkcode routeExtension} on the session and chain entries given. */

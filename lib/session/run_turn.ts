@@ -189,11 +189,13 @@ async function prepareTurn<Reply>(
 }
 
 /**
- * The common turn in two KV operations (its chain read, and one commit taking its chain's lease)
- * instead of four: routed on `session` without the session's lease, which the commit checks is
- * free (a close or a registration holds it), along with the session and the chain as routed on.
- * `null` when the plan needs more than that read or anything moved: the caller routes under the
- * session's lease. An error judged on this read is left for that route to judge again.
+ * The common turn in one KV operation (a commit taking its chain's lease) instead of four: routed
+ * on `session` and the chain's head this process cached, without the session's lease, which the
+ * commit checks is free (a close or a registration holds it), along with the session and the
+ * chain as routed on. A head that moved (another process's turn) fails the commit: the chain is
+ * read and the turn routed on it, once. `null` when the plan needs more, or anything else moved:
+ * the caller routes under the session's lease. An error judged here is left for that route to
+ * judge again.
  */
 async function extendWithoutSessionLease<Reply>(
   deps: TurnDeps,
@@ -203,24 +205,30 @@ async function extendWithoutSessionLease<Reply>(
   lease: LeaseOptions,
   signal?: AbortSignal,
 ): Promise<{ route: RoutedTurn; lease: HeldLease } | null> {
-  const routed = await routeExtension(deps, input, {
-    session,
-    contextLength: deps.contextLength,
-    signal,
-  }).catch((error) => {
-    // A client that left is not judged again; anything else is, under the session's lease.
-    if (error instanceof EncodeCancelledError) throw error;
-    return null;
-  });
+  const route = (head?: Deno.KvEntryMaybe<ChainHeader>) =>
+    routeExtension(deps, input, { session, contextLength: deps.contextLength, signal, head })
+      .catch((error) => {
+        // A client that left is not judged again; anything else is, under the session's lease.
+        if (error instanceof EncodeCancelledError) throw error;
+        return null;
+      });
+  const take = (reads: Deno.AtomicCheck[], chainId: string) =>
+    leaseIfUnchanged(deps.kv, keys.chainLease(input.sessionId, chainId), holder, lease, [
+      ...reads,
+      { key: keys.lease(input.sessionId), versionstamp: null },
+    ]);
+  const routed = await route();
   if (routed === null) return null;
-  const chainLease = await leaseIfUnchanged(
-    deps.kv,
-    keys.chainLease(input.sessionId, routed.route.chainId),
-    holder,
-    lease,
-    [...routed.reads, { key: keys.lease(input.sessionId), versionstamp: null }],
-  );
-  return chainLease ? { route: routed.route, lease: chainLease } : null;
+  const chainLease = await take(routed.reads, routed.route.chainId);
+  if (chainLease) return { route: routed.route, lease: chainLease };
+  if (!routed.unread) return null;
+  // Routed on the head cached here: if another process moved it, route again on it.
+  const head = await getChain(deps.kv, input.sessionId, routed.route.chainId);
+  if (head.versionstamp === routed.route.chain.versionstamp) return null; // busy, or the session moved
+  const again = await route(head);
+  if (again === null) return null;
+  const retaken = await take(again.reads, again.route.chainId);
+  return retaken ? { route: again.route, lease: retaken } : null;
 }
 
 /** The chain's lease if it is free and the chain has not moved since it was routed. */

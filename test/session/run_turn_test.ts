@@ -126,18 +126,33 @@ function commitsOf(kv: Deno.Kv, id: string): string[][] {
   return commits;
 }
 
-Deno.test("a later turn takes its chain's lease in one commit, without its session's", async () => {
+/** The kinds of the keys of `id` read from `kv` from now on, in order. */
+function readsOf(kv: Deno.Kv, id: string): string[] {
+  const reads: string[] = [];
+  const get = kv.get.bind(kv);
+  kv.get = ((key: Deno.KvKey, options?: { consistency?: Deno.KvConsistencyLevel }) => {
+    if (key[1] === id) reads.push(String(key[0]));
+    return get(key, options);
+  }) as Deno.Kv["get"];
+  return reads;
+}
+
+Deno.test("a later turn takes its chain's lease in one commit, without its session's, and reads only its session", async () => {
   const gw = await startGateway({ script: [call("ls"), call("cat a"), "Done."] });
   try {
     const { id, token } = await gw.openSession();
     const messages: unknown[] = [{ role: "user", content: "Look around." }];
     answer(messages, await turn(gw, token, messages), "a b");
     const commits = commitsOf(gw.kv, id);
+    const reads = readsOf(gw.kv, id);
     answer(messages, await turn(gw, token, messages), "alpha");
     assert.deepEqual(commits, [
       ["set:chain_lease"],
       ["delete:chain_lease", "set:turn_chunk", "set:turn", "set:replay", "set:chain"],
     ]);
+    // The token check's read of the session; the chain's head is the one this process cached,
+    // which the lease's commit checks.
+    assert.deepEqual(reads, ["session"]);
     const samples = await gw.samples(id);
     assert.deepEqual(samples.map((s) => [s.chain_id, s.turns.length]), [["c0", 2]]);
   } finally {
@@ -182,8 +197,10 @@ Deno.test("gateways taking turns on one session route on what KV holds, not a st
     // The first gateway cached the chain before the second extended it.
     const commits = commitsOf(first.kv, id);
     answer(messages, await turn(first, token, messages), "beta");
-    // Still one commit for the lease: the route was built again on the header read from KV.
+    // Routed on the cached header, unread: its lease commit fails on the moved header, which is
+    // read, and the turn routed again on it takes the lease with the second commit.
     assert.deepEqual(commits, [
+      ["set:chain_lease"],
       ["set:chain_lease"],
       ["delete:chain_lease", "set:turn_chunk", "set:turn", "set:replay", "set:chain"],
     ]);

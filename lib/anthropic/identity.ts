@@ -277,7 +277,10 @@ function settingsKey(settings: Record<string, unknown>): string {
     if (recurringToken(settings[name]) !== undefined) held = true;
   }
   if (!held) return JSON.stringify(settings);
+  // Fields left out as JSON leaves them out of an object: `undefined` is not `null`.
   return JSON.stringify(
-    Object.entries(settings).map(([name, value]) => [name, recurringToken(value) ?? value]),
+    Object.entries(settings).flatMap(([name, value]) =>
+      value === undefined ? [] : [[name, recurringToken(value) ?? value]]
+    ),
   );
 }

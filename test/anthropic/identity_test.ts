@@ -311,4 +311,8 @@ Deno.test("settingsDigest() of held tools is the digest of the same tools parsed
   );
   assert.notEqual(settingsDigest({ model: "m", max_tokens: 9, tools: held }), heldDigest);
   assert.notEqual(settingsDigest({ model: "m", max_tokens: 8, tools: tools.slice(1) }), heldDigest);
+  // A field absent and a field null are told apart, as their JSON does.
+  const absent = settingsDigest({ model: "m", max_tokens: 8, top_k: undefined, tools: held });
+  assert.equal(absent, heldDigest);
+  assert.notEqual(settingsDigest({ model: "m", max_tokens: 8, top_k: null, tools: held }), absent);
 });

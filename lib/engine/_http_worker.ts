@@ -4,15 +4,15 @@
  * event loop one message each way.
  *
  * The protocol, each message a `type` and an `id` (a request's) or an `agent` (a pool's):
- * `agent` makes a pool; `request` sends one, answered `head` (its status), `data` (each piece of
- * the body, its buffer transferred), then `end` — or `error` (name, message and code of undici's
- * error) at any point; `abort` drops one; `close` closes a pool, answered `closed`; `barrier` is
+ * `agent` makes a pool; `request` sends one, answered `whole` (status and body, for any answer but
+ * an event stream) or `head` (its status), `data` (each piece of the stream, its buffer
+ * transferred), then `end` — or `error` (name, message and code of undici's error) at any point; `abort` drops one; `close` closes a pool, answered `closed`; `barrier` is
  * answered once what the pools had read has been posted.
  *
  * @module
  */
 import { Agent, request } from "undici";
-import { requestBody } from "./_request_body.ts";
+import { requestBody, TIMEOUT_CODE, transportTimeout } from "./_request_body.ts";
 
 /** A message from the gateway's thread. */
 export type HttpWorkerMessage =
@@ -39,6 +39,12 @@ export type HttpWorkerMessage =
 /** A message to the gateway's thread. */
 export type HttpWorkerReply =
   | { readonly type: "head"; readonly id: number; readonly status: number }
+  | {
+    readonly type: "whole";
+    readonly id: number;
+    readonly status: number;
+    readonly bytes: Uint8Array;
+  }
   | { readonly type: "data"; readonly id: number; readonly bytes: Uint8Array }
   | { readonly type: "end"; readonly id: number }
   | {
@@ -57,7 +63,7 @@ const scope = self as unknown as {
   onmessage: (event: MessageEvent<HttpWorkerMessage>) => void;
 };
 
-const agents = new Map<number, Agent>();
+const agents = new Map<number, { readonly agent: Agent; readonly timeoutMs: number }>();
 /** Requests under way, by id: how to drop each. */
 const running = new Map<number, AbortController>();
 
@@ -65,14 +71,14 @@ scope.onmessage = (event) => {
   const message = event.data;
   switch (message.type) {
     case "agent":
-      agents.set(
-        message.agent,
-        new Agent({
+      agents.set(message.agent, {
+        agent: new Agent({
           connections: message.connections,
           headersTimeout: message.headersTimeout,
           bodyTimeout: message.bodyTimeout,
         }),
-      );
+        timeoutMs: message.headersTimeout,
+      });
       return;
     case "request":
       void send(message);
@@ -86,9 +92,9 @@ scope.onmessage = (event) => {
       setTimeout(() => setTimeout(() => scope.postMessage({ type: "barrier", id: message.id })));
       return;
     case "close": {
-      const agent = agents.get(message.agent);
+      const pool = agents.get(message.agent);
       agents.delete(message.agent);
-      void (agent?.close() ?? Promise.resolve()).finally(() =>
+      void (pool?.agent.close() ?? Promise.resolve()).finally(() =>
         scope.postMessage({ type: "closed", agent: message.agent })
       );
       return;
@@ -100,16 +106,26 @@ async function send(message: Extract<HttpWorkerMessage, { type: "request" }>): P
   const { id } = message;
   const abort = new AbortController();
   running.set(id, abort);
+  let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    const dispatcher = agents.get(message.agent);
-    if (!dispatcher) throw new Error(`No connection pool ${message.agent}`);
+    const pool = agents.get(message.agent);
+    if (!pool) throw new Error(`No connection pool ${message.agent}`);
+    // The pool's timeout bounds the whole request, its body's reading included.
+    const timeout = transportTimeout(pool.timeoutMs);
+    timer = setTimeout(() => abort.abort(timeout), pool.timeoutMs);
     const response = await request(message.url, {
       method: "POST",
       headers: message.headers,
       body: typeof message.body === "string" ? message.body : requestBody(message.body),
-      dispatcher,
+      dispatcher: pool.agent,
       signal: abort.signal,
     });
+    if (!String(response.headers["content-type"] ?? "").includes("text/event-stream")) {
+      // Not a stream (a JSON answer, an error): read whole here, sent in one message.
+      const bytes = new Uint8Array(await response.body.arrayBuffer());
+      scope.postMessage({ type: "whole", id, status: response.statusCode, bytes }, [bytes.buffer]);
+      return;
+    }
     scope.postMessage({ type: "head", id, status: response.statusCode });
     for await (const chunk of response.body) {
       // A piece may be a view of a pooled buffer: copied, then handed over whole.
@@ -117,7 +133,9 @@ async function send(message: Extract<HttpWorkerMessage, { type: "request" }>): P
       scope.postMessage({ type: "data", id, bytes }, [bytes.buffer]);
     }
     scope.postMessage({ type: "end", id });
-  } catch (error) {
+  } catch (thrown) {
+    // Past the timeout, its own error, whatever undici threw for the abort.
+    const error = abort.signal.reason?.code === TIMEOUT_CODE ? abort.signal.reason : thrown;
     const { name, message: text, code } = error as {
       name: string;
       message: string;
@@ -131,6 +149,7 @@ async function send(message: Extract<HttpWorkerMessage, { type: "request" }>): P
       ...(typeof code === "string" ? { code } : {}),
     });
   } finally {
+    clearTimeout(timer);
     running.delete(id);
   }
 }

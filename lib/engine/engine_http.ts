@@ -10,6 +10,7 @@ import { EngineRejectedError, EngineUnavailableError } from "./engine.ts";
 import {
   type EngineHttpWorker,
   type EngineTransport,
+  isTransportTimeout,
   localTransport,
   type TransportBody,
 } from "./http_worker.ts";
@@ -91,9 +92,8 @@ export class EngineHttp {
     headers: Readonly<Record<string, string>> = {},
   ): Promise<T> {
     signal?.throwIfAborted();
-    const timeout = AbortSignal.timeout(this.timeoutMs);
-    const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
-    both.addEventListener("abort", onAbort, { once: true });
+    // The transport bounds the request by the timeout (the worker's own timer, off this thread).
+    signal?.addEventListener("abort", onAbort, { once: true });
     const length = parts[0].length + parts[1].length + parts[2].length;
     const send = () =>
       this.#transport.request(`${this.url}${path}`, {
@@ -103,14 +103,14 @@ export class EngineHttp {
           "content-length": String(length),
         },
         body: parts,
-        signal: both,
+        signal,
       });
     try {
       // A kept-alive connection the engine closed (it restarted, or timed the connection out)
       // fails before any answer: the request goes once more on a new connection. Only an answer
       // read is ever recorded, so an engine that did take the first one forks nothing.
       const response = await send().catch((error) => {
-        if (both.aborted || !closedBeforeAnswer(error)) throw error;
+        if (signal?.aborted || !closedBeforeAnswer(error)) throw error;
         return send();
       });
       if (response.statusCode >= 400) {
@@ -127,7 +127,8 @@ export class EngineHttp {
       return await read(response.body);
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
-      if (timeout.aborted) {
+      if (isTransportTimeout(error)) {
+        onAbort(); // the engine is told, as when the caller leaves
         throw new EngineUnavailableError(`Engine did not answer within ${this.timeoutMs} ms`);
       }
       if (error instanceof EngineRejectedError || error instanceof EngineUnavailableError) {
@@ -138,7 +139,7 @@ export class EngineHttp {
         cause: error,
       });
     } finally {
-      both.removeEventListener("abort", onAbort);
+      signal?.removeEventListener("abort", onAbort);
     }
   }
 
@@ -147,7 +148,6 @@ export class EngineHttp {
     const response = await this.#transport.request(`${this.url}${path}`, {
       headers: { "content-type": "application/json" },
       body: JSON.stringify(body),
-      signal: AbortSignal.timeout(this.timeoutMs),
     });
     return { status: response.statusCode, text: await response.body.text() };
   }

@@ -8,7 +8,8 @@
  * @module
  */
 import { Agent, request } from "undici";
-import { requestBody } from "./_request_body.ts";
+import { requestBody, transportTimeout } from "./_request_body.ts";
+export { isTransportTimeout, TIMEOUT_CODE } from "./_request_body.ts";
 import type { HttpWorkerMessage, HttpWorkerReply } from "./_http_worker.ts";
 
 /** An answer's body: its pieces as they come, or all of it. */
@@ -44,10 +45,41 @@ export interface EngineTransport {
   close(): Promise<void>;
 }
 
-/** The pool's size and how long it waits for an answer's head and between its pieces. */
+/**
+ * The pool's size, and the longest one request may take, its body's reading included: past it
+ * the request is dropped and fails with an error coded {@linkcode TIMEOUT_CODE}.
+ */
 export interface PoolOptions {
   readonly connections: number;
   readonly timeoutMs: number;
+}
+
+/**
+ * `body`, with `done` called once it is read to its end, or its reading fails or stops; a failure
+ * is `failure(error)`'s (the timeout's own error once it has passed).
+ */
+function finishing(
+  body: TransportBody,
+  done: () => void,
+  failure: (error: unknown) => unknown,
+): TransportBody {
+  const settle = <T>(reading: Promise<T>) =>
+    reading.catch((error) => {
+      throw failure(error);
+    }).finally(done);
+  return {
+    async *[Symbol.asyncIterator]() {
+      try {
+        yield* body;
+      } catch (error) {
+        throw failure(error);
+      } finally {
+        done();
+      }
+    },
+    text: () => settle(body.text()),
+    dump: () => settle(body.dump()),
+  };
 }
 
 /** `parts` as one buffer. */
@@ -69,14 +101,34 @@ export function localTransport(options: PoolOptions): EngineTransport {
     bodyTimeout: options.timeoutMs,
   });
   return {
-    request: (url, init) =>
-      request(url, {
-        method: "POST",
-        headers: init.headers,
-        body: typeof init.body === "string" ? init.body : requestBody(init.body),
-        dispatcher: agent,
-        signal: init.signal,
-      }),
+    async request(url, init) {
+      // One timer a request, cleared when it ends (`AbortSignal.timeout` would keep each pending
+      // for the whole timeout).
+      const deadline = new AbortController();
+      const timeout = transportTimeout(options.timeoutMs);
+      const timer = setTimeout(() => deadline.abort(timeout), options.timeoutMs);
+      const failure = (error: unknown) => deadline.signal.reason === timeout ? timeout : error;
+      const forward = () => deadline.abort(init.signal!.reason);
+      init.signal?.addEventListener("abort", forward, { once: true });
+      if (init.signal?.aborted) forward();
+      const done = () => {
+        clearTimeout(timer);
+        init.signal?.removeEventListener("abort", forward);
+      };
+      try {
+        const response = await request(url, {
+          method: "POST",
+          headers: init.headers,
+          body: typeof init.body === "string" ? init.body : requestBody(init.body),
+          dispatcher: agent,
+          signal: deadline.signal,
+        });
+        return { statusCode: response.statusCode, body: finishing(response.body, done, failure) };
+      } catch (error) {
+        done();
+        throw failure(error);
+      }
+    },
     delivered: () => Promise.resolve(),
     close: () => agent.close(),
   };
@@ -283,6 +335,14 @@ export class EngineHttpWorker {
         pending.body = new WorkerBody();
         pending.head.resolve({ statusCode: reply.status, body: pending.body });
         return;
+      case "whole": {
+        this.#finish(reply.id);
+        const body = new WorkerBody();
+        body.push(reply.bytes);
+        body.end();
+        pending.head.resolve({ statusCode: reply.status, body });
+        return;
+      }
       case "data":
         pending.body?.push(reply.bytes);
         return;

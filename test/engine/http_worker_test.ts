@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import {
   EngineHttpWorker,
   type EngineTransport,
+  isTransportTimeout,
   localTransport,
   PromptIds,
 } from "../../lib/engine/mod.ts";
@@ -20,7 +21,9 @@ function startServer() {
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
     const path = new URL(request.url).pathname;
     if (path === "/stream") {
-      return new Response(new ReadableStream({ start: (c) => pieces.resolve(c) }));
+      return new Response(new ReadableStream({ start: (c) => pieces.resolve(c) }), {
+        headers: { "content-type": "text/event-stream" },
+      });
     }
     if (path === "/hang") return await hanging.promise;
     return new Response(await request.arrayBuffer(), { status: path === "/fail" ? 503 : 200 });
@@ -37,9 +40,12 @@ function startServer() {
 }
 
 const shared = new EngineHttpWorker();
-const TRANSPORTS: [string, () => EngineTransport][] = [
-  ["the caller's thread", () => localTransport({ connections: 2, timeoutMs: 10_000 })],
-  ["the engine HTTP worker", () => shared.connect({ connections: 2, timeoutMs: 10_000 })],
+const TRANSPORTS: [string, (timeoutMs?: number) => EngineTransport][] = [
+  ["the caller's thread", (timeoutMs = 10_000) => localTransport({ connections: 2, timeoutMs })],
+  [
+    "the engine HTTP worker",
+    (timeoutMs = 10_000) => shared.connect({ connections: 2, timeoutMs }),
+  ],
 ];
 
 for (const [where, connect] of TRANSPORTS) {
@@ -121,6 +127,29 @@ for (const [where, connect] of TRANSPORTS) {
         for await (const _ of answer.body) abort.abort(new Error("the client left"));
       })();
       await assert.rejects(reading, /the client left|abort/i);
+    } finally {
+      await transport.close();
+      await server.close();
+    }
+  });
+
+  Deno.test(`requests on ${where}: the pool's timeout bounds the answer and the reading of its body`, async () => {
+    const server = startServer();
+    const { url, pieces } = server;
+    const transport = connect(200);
+    try {
+      await assert.rejects(
+        transport.request(`${url}/hang`, { headers: {}, body: "{}" }),
+        (error) => isTransportTimeout(error),
+      );
+      const answer = await transport.request(`${url}/stream`, { headers: {}, body: "{}" });
+      (await pieces).enqueue(encoder.encode("data: 1\n\n"));
+      await assert.rejects(
+        (async () => {
+          for await (const _ of answer.body);
+        })(),
+        (error) => isTransportTimeout(error),
+      );
     } finally {
       await transport.close();
       await server.close();

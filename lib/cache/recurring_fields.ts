@@ -218,7 +218,7 @@ export class RecurringFields {
       if (held.key !== key) continue;
       for (const at of [held.fromStart, text.length - held.fromEnd]) {
         if (
-          at > 0 && afterColon(text, at) &&
+          at > 0 && colonBefore(text, at) >= 0 &&
           text.substring(at, at + held.text.length) === held.text &&
           !found.some((other) => overlaps(other, at, held.text.length))
         ) return { held, at };
@@ -290,11 +290,11 @@ export class RecurringFields {
 
 const COLON = 58;
 
-/** Whether `at` follows a colon (and whitespace). */
-function afterColon(text: string, at: number): boolean {
+/** Where the colon `at` follows (whitespace between allowed), or -1 when none does. */
+function colonBefore(text: string, at: number): number {
   let i = at - 1;
   while (i > 0 && isSpace(text.charCodeAt(i))) i--;
-  return text.charCodeAt(i) === COLON;
+  return text.charCodeAt(i) === COLON ? i : -1;
 }
 
 function overlaps(other: Found, at: number, length: number): boolean {
@@ -335,10 +335,9 @@ function locate(text: string, key: string, json: string): number {
   const name = JSON.stringify(key);
   for (let at = text.lastIndexOf(probe); at > 0; at = text.lastIndexOf(probe, at - 1)) {
     if (text.substring(at, at + json.length) !== json) continue;
-    let i = at - 1;
-    while (i > 0 && isSpace(text.charCodeAt(i))) i--;
-    if (text.charCodeAt(i) !== COLON) continue;
-    i--;
+    const colon = colonBefore(text, at);
+    if (colon < 0) continue;
+    let i = colon - 1;
     while (i > 0 && isSpace(text.charCodeAt(i))) i--;
     if (text.substring(i + 1 - name.length, i + 1) === name) return at;
   }

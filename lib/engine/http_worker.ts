@@ -82,17 +82,6 @@ function finishing(
   };
 }
 
-/** `parts` as one buffer. */
-function joined(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
-}
-
 /** Requests made on the calling thread, by undici. */
 export function localTransport(options: PoolOptions): EngineTransport {
   const agent = new Agent({
@@ -191,9 +180,11 @@ class WorkerBody implements TransportBody {
   }
 
   async text(): Promise<string> {
-    const pieces: Uint8Array[] = [];
-    for await (const piece of this) pieces.push(piece);
-    return new TextDecoder().decode(pieces.length === 1 ? pieces[0] : joined(pieces));
+    // A character may be split between pieces: the decoder carries it over.
+    const decoder = new TextDecoder();
+    let text = "";
+    for await (const piece of this) text += decoder.decode(piece, { stream: true });
+    return text + decoder.decode();
   }
 
   async dump(): Promise<void> {
@@ -300,7 +291,7 @@ export class EngineHttpWorker {
   }
 
   /** Sends `message`, starting the thread (and making its pools) first if none runs. */
-  #post(message: HttpWorkerMessage, transfer: Transferable[] = []): void {
+  #post(message: HttpWorkerMessage): void {
     if (!this.#worker) {
       const worker = new Worker(new URL("./_http_worker.ts", import.meta.url).href, {
         type: "module",
@@ -312,9 +303,8 @@ export class EngineHttpWorker {
       };
       this.#worker = worker;
       for (const [agent, options] of this.#pools) worker.postMessage(poolMessage(agent, options));
-      if (message.type === "agent") return;
     }
-    this.#worker.postMessage(message, transfer);
+    this.#worker.postMessage(message);
   }
 
   #answer(reply: HttpWorkerReply): void {

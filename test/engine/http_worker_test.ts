@@ -92,6 +92,27 @@ for (const [where, connect] of TRANSPORTS) {
     }
   });
 
+  Deno.test(`requests on ${where}: a body read whole keeps a character split between pieces`, async () => {
+    const server = startServer();
+    const { url, pieces } = server;
+    const transport = connect();
+    try {
+      const answer = await transport.request(`${url}/stream`, { headers: {}, body: "{}" });
+      const controller = await pieces;
+      const text = answer.body.text();
+      const bytes = encoder.encode("data: 你好 🎉\n\n");
+      // Cut inside "你" and inside "🎉".
+      for (const [from, to] of [[0, 7], [7, 15], [15, bytes.length]]) {
+        controller.enqueue(bytes.slice(from, to));
+      }
+      controller.close();
+      assert.equal(await text, "data: 你好 🎉\n\n");
+    } finally {
+      await transport.close();
+      await server.close();
+    }
+  });
+
   Deno.test(`requests on ${where}: an abort before the answer rejects with its reason`, async () => {
     const server = startServer();
     const { url } = server;

@@ -5,18 +5,25 @@
  * them (their digest, their lowered form) is computed once too (docs/DESIGN.md §3.2).
  *
  * A field is found where it was last time, counted from the start of the body or from its end
- * (fields before it keep their length from turn to turn, or those after it do), and the body is
- * parsed with a placeholder in its place: the placeholder, unguessable, proves the text was the
- * top-level field's whole value. A body that does not match is parsed whole, as it always was.
- * Values held here are deep-frozen and shared by every request that sends them.
+ * (fields before it keep their length from turn to turn, or those after it do), after its own
+ * key, and the body is parsed with a placeholder in its place: each found field has a placeholder
+ * of its own, unguessable, so the parse proves that each field's text was that top-level field's
+ * whole value — not another field's, not a nested value, not a field a later one of the same name
+ * overrides. A body that does not match is parsed whole, as it always was. Values held here are
+ * deep-frozen and shared by every request that sends them.
  *
  * @module
  */
 /** One process's secret: a client cannot write a placeholder or a token it does not know. */
 const NONCE = crypto.randomUUID().replaceAll("-", "");
-/** What stands for a held field while the rest of a body is parsed. */
-const PLACEHOLDER = `recurring-field-${NONCE}`;
-const PLACEHOLDER_JSON = `"${PLACEHOLDER}"`;
+
+/**
+ * What stands for the `index`th field found in a body while the rest of it is parsed: one per
+ * field, so that the parse tells which field's text stood where.
+ */
+function placeholder(index: number): string {
+  return `recurring-field-${NONCE}-${index}`;
+}
 
 /** Each held value, and what is derived from one, by identity: its token. */
 const tokens = new WeakMap<object, string>();
@@ -212,14 +219,17 @@ export class RecurringFields {
     return { value, held };
   }
 
-  /** The held value of `key` found where it was last time, clear of the fields found already. */
+  /**
+   * The held value of `key` found where it was last time, after `"key":`, clear of the fields
+   * found already. Only a candidate: the patched parse proves it.
+   */
   #find(text: string, key: string, found: readonly Found[]): Found | null {
+    const name = JSON.stringify(key);
     for (const held of this.#values) {
       if (held.key !== key) continue;
       for (const at of [held.fromStart, text.length - held.fromEnd]) {
         if (
-          at > 0 && colonBefore(text, at) >= 0 &&
-          text.substring(at, at + held.text.length) === held.text &&
+          at > 0 && text.startsWith(held.text, at) && keyBefore(text, at, name) &&
           !found.some((other) => overlaps(other, at, held.text.length))
         ) return { held, at };
       }
@@ -290,11 +300,17 @@ export class RecurringFields {
 
 const COLON = 58;
 
-/** Where the colon `at` follows (whitespace between allowed), or -1 when none does. */
-function colonBefore(text: string, at: number): number {
+/**
+ * Whether the value at `at` follows `name` (a key as JSON, quoted) and a colon, whitespace
+ * allowed around the colon.
+ */
+function keyBefore(text: string, at: number, name: string): boolean {
   let i = at - 1;
   while (i > 0 && isSpace(text.charCodeAt(i))) i--;
-  return text.charCodeAt(i) === COLON ? i : -1;
+  if (text.charCodeAt(i) !== COLON) return false;
+  i--;
+  while (i > 0 && isSpace(text.charCodeAt(i))) i--;
+  return i + 1 >= name.length && text.startsWith(name, i + 1 - name.length);
 }
 
 function overlaps(other: Found, at: number, length: number): boolean {
@@ -302,16 +318,18 @@ function overlaps(other: Found, at: number, length: number): boolean {
 }
 
 /**
- * The body with each found field's text replaced by the placeholder, parsed; `null` unless it
- * parses to an object whose field (the last of its name, as `JSON.parse` keeps) is each
- * placeholder: then the text found was that top-level field's whole value.
+ * The body with each found field's text replaced by its own placeholder, parsed; `null` unless it
+ * parses to an object whose field of each found field's name (the last of that name, as
+ * `JSON.parse` keeps) is that field's placeholder: then the text found was that top-level field's
+ * whole value. A placeholder appears nowhere else (a client cannot write one), so a field holding
+ * another's placeholder, or a nested one, or one overridden by a later field, fails the check.
  */
 function parsePatched(text: string, found: Found[]): Record<string, unknown> | null {
-  const spans = [...found].sort((a, b) => a.at - b.at);
+  const spans = found.map((field, index) => ({ ...field, index })).sort((a, b) => a.at - b.at);
   let patched = "";
   let from = 0;
-  for (const { held, at } of spans) {
-    patched += text.slice(from, at) + PLACEHOLDER_JSON;
+  for (const { held, at, index } of spans) {
+    patched += `${text.slice(from, at)}"${placeholder(index)}"`;
     from = at + held.text.length;
   }
   patched += text.slice(from);
@@ -323,7 +341,11 @@ function parsePatched(text: string, found: Found[]): Record<string, unknown> | n
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) return null;
   const record = value as Record<string, unknown>;
-  return spans.every(({ held }) => record[held.key] === PLACEHOLDER) ? record : null;
+  return found.every(({ held }, index) =>
+      Object.hasOwn(record, held.key) && record[held.key] === placeholder(index)
+    )
+    ? record
+    : null;
 }
 
 /**
@@ -334,12 +356,7 @@ function locate(text: string, key: string, json: string): number {
   const probe = json.slice(0, 64);
   const name = JSON.stringify(key);
   for (let at = text.lastIndexOf(probe); at > 0; at = text.lastIndexOf(probe, at - 1)) {
-    if (text.substring(at, at + json.length) !== json) continue;
-    const colon = colonBefore(text, at);
-    if (colon < 0) continue;
-    let i = colon - 1;
-    while (i > 0 && isSpace(text.charCodeAt(i))) i--;
-    if (text.substring(i + 1 - name.length, i + 1) === name) return at;
+    if (text.startsWith(json, at) && keyBefore(text, at, name)) return at;
   }
   return -1;
 }

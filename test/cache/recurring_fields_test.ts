@@ -6,6 +6,7 @@ import {
   recurringToken,
 } from "../../lib/cache/mod.ts";
 import { jsonShapeProblem } from "../../lib/limits/mod.ts";
+import { collisionCase, heldTexts } from "../_fuzz/collisions.ts";
 import { Prng } from "../_fuzz/prng.ts";
 
 const MAX_DEPTH = 16;
@@ -96,6 +97,59 @@ Deno.test("RecurringFields: whitespace, a pretty-printing client, a nested look-
       assert.deepEqual(memo.parse(text, ["tools"]).value, JSON.parse(text));
     }
   }
+});
+
+Deno.test("RecurringFields: a field's held text under the other field's key is not taken for it", () => {
+  const memo = new RecurringFields(OPTIONS);
+  const system = JSON.stringify([{ type: "text", text: "You are an agent.\n".repeat(10) }]);
+  const tools = JSON.stringify(toolList(4));
+  const first = `{"system":${system},"tools":${tools},"messages":[1]}`;
+  memo.parse(first, ["system", "tools"]);
+  // The system prompt where it was from the start, the tools where they were from the end: each
+  // under the other's key ("tools": is one character shorter than "system":, hence the space).
+  const swapped = `{"tools": ${system},"system":${tools},"messages":[1]}`;
+  assert.equal(swapped.indexOf(system), first.indexOf(system));
+  assert.equal(swapped.length - swapped.indexOf(tools), first.length - first.indexOf(tools));
+  const parsed = memo.parse(swapped, ["system", "tools"]);
+  assert.deepEqual(parsed.value, JSON.parse(swapped));
+  for (const [key, held] of parsed.held) {
+    assert.deepEqual(held.value, (JSON.parse(swapped) as Body)[key], key);
+  }
+});
+
+Deno.test("RecurringFields: bodies built to collide with held offsets parse exactly as JSON.parse does", () => {
+  const prng = new Prng(20261128);
+  const texts = heldTexts(prng);
+  const memo = new RecurringFields({ ...OPTIONS, minChars: 1024, maxValues: 16 });
+  const keys = ["system", "tools"];
+  const families = new Map<string, number>();
+  let aligned = 0;
+  for (let i = 0; i < 5_000; i++) {
+    const sample = collisionCase(prng, texts);
+    memo.parse(sample.teach, keys);
+    if (sample.aligned) aligned++;
+    families.set(sample.family, (families.get(sample.family) ?? 0) + 1);
+    let expected: unknown;
+    let failure: string | null = null;
+    try {
+      expected = JSON.parse(sample.body);
+    } catch (error) {
+      failure = (error as Error).message;
+    }
+    const context = `${sample.family}: ${sample.body.slice(0, 120)}`;
+    if (failure !== null) {
+      assert.throws(() => memo.parse(sample.body, keys), { message: failure }, context);
+      continue;
+    }
+    const parsed = memo.parse(sample.body, keys);
+    assert.deepEqual(parsed.value, expected, context);
+    for (const [key, held] of parsed.held) {
+      assert.equal((parsed.value as Body)[key], held.value, context);
+      assert.deepEqual(held.value, (expected as Body)[key], context);
+    }
+  }
+  assert.ok(aligned > 4_000, `${aligned} of 5000 bodies put held text where the memo looks`);
+  assert.ok(families.size >= 10, [...families.keys()].join(", "));
 });
 
 Deno.test("RecurringFields: a body that is not JSON throws JSON.parse's error, held fields or not", () => {

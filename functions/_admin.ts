@@ -8,12 +8,12 @@ import type { MiddlewareHandler } from "hono";
 import { AuthenticationError, resolveToken } from "../lib/session/mod.ts";
 import { sameSecret } from "../lib/timing/mod.ts";
 import type { Deps } from "./_deps.ts";
-import { credential, newRequestId, PermissionError } from "./_http.ts";
+import { bearerToken, newRequestId, PermissionError } from "./_http.ts";
 
 /** Middleware admitting only the admin token, sent as `Authorization: Bearer`. */
 export function admin(deps: Pick<Deps, "kv" | "adminToken">): MiddlewareHandler {
   return async (c, next) => {
-    await checkAdmin(deps, credential(c.req.raw));
+    await checkAdmin(deps, bearerToken(c.req.raw));
     await next();
     c.res.headers.set("request-id", c.res.headers.get("request-id") ?? newRequestId());
   };

@@ -86,12 +86,7 @@ export async function serveTurn<Body extends { stream?: boolean | null }, Reply>
     const resolved = await resolveToken(deps.kv, credential(raw), {
       devOpenSessions: deps.config.devOpenSessions,
     });
-    const body = await readTurnJson(
-      raw,
-      deps.config.maxBodyBytes,
-      deps.recurringFields,
-      protocol.recurring,
-    );
+    const body = await readTurnJson(raw, deps.config, deps.recurringFields, protocol.recurring);
     const request = validate(protocol.schema, body.value, body.held);
     const input = protocol.turnInput(request, {
       sessionId: resolved.session.id,

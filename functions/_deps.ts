@@ -21,7 +21,7 @@ import {
   EngineHttpWorker,
   PlacedEngine,
 } from "../lib/engine/mod.ts";
-import { ChainCache, sharedSecret } from "../lib/kv/mod.ts";
+import { ChainCache, CursorSeal, sharedSecret } from "../lib/kv/mod.ts";
 import {
   type CachedChain,
   cachedChainTokens,
@@ -59,6 +59,8 @@ import { agentInstalls, RolloutWorker } from "../lib/rollout/mod.ts";
 import type { LifecycleDeps } from "../lib/session/mod.ts";
 import { countedBackend, type SandboxBackend, sandboxBackends } from "../lib/sandbox/mod.ts";
 import { catalogueFor, createMetrics, type GatewayMetrics } from "../lib/metrics/mod.ts";
+import { atEdge } from "./_edge.ts";
+import { errorOptions } from "./_http.ts";
 
 /** Everything the functions are built from. */
 export interface Deps extends TurnDeps {
@@ -69,6 +71,8 @@ export interface Deps extends TurnDeps {
   readonly signingSecret: string;
   /** Bearer token of the trainer API. */
   readonly adminToken: string;
+  /** Seals the listings' cursors clients are given (a secret shared through KV). */
+  readonly cursors: CursorSeal;
   /** Pause, continue and weight versions across the engine's workers. */
   readonly control: EngineController;
   /** The dialect the engine speaks (`ENGINE_API`). */
@@ -311,6 +315,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     holder,
     signingSecret: config.signingSecret ?? await sharedSecret(kv, "thinking_signature"),
     adminToken: config.adminToken ?? await sharedSecret(kv, "admin_token"),
+    cursors: new CursorSeal(await sharedSecret(kv, "cursor_seal")),
     control: dialect.control(engine.url, {
       workers: config.engineWorkers,
       timeoutMs: config.engineTimeoutMs,
@@ -567,7 +572,8 @@ let fromEnv: Promise<Deps> | null = null;
 
 /**
  * An app for `deno serve functions/<name>.ts`: on the first request it builds deps from the
- * environment and the real app from them, then delegates every request to it.
+ * environment and the real app from them, served from the edge (`_edge.ts`), then delegates every
+ * request to it.
  */
 export function lazyApp(create: (deps: Deps) => Hono): Hono {
   let real: Promise<Hono> | null = null;
@@ -577,7 +583,7 @@ export function lazyApp(create: (deps: Deps) => Hono): Hono {
       console.log(banner(deps, new URL(c.req.url).origin));
       return deps;
     });
-    real ??= fromEnv.then(create);
+    real ??= fromEnv.then((deps) => atEdge(create(deps), errorOptions(deps)));
     return (await real).fetch(c.req.raw);
   });
   return app;

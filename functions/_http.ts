@@ -12,7 +12,7 @@ import { codeOf, ERROR_TABLE, type ErrorCode } from "../lib/errors/mod.ts";
 import type { GatewayMetrics } from "../lib/metrics/mod.ts";
 import { jsonShapeProblem, MAX_JSON_DEPTH, readCapped } from "../lib/limits/mod.ts";
 import { contextOverflowMessage, openaiErrorBody } from "../lib/openai/mod.ts";
-import { ContextOverflowError } from "../lib/session/mod.ts";
+import { AuthenticationError, ContextOverflowError } from "../lib/session/mod.ts";
 
 /** The body exceeds the configured limit (HTTP 413). */
 export class BodyTooLargeError extends Error implements CodedError {
@@ -20,6 +20,24 @@ export class BodyTooLargeError extends Error implements CodedError {
   constructor(limit: number) {
     super(`Request body is larger than ${limit} bytes`);
     this.name = "BodyTooLargeError";
+  }
+}
+
+/** The body did not arrive within `BODY_TIMEOUT_MS` (HTTP 408). */
+export class BodyTimeoutError extends Error implements CodedError {
+  readonly code = "body_timeout" as const;
+  constructor(timeoutMs: number) {
+    super(`Request body did not arrive within ${timeoutMs} ms`);
+    this.name = "BodyTimeoutError";
+  }
+}
+
+/** The client closed its connection before its body was whole: nobody reads the answer. */
+export class ClientDisconnectedError extends Error implements CodedError {
+  readonly code = "client_disconnected" as const;
+  constructor(cause: unknown) {
+    super("Client disconnected before its request body was whole", { cause });
+    this.name = "ClientDisconnectedError";
   }
 }
 
@@ -46,29 +64,56 @@ export function newRequestId(): string {
   return `req_${crypto.randomUUID().replaceAll("-", "")}`;
 }
 
-/** The credential of a request: `x-api-key`, or the bearer token of `Authorization`. */
+/**
+ * The credential of an agent's request: its `x-api-key` (Anthropic's clients send it) or the
+ * bearer token of `Authorization` (OpenAI's, and Claude Code's `ANTHROPIC_AUTH_TOKEN`). Both may
+ * be sent when they agree; two different tokens are refused rather than one picked.
+ *
+ * @throws {AuthenticationError} when the two headers carry different tokens.
+ */
 export function credential(request: Request): string | null {
-  const apiKey = request.headers.get("x-api-key");
-  if (apiKey) return apiKey.trim();
+  const apiKey = request.headers.get("x-api-key")?.trim() || null;
+  const bearer = bearerToken(request);
+  if (apiKey !== null && bearer !== null && apiKey !== bearer) {
+    throw new AuthenticationError(
+      "x-api-key and Authorization carry different tokens: send the session token in one",
+    );
+  }
+  return apiKey ?? bearer;
+}
+
+/**
+ * The bearer token of `Authorization`: the admin routes' one credential (`x-api-key` is the
+ * agents' header, and is not read there).
+ */
+export function bearerToken(request: Request): string | null {
   const auth = request.headers.get("authorization");
   const match = auth?.match(/^Bearer\s+(.+)$/i);
   return match ? match[1].trim() : null;
 }
 
+/** How much of a request body is read, and for how long. */
+export interface BodyBounds {
+  /** `MAX_BODY_BYTES`: past it, 413. */
+  readonly maxBodyBytes: number;
+  /** `BODY_TIMEOUT_MS`: the body not whole by then, 408. */
+  readonly bodyTimeoutMs: number;
+}
+
 /**
- * The request body parsed as JSON, read no further than `limit` bytes, nested at most
- * {@linkcode MAX_JSON_DEPTH} deep and without `__proto__` keys. An empty body is refused, unless
- * `options.empty` says what it stands for.
+ * The request body parsed as JSON, within `bounds`, nested at most {@linkcode MAX_JSON_DEPTH}
+ * deep and without `__proto__` keys. An empty body is refused, unless `options.empty` says what it
+ * stands for.
  *
  * @throws {BodyTooLargeError} past the limit; {@linkcode InvalidRequestError} for bad JSON or
- * a bad shape.
+ * a bad shape; what {@linkcode readBody} throws.
  */
 export async function readJson(
   request: Request,
-  limit: number,
+  bounds: BodyBounds,
   options: { readonly empty?: unknown } = {},
 ): Promise<unknown> {
-  const text = await readText(request, limit);
+  const text = await readText(request, bounds);
   if (text.trim().length === 0) {
     if (options.empty !== undefined) return options.empty;
     throw new InvalidRequestError("Request body is empty: expected JSON");
@@ -83,29 +128,87 @@ export async function readJson(
  */
 export async function readTurnJson(
   request: Request,
-  limit: number,
+  bounds: BodyBounds,
   memo: RecurringFields,
   keys: readonly string[],
 ): Promise<RecurringParse> {
-  const text = await readText(request, limit);
+  const text = await readText(request, bounds);
   if (text.trim().length === 0) {
     throw new InvalidRequestError("Request body is empty: expected JSON");
   }
   return checked(text, (json) => memo.parse(json, keys));
 }
 
-/** The body as text, read no further than `limit` bytes. */
-async function readText(request: Request, limit: number): Promise<string> {
+/** The body as text (UTF-8), within `bounds`. */
+async function readText(request: Request, bounds: BodyBounds): Promise<string> {
+  return new TextDecoder().decode(await readBody(request, bounds));
+}
+
+/**
+ * The body's bytes, within `bounds`. A body of a declared length is read in one step (the
+ * runtime's fast path: a read per chunk costs a Claude-Code-sized body ~0.1 ms more); one sent in
+ * chunks is read a chunk at a time, and cancelled when given up on. Once it is answered, a request
+ * whose body never came holds nothing of the gateway's but its pending read; Deno's HTTP/1 server
+ * keeps its connection until the client sends the rest or closes it (docs/api.md: a load
+ * balancer's client timeout bounds that).
+ *
+ * @throws {BodyTooLargeError} past `maxBodyBytes`; {@linkcode BodyTimeoutError} when it is not
+ * whole within `bodyTimeoutMs`; {@linkcode ClientDisconnectedError} when the client leaves first.
+ */
+export async function readBody(request: Request, bounds: BodyBounds): Promise<Uint8Array> {
   const declared = request.headers.get("content-length");
   if (declared !== null && /^\d+$/.test(declared)) {
-    // HTTP framing holds the body to its declared length.
-    if (Number(declared) > limit) throw new BodyTooLargeError(limit);
-    return await request.text();
+    // HTTP framing holds the body to its declared length: one past the limit is refused unread.
+    if (Number(declared) > bounds.maxBodyBytes) throw new BodyTooLargeError(bounds.maxBodyBytes);
+    return await beforeDeadline(request.bytes(), bounds.bodyTimeoutMs);
   }
-  const bytes = await readCapped(request.body, limit);
-  if (bytes === null) throw new BodyTooLargeError(limit);
-  return new TextDecoder().decode(bytes);
+  const stop = new AbortController();
+  const reading = readCapped(request.body, bounds.maxBodyBytes, stop.signal);
+  const bytes = await beforeDeadline(reading, bounds.bodyTimeoutMs, () => stop.abort());
+  if (bytes === null) throw new BodyTooLargeError(bounds.maxBodyBytes);
+  return bytes;
 }
+
+/**
+ * What `reading` a body gives, unless it takes longer than `timeoutMs` (then `giveUp` is called,
+ * and the read left to end as it will) or the client leaves first.
+ */
+async function beforeDeadline<T>(
+  reading: Promise<T>,
+  timeoutMs: number,
+  giveUp?: () => void,
+): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new BodyTimeoutError(timeoutMs)), timeoutMs);
+  });
+  try {
+    return await Promise.race([reading, late]);
+  } catch (error) {
+    if (error instanceof BodyTimeoutError) {
+      reading.catch(() => {});
+      giveUp?.();
+      throw error;
+    }
+    if (CONNECTION_ERRORS.some((type) => error instanceof type)) {
+      throw new ClientDisconnectedError(error);
+    }
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Errors of a body's connection, as Deno raises them when the client is gone. */
+const CONNECTION_ERRORS = [
+  Deno.errors.BadResource,
+  Deno.errors.ConnectionReset,
+  Deno.errors.ConnectionAborted,
+  Deno.errors.BrokenPipe,
+  Deno.errors.UnexpectedEof,
+  Deno.errors.Interrupted,
+  Deno.errors.Http,
+];
 
 /** `text` parsed by `parse` and checked for its shape (the values held were checked once). */
 function checked(text: string, parse: (text: string) => RecurringParse): RecurringParse {

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { z } from "zod";
 import type { HarborTaskFacts, HarborTaskList, HarborTaskProblem } from "../lib/evaluate/mod.ts";
 import type { JobSummary } from "../lib/rollout/mod.ts";
 import type { ChainSummary, SessionSummary } from "../lib/session/mod.ts";
@@ -153,6 +154,18 @@ function chainJson(chain: ChainSummary): ChainJson {
     wiped_at: iso(chain.wipedAt),
   };
 }
+
+/** The sessions' listing, as its cursors name it (the trainer API's and the viewer's). */
+export const SESSIONS_LISTING = "sessions";
+
+/**
+ * A listing's `cursor` parameter, shaped as `CursorSeal` seals them (KV's base64url, a dot, a
+ * MAC): anything else cannot be one. The seal itself is checked when the listing opens it.
+ */
+export const SealedCursor = z.string().min(1).max(2760).regex(
+  /^[A-Za-z0-9_=-]+\.[A-Za-z0-9_-]+$/,
+  "not a cursor a listing handed out",
+);
 
 /**
  * The JSON of a page of sessions: `next_cursor` is `null` on the last page.

@@ -3,7 +3,8 @@
  * model list, at the root (the session token in a header) and under a per-session base URL,
  * `/sessions/<token>/v1/…`, for agents that cannot set headers (the token in the path is the
  * credential). A per-session request is answered as the same request at `/v1/…` with the token
- * as `Authorization: Bearer`; the path with the token is never logged or echoed in an error.
+ * as `Authorization: Bearer`; the path with the token is never logged or echoed in an error. The
+ * path is matched as the edge normalised it (`_edge.ts`): the token is the one that routed it.
  *
  * Served alone with `deno serve -A functions/agents.ts`, or with the others by `serve.ts`.
  *
@@ -11,6 +12,8 @@
  */
 import { Hono } from "hono";
 import { lazyApp } from "./_deps.ts";
+import { withErrorEnvelope } from "./_edge.ts";
+import { errorOptions, RouteNotFoundError } from "./_http.ts";
 import { createChatCompletionsApp } from "./chat_completions.ts";
 import { createMessagesApp, type MessagesDeps } from "./messages.ts";
 import { createModelsApp, type ModelsDeps } from "./models.ts";
@@ -29,7 +32,10 @@ export function createAgentsApp(deps: AgentsDeps): Hono {
   app.all("/sessions/:token/v1/*", (c) => {
     const raw = c.req.raw;
     const url = new URL(raw.url);
-    const [, segment, rest] = url.pathname.match(SESSION_PATH)!;
+    // The edge normalised the URL, so the path the route matched is this one.
+    const match = url.pathname.match(SESSION_PATH);
+    if (!match) throw new RouteNotFoundError(raw.method, c.req.path);
+    const [, segment, rest] = match;
     // A decoded segment that cannot be a header value (control characters) is no token either:
     // sent as written, it is refused as one.
     let token = segment;
@@ -49,7 +55,8 @@ export function createAgentsApp(deps: AgentsDeps): Hono {
   app.route("/", createChatCompletionsApp(deps));
   app.route("/", createResponsesApp(deps));
   app.route("/", createModelsApp(deps));
-  return app;
+  // Per-session requests are answered by this app itself: its misses in the JSON envelope too.
+  return withErrorEnvelope(app, errorOptions(deps));
 }
 
 export default lazyApp(createAgentsApp);

@@ -37,7 +37,7 @@ export function createEngineApp(deps: EngineDeps): Hono {
   const PauseBody = z.object({ mode: z.enum(modes).default(modes[0]) });
   app.use("/engine/*", admin(deps));
   const body = async <T>(request: Request, schema: z.ZodType<T>) =>
-    validate(schema, await readJson(request, deps.config.maxBodyBytes, { empty: {} }));
+    validate(schema, await readJson(request, deps.config, { empty: {} }));
 
   app.post("/engine/pause", async (c) => {
     const { mode } = await body(c.req.raw, PauseBody);

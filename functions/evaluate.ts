@@ -38,7 +38,7 @@ export function createEvaluateApp(deps: EvaluateAppDeps): Hono {
   const app = new Hono();
   app.use("/evaluate", admin(deps));
   app.post("/evaluate", async (c) => {
-    const raw = await readJson(c.req.raw, deps.config.maxBodyBytes);
+    const raw = await readJson(c.req.raw, deps.config);
     const body = namesHarborTask(raw)
       ? validate(HarborEvaluateBody, raw)
       : validate(EvaluateBody, raw);

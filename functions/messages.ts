@@ -86,7 +86,7 @@ export function createMessagesApp(deps: MessagesDeps): Hono {
       });
       const body = validate(
         MessageCountTokensParams,
-        await readJson(raw, deps.config.maxBodyBytes),
+        await readJson(raw, deps.config),
       );
       const input = anthropicTurnInput({ ...body, max_tokens: body.max_tokens ?? 0 }, {
         sessionId: resolved.session.id,

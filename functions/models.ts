@@ -40,9 +40,9 @@ export function createModelsApp(deps: ModelsDeps): Hono {
 
   /** `null` when the caller may list models, else the error response in its client's shape. */
   const refused = async (raw: Request, requestId: string): Promise<Response | null> => {
-    const token = credential(raw);
-    if (token !== null && sameSecret(token, deps.adminToken)) return null;
     try {
+      const token = credential(raw);
+      if (token !== null && sameSecret(token, deps.adminToken)) return null;
       await resolveToken(deps.kv, token, { devOpenSessions: deps.config.devOpenSessions });
       return null;
     } catch (error) {

@@ -49,7 +49,7 @@ export function createRolloutApp(deps: RolloutAppDeps): Hono {
   app.use("/rollout/*", admin(deps));
 
   app.post("/rollout", async (c) => {
-    const raw = await readJson(c.req.raw, deps.config.maxBodyBytes);
+    const raw = await readJson(c.req.raw, deps.config);
     let body = validate(RolloutRequestSchema, raw);
     const backend = body.sandbox.backend;
     if (backend !== undefined && !deps.sandboxes.has(backend)) {

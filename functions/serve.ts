@@ -8,7 +8,8 @@
 import { Hono } from "hono";
 import { type Config, ConfigError, resolveConfig } from "../lib/config/mod.ts";
 import { banner, buildDeps, type Deps } from "./_deps.ts";
-import { errorOptions, errorResponse, newRequestId, RouteNotFoundError } from "./_http.ts";
+import { atEdge } from "./_edge.ts";
+import { errorOptions } from "./_http.ts";
 import { createAgentsApp } from "./agents.ts";
 import { createSessionsApp } from "./sessions.ts";
 import { createEvaluateApp } from "./evaluate.ts";
@@ -27,8 +28,9 @@ import { stopWhenOrphaned, supervise, workerIndex } from "./_workers.ts";
 const SWEEP_INTERVAL_MS = 60_000;
 
 /**
- * All functions mounted on one app. A worker of several names itself on every response
- * (`x-gateway-worker`), so an operator can tell which process served what.
+ * All functions mounted on one app, served from the edge (`_edge.ts`). A worker of several names
+ * itself on every response (`x-gateway-worker`), so an operator can tell which process served
+ * what.
  */
 export function createGatewayApp(deps: Deps, worker: number | null = null): Hono {
   const app = new Hono();
@@ -46,15 +48,7 @@ export function createGatewayApp(deps: Deps, worker: number | null = null): Hono
   app.route("/", createEngineApp(deps));
   app.route("/", createMetricsApp(deps, worker ?? 0));
   app.route("/", createUiApp(deps));
-  app.onError((error) => errorResponse(error, newRequestId(), errorOptions(deps)));
-  app.notFound((c) =>
-    errorResponse(
-      new RouteNotFoundError(c.req.method, c.req.path),
-      newRequestId(),
-      errorOptions(deps),
-    )
-  );
-  return app;
+  return atEdge(app, errorOptions(deps));
 }
 
 async function main(): Promise<void> {

@@ -24,7 +24,7 @@ import { admin } from "./_admin.ts";
 import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
 import { exportSamples, type SamplesDeps, SamplesQuery } from "./_samples.ts";
 import { errorOptions, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
-import { sessionJson, sessionPageJson } from "./_views.ts";
+import { SealedCursor, sessionJson, sessionPageJson, SESSIONS_LISTING } from "./_views.ts";
 
 const OpenSessionBody = z.object({
   id: z.string().regex(SESSION_ID, "letters, digits, _ and -, up to 128 characters").optional(),
@@ -47,16 +47,11 @@ const ListQuery = z.object({
   reward_max: z.string().min(1, "expected a number").transform(Number).pipe(z.number().finite())
     .optional(),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
-  // Cursors KV hands out are base64url of a key: anything else cannot be one.
-  cursor: z.string().min(1).max(2730).regex(
-    /^[A-Za-z0-9_-]+={0,2}$/,
-    "not a cursor a listing handed out",
-  )
-    .optional(),
+  cursor: SealedCursor.optional(),
 });
 
 /** What the sessions app uses. */
-export type SessionsDeps = AdminDeps & SamplesDeps & Pick<Deps, "lifecycle">;
+export type SessionsDeps = AdminDeps & SamplesDeps & Pick<Deps, "lifecycle" | "cursors">;
 
 /** The sessions app over `deps`. */
 export function createSessionsApp(deps: SessionsDeps): Hono {
@@ -66,7 +61,7 @@ export function createSessionsApp(deps: SessionsDeps): Hono {
   app.use("/sessions/*", admin(deps));
 
   app.post("/sessions", async (c) => {
-    const body = validate(OpenSessionBody, await readJson(c.req.raw, deps.config.maxBodyBytes));
+    const body = validate(OpenSessionBody, await readJson(c.req.raw, deps.config));
     const { session, token } = await openSession(deps.kv, {
       id: body.id,
       metadata: body.metadata,
@@ -92,7 +87,14 @@ export function createSessionsApp(deps: SessionsDeps): Hono {
       minScore: query.reward_min,
       maxScore: query.reward_max,
     };
-    return c.json(sessionPageJson(await listSessionSummaries(deps.kv, filter, query)));
+    const page = { limit: query.limit, cursor: deps.cursors.open(SESSIONS_LISTING, query.cursor) };
+    const listed = await listSessionSummaries(deps.kv, filter, page);
+    return c.json(
+      sessionPageJson({
+        sessions: listed.sessions,
+        cursor: deps.cursors.seal(SESSIONS_LISTING, listed.cursor),
+      }),
+    );
   });
 
   app.get(
@@ -101,7 +103,7 @@ export function createSessionsApp(deps: SessionsDeps): Hono {
   );
 
   app.post("/sessions/:id/reward", async (c) => {
-    const reward = validate(RewardBody, await readJson(c.req.raw, deps.config.maxBodyBytes));
+    const reward = validate(RewardBody, await readJson(c.req.raw, deps.config));
     return c.json(sessionJson(await setReward(lifecycle, c.req.param("id"), reward)));
   });
 

@@ -29,16 +29,11 @@ import {
   readSessionSummary,
   readTimeline,
 } from "../lib/session/mod.ts";
-import { LimitError, readCapped } from "../lib/limits/mod.ts";
+import { LimitError } from "../lib/limits/mod.ts";
 import { checkAdmin } from "./_admin.ts";
 import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
-import {
-  BodyTooLargeError,
-  credential,
-  describeError,
-  RouteNotFoundError,
-  validate,
-} from "./_http.ts";
+import { SealedCursor, SESSIONS_LISTING } from "./_views.ts";
+import { bearerToken, describeError, readBody, RouteNotFoundError, validate } from "./_http.ts";
 import {
   loginCookie,
   MAX_TOKEN_CHARS,
@@ -60,17 +55,15 @@ const DEFAULT_PAGE_TOKENS = 2048;
 /** Most `key=value` metadata filters one list takes. */
 const MAX_META_FILTERS = 8;
 
-const Cursor = z.string().min(1).max(2730).regex(
-  /^[A-Za-z0-9_-]+={0,2}$/,
-  "not a cursor a listing handed out",
-);
+/** The rollout groups' listing, as its cursors name it (the sessions' is `SESSIONS_LISTING`). */
+const GROUPS_LISTING = "rollout_groups";
 
 const SessionsQuery = z.object({
   status: z.enum(["open", "closed", ""]).optional(),
   reward_min: z.union([z.literal(""), z.coerce.number().finite()]).optional(),
   reward_max: z.union([z.literal(""), z.coerce.number().finite()]).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
-  cursor: Cursor.optional(),
+  cursor: SealedCursor.optional(),
 });
 
 const TokensQuery = z.object({
@@ -79,7 +72,7 @@ const TokensQuery = z.object({
   size: z.coerce.number().int().min(16).max(MAX_PAGE_TOKENS).default(DEFAULT_PAGE_TOKENS),
 });
 
-const GroupsQuery = z.object({ cursor: Cursor.optional() });
+const GroupsQuery = z.object({ cursor: SealedCursor.optional() });
 
 const GROUP_ID = /^grp_[0-9a-f]{24}$/;
 
@@ -105,7 +98,7 @@ function metaFilters(url: URL): { pairs: string[]; map: Map<string, string> } {
 }
 
 /** What the viewer uses: the records, the tokenizer to show tokens as text. */
-export type UiDeps = AdminDeps & Pick<Deps, "tokenizer">;
+export type UiDeps = AdminDeps & Pick<Deps, "tokenizer" | "cursors">;
 
 /** The viewer app over `deps`. */
 export function createUiApp(deps: UiDeps): Hono {
@@ -136,8 +129,10 @@ ${message ? html`<p class="error" id="login-error">${message}</p>` : ""}
 
   app.post("/ui/login", async (c) => {
     // Refusals are thrown: `onError` answers them with the form again, by the error table.
-    const bytes = await readCapped(c.req.raw.body, MAX_LOGIN_BYTES);
-    if (bytes === null) throw new BodyTooLargeError(MAX_LOGIN_BYTES);
+    const bytes = await readBody(c.req.raw, {
+      maxBodyBytes: MAX_LOGIN_BYTES,
+      bodyTimeoutMs: deps.config.bodyTimeoutMs,
+    });
     const token = new URLSearchParams(new TextDecoder().decode(bytes)).get("token") ?? "";
     if (token.length > MAX_TOKEN_CHARS) {
       throw new LimitError("token", `longer than ${MAX_TOKEN_CHARS} characters`);
@@ -164,7 +159,7 @@ ${message ? html`<p class="error" id="login-error">${message}</p>` : ""}
   const guard = async (c: Context, next: () => Promise<void>) => {
     const cookie = readCookie(c.req.header("cookie") ?? null, UI_COOKIE);
     if (cookie !== null && validCookie(cookie, deps.adminToken, Date.now())) return await next();
-    const token = credential(c.req.raw);
+    const token = bearerToken(c.req.raw);
     if (token === null || token.length > MAX_TOKEN_CHARS) {
       throw new AuthenticationError("The viewer needs the admin token: log in at /ui/login");
     }
@@ -184,10 +179,11 @@ ${message ? html`<p class="error" id="login-error">${message}</p>` : ""}
     const listed = await listSessionSummaries(
       deps.kv,
       { status, metadata: meta.map, minScore: rewardMin, maxScore: rewardMax },
-      { limit: query.limit, cursor: query.cursor },
+      { limit: query.limit, cursor: deps.cursors.open(SESSIONS_LISTING, query.cursor) },
     );
     const filters = { status, meta: meta.pairs, rewardMin, rewardMax, limit: query.limit };
-    return respond(c, "Sessions", sessionsBody(listed.sessions, filters, listed.cursor));
+    const next = deps.cursors.seal(SESSIONS_LISTING, listed.cursor);
+    return respond(c, "Sessions", sessionsBody(listed.sessions, filters, next));
   });
 
   app.get("/ui/sessions/:id", async (c) => {
@@ -216,13 +212,18 @@ ${message ? html`<p class="error" id="login-error">${message}</p>` : ""}
 
   app.get("/ui/rollouts", async (c) => {
     const query = validate(GroupsQuery, c.req.query());
-    const listed = await listRolloutGroups(deps.kv, { limit: 50, cursor: query.cursor });
+    const cursor = deps.cursors.open(GROUPS_LISTING, query.cursor);
+    const listed = await listRolloutGroups(deps.kv, { limit: 50, cursor });
     const groups = [];
     for (const group of listed.groups) {
       const summary = summarizeGroup(group, await listGroupJobs(deps.kv, group));
       groups.push({ summary, harness: harnessOf(group.settings) });
     }
-    return respond(c, "Rollouts", groupsBody(groups, listed.cursor));
+    return respond(
+      c,
+      "Rollouts",
+      groupsBody(groups, deps.cursors.seal(GROUPS_LISTING, listed.cursor)),
+    );
   });
 
   app.get("/ui/rollouts/:group", async (c) => {

@@ -46,7 +46,7 @@ const LAYERS: ReadonlyMap<string, readonly string[]> = new Map([
     ],
   ],
   ["anthropic", ["cache", "chat", "errors", "limits", "session", "template", "timing", "vision"]],
-  ["clients", ["limits", "session"]],
+  ["clients", ["errors", "limits", "session"]],
   ["segment", ["chain", "chat", "config", "engine", "errors", "limits", "session", "template"]],
   ["openai", ["anthropic", "chat", "engine", "errors", "limits", "session", "template", "vision"]],
   ["responses", ["anthropic", "chat", "engine", "limits", "openai", "session", "template"]],

@@ -60,7 +60,8 @@ export function readCookie(header: string | null, name: string): string | null {
 
 /**
  * Where to go after logging in: a viewer path the form carried, or the viewer's front page.
- * Anything else (another site, `//host`, a backslash) is not followed.
+ * Anything else (another site, `//host`, a backslash, a path that leaves `/ui` once a browser
+ * resolves its `..` segments, written plainly or as `%2e`) is not followed.
  *
  * @example
  * ```ts
@@ -68,9 +69,14 @@ export function readCookie(header: string | null, name: string): string | null {
  * import { nextPath } from "./_auth.ts";
  * assert.equal(nextPath("/ui/sessions/s1"), "/ui/sessions/s1");
  * assert.equal(nextPath("https://elsewhere.example/"), "/ui");
+ * assert.equal(nextPath("/ui/../sessions"), "/ui");
  * ```
  */
 export function nextPath(value: string | null): string {
   if (value === null || value.length > 2048) return "/ui";
-  return /^\/ui(?:[/?][^\s\\]*)?$/.test(value) && !value.includes("//") ? value : "/ui";
+  if (!/^\/ui(?:[/?][^\s\\]*)?$/.test(value) || value.includes("//")) return "/ui";
+  // As the browser will resolve it: dot segments, plain or percent-encoded, gone.
+  const resolved = new URL(value, "http://viewer.invalid");
+  const path = resolved.pathname;
+  return path === "/ui" || path.startsWith("/ui/") ? path + resolved.search : "/ui";
 }

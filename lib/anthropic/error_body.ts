@@ -7,14 +7,16 @@ import type { ErrorType } from "../errors/mod.ts";
 
 /**
  * Anthropic error types and the HTTP status each one travels with, plus the gateway's own
- * `unavailable_error` (503), which only the trainer's routes send: a sandbox backend that
- * cannot work (bubblewrap missing, E2B unreachable).
+ * `unavailable_error` (503), which only the trainer's routes send (a sandbox backend that
+ * cannot work: bubblewrap missing, E2B unreachable), and `request_timeout` (408: a request body
+ * that did not arrive in time).
  */
 export const ERROR_STATUS: Readonly<Record<ErrorType, number>> = {
   invalid_request_error: 400,
   authentication_error: 401,
   permission_error: 403,
   not_found_error: 404,
+  request_timeout: 408,
   conflict_error: 409,
   request_too_large: 413,
   rate_limit_error: 429,

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { CodedError } from "../errors/mod.ts";
 import { LimitError, MAX_AGENT_ID_CHARS } from "../limits/mod.ts";
 import type { AgentIds, DispatchTools } from "../session/mod.ts";
 
@@ -113,12 +114,43 @@ function taskText(value: unknown): string | null {
   return texts.length > 0 ? texts.join("\n") : null;
 }
 
-/** A header's value: `null` when absent or empty. */
+/** A header's value that is not UTF-8 text (HTTP 400). */
+export class HeaderTextError extends TypeError implements CodedError {
+  readonly code = "invalid_request" as const;
+  constructor(name: string) {
+    super(`${name}: not UTF-8 text`);
+    this.name = "HeaderTextError";
+  }
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * A header's value as the text its client wrote, UTF-8 decoded (`Headers` gives each byte as a
+ * character, as Latin-1 would); `null` when absent or empty.
+ *
+ * @throws {LimitError} past {@linkcode MAX_AGENT_ID_CHARS} characters; {@linkcode HeaderTextError}
+ * for bytes that are not UTF-8.
+ */
 function header(headers: Headers, name: string): string | null {
-  const value = headers.get(name);
-  if (value === null || value === "") return null;
-  if (value.length > MAX_AGENT_ID_CHARS) {
-    throw new LimitError(name, `${value.length} characters, at most ${MAX_AGENT_ID_CHARS}`);
+  const raw = headers.get(name);
+  if (raw === null || raw === "") return null;
+  // Each character of `raw` is one byte: past 4 bytes a character, too long whatever they spell.
+  if (raw.length > 4 * MAX_AGENT_ID_CHARS) {
+    throw new LimitError(name, `more than ${MAX_AGENT_ID_CHARS} characters`);
+  }
+  let value = raw;
+  // deno-lint-ignore no-control-regex
+  if (/[^\x00-\x7f]/.test(raw)) {
+    try {
+      value = utf8.decode(Uint8Array.from(raw, (char) => char.charCodeAt(0)));
+    } catch {
+      throw new HeaderTextError(name);
+    }
+  }
+  const chars = value === raw ? raw.length : [...value].length;
+  if (chars > MAX_AGENT_ID_CHARS) {
+    throw new LimitError(name, `${chars} characters, at most ${MAX_AGENT_ID_CHARS}`);
   }
   return value;
 }

@@ -178,6 +178,12 @@ export const ConfigSchema = z.object({
     fallback: String(32 * 1024 * 1024),
     meaning: "largest request body (413 beyond)",
   }),
+  /** How long a request's body may take to arrive, from when the route starts reading it. */
+  bodyTimeoutMs: variable("BODY_TIMEOUT_MS", int(100, 3_600_000), {
+    fallback: "60000",
+    meaning: "longest a request body may take to arrive, once its route reads it (408 " +
+      "`body_timeout` beyond)",
+  }),
   /** Most connections kept open to one engine origin. */
   engineConnections: variable("ENGINE_CONNECTIONS", int(1, 4096), {
     fallback: "64",

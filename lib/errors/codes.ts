@@ -7,7 +7,10 @@
  * @module
  */
 
-/** Error types as the API names them: Anthropic's, plus the trainer routes' `unavailable_error`. */
+/**
+ * Error types as the API names them: Anthropic's, plus the gateway's own `unavailable_error` (the
+ * trainer routes') and `request_timeout` (a body that did not arrive).
+ */
 export type ErrorType =
   | "invalid_request_error"
   | "authentication_error"
@@ -15,6 +18,7 @@ export type ErrorType =
   | "not_found_error"
   | "conflict_error"
   | "request_too_large"
+  | "request_timeout"
   | "rate_limit_error"
   | "api_error"
   | "timeout_error"
@@ -64,6 +68,8 @@ export const ERROR_TABLE = {
   session_closed: row(409, "conflict_error"),
   /** The chain or its lease moved on while the turn generated; nothing was recorded. */
   chain_conflict: row(409, "conflict_error"),
+  /** The request body did not arrive within `BODY_TIMEOUT_MS`. */
+  body_timeout: row(408, "request_timeout"),
   body_too_large: row(413, "request_too_large"),
   /** An image past the bytes one image may have, or a request with more images than it may. */
   image_too_large: row(413, "request_too_large"),
@@ -71,7 +77,7 @@ export const ERROR_TABLE = {
   judger_failed: row(500, "api_error"),
   /** The chat template cannot be rendered as the gateway needs (a deployment problem). */
   template: row(500, "api_error"),
-  /** The client left before the answer; nobody reads this one. */
+  /** The client left before the answer (mid-body, mid-turn); nobody reads this one. */
   client_disconnected: row(500, "api_error"),
   /** Anything not raised on purpose: a bug, logged. */
   internal: row(500, "api_error"),

@@ -9,6 +9,7 @@ export * from "./keys.ts";
 export * from "./atomic.ts";
 export * from "./chunked.ts";
 export * from "./list_page.ts";
+export * from "./cursor_seal.ts";
 export * from "./chain_cache.ts";
 export * from "./secrets.ts";
 export * from "./lease.ts";

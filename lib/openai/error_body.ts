@@ -19,6 +19,7 @@ const TYPES: Partial<Record<ErrorType, string>> = {
   timeout_error: "server_error",
   unavailable_error: "server_error",
   request_too_large: "invalid_request_error",
+  request_timeout: "invalid_request_error",
 };
 
 /**

@@ -271,8 +271,8 @@ export interface StartedTurn<Reply> {
 /**
  * The one entry point of a turn: routes it and takes its chain's lease (everything that can
  * refuse the request happens before this resolves), then generates and records in the
- * background. A request for no tokens (`max_tokens: 0`, a context probe) releases the lease at
- * once. When `signal` aborts (the client left) the turn is cancelled. `options.session` is the
+ * background. A request for no tokens (`max_tokens: 0`, a context probe) is routed and counted
+ * without taking a lease or writing anything ({@linkcode probeTurn}). When `signal` aborts (the client left) the turn is cancelled. `options.session` is the
  * session's entry as the caller has just read it (checking the token): the common turn is routed
  * on it instead of reading it again under the session's lease.
  *
@@ -304,6 +304,7 @@ export async function startTurn<Reply>(
   signal?: AbortSignal,
   options: { live?: boolean; session?: Deno.KvEntry<SessionRecord> } = {},
 ): Promise<StartedTurn<Reply>> {
+  if (input.sampling.maxTokens === 0) return await probeTurn(deps, input, options.live === true);
   const leave = deps.load?.enter() ?? (() => {});
   let prepared: PreparedTurn<Reply>;
   try {
@@ -320,11 +321,6 @@ export async function startTurn<Reply>(
     // A live stream shows them first; otherwise the reply carries them.
     promptIds: live && input.tokenData?.promptIds ? prepared.route.prompt.toArray() : null,
   };
-  if (input.sampling.maxTokens === 0) {
-    leave();
-    await releaseTurn(prepared);
-    return { ...head, completion: null, feed: null, cancel: () => {}, cancelled: false };
-  }
   const feed = live ? new OutputFeed() : null;
   const cancel = (reason?: unknown) => abort.abort(reason);
   if (signal?.aborted) cancel(signal.reason);
@@ -340,9 +336,30 @@ export async function startTurn<Reply>(
   };
 }
 
-/** Releases a prepared turn that will not be completed. */
-async function releaseTurn<Reply>(prepared: PreparedTurn<Reply>): Promise<void> {
-  await prepared.lease?.release();
+/**
+ * A request for no tokens (`max_tokens: 0`, a context probe): routed and counted as the next
+ * turn would be, refused as it would be (a closed session, a prompt past the context), and
+ * writing nothing — no chain registered for a new agent, no lease taken.
+ */
+async function probeTurn<Reply>(
+  deps: TurnDeps,
+  input: TurnInput<Reply>,
+  live: boolean,
+): Promise<StartedTurn<Reply>> {
+  const route = await routeTurn(deps, input, {
+    register: false,
+    contextLength: deps.contextLength,
+  });
+  const replay = route.replay;
+  return {
+    rid: replay?.record.rid ?? newRid(),
+    promptTokens: replay ? replay.record.inputLen : route.prompt.length,
+    promptIds: live && !replay && input.tokenData?.promptIds ? route.prompt.toArray() : null,
+    completion: null,
+    feed: null,
+    cancel: () => {},
+    cancelled: false,
+  };
 }
 
 /**

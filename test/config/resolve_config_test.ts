@@ -45,6 +45,7 @@ Deno.test("resolveConfig() fills every setting with its default on an empty envi
     contextLength: null,
     devOpenSessions: false,
     maxBodyBytes: 32 * 1024 * 1024,
+    bodyTimeoutMs: 60_000,
     engineConnections: 64,
     engineTimeoutMs: 30 * 60_000,
     pingIntervalMs: 10_000,
@@ -121,6 +122,7 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     CONTEXT_LENGTH: "40960",
     DEV_OPEN_SESSIONS: "true",
     MAX_BODY_BYTES: "2048",
+    BODY_TIMEOUT_MS: "5000",
     ENGINE_API: "vllm",
     VLLM_ENDPOINT: "completions",
     CACHE_SALT: "weight_version",
@@ -201,6 +203,7 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     contextLength: 40_960,
     devOpenSessions: true,
     maxBodyBytes: 2048,
+    bodyTimeoutMs: 5000,
     engineApi: "vllm",
     engineUrl: "http://10.0.0.5:30000",
     vllmEndpoint: "completions",
@@ -274,6 +277,7 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
 Deno.test("resolveConfig() lists every variable it reads in CONFIG_VARIABLES", () => {
   assert.deepEqual([...CONFIG_VARIABLES].sort(), [
     "ADMIN_TOKEN",
+    "BODY_TIMEOUT_MS",
     "CACHE_SALT",
     "CHAIN_CACHE_TOKENS",
     "CHAT_TEMPLATE",

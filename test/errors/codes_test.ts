@@ -35,6 +35,7 @@ import {
 import { TemplateError } from "../../lib/template/mod.ts";
 import { ImageRefusedError } from "../../lib/vision/mod.ts";
 import {
+  BodyTimeoutError,
   BodyTooLargeError,
   classifyError,
   describeError,
@@ -68,6 +69,7 @@ const CASES: [Error, number, string][] = [
   [new SessionExistsError("s1"), 409, "conflict_error"],
   [new SessionClosedError("s1"), 409, "conflict_error"],
   [new ChainConflictError("s1", "c0"), 409, "conflict_error"],
+  [new BodyTimeoutError(60_000), 408, "request_timeout"],
   [new BodyTooLargeError(1024), 413, "request_too_large"],
   [
     new ImageRefusedError("too_large", "an image is larger than 1024 bytes"),

@@ -263,17 +263,42 @@ Deno.test("JSON nested past the bound is refused with 400 wherever it is, writin
 Deno.test("a cursor that is not one a listing handed out is refused with 400", async () => {
   const gw = await startGateway();
   try {
-    for (const cursor of ["garbage", "%%%", "AmEAx", "A".repeat(3000), "€uro"]) {
+    for (let i = 0; i < 3; i++) await gw.openSession();
+    const first = await (await gw.fetch("/sessions?limit=1", { headers: ADMIN_HEADERS })).json();
+    const handed = first.next_cursor as string;
+    const [kvCursor, mac] = handed.split(".");
+    const second = await gw.fetch(`/sessions?limit=1&cursor=${handed}`, { headers: ADMIN_HEADERS });
+    assert.equal(second.status, 200, "the cursor a listing handed out is good");
+    const edited = `${kvCursor}A.${mac}`;
+    const other = gw.deps.cursors.seal("rollout_groups", kvCursor)!;
+    const bad = [
+      "garbage",
+      "%%%",
+      "AmEAx",
+      "AQID",
+      "AQID.AAAAAAAAAAAAAAAAAAAAAA",
+      kvCursor,
+      edited,
+    ];
+    for (const cursor of [...bad, other, "A".repeat(3000), "€uro"]) {
       const response = await gw.fetch(
         `/sessions?cursor=${encodeURIComponent(cursor)}`,
         { headers: ADMIN_HEADERS },
       );
-      // Malformed ones at the edge, well-formed ones KV cannot read when listing.
+      // Malformed ones at the edge; well-formed ones whose seal is not this listing's own.
       await assertRefused(
         response,
-        /^(Invalid cursor ".*": pass the next_cursor of an earlier page|cursor: (not a cursor a listing handed out|Too big: .*2730 characters))$/,
+        /^(Invalid cursor ".*": pass the next_cursor of an earlier page|cursor: (not a cursor a listing handed out|Too big: .*2760 characters(; cursor: not a cursor a listing handed out)?))$/,
       );
     }
+    // The viewer's listings seal theirs too.
+    const page = await gw.fetch(`/ui/rollouts?cursor=${handed}`, { headers: ADMIN_HEADERS });
+    assert.equal(page.status, 400, "a sessions cursor is not a rollout groups cursor");
+    assert.equal(
+      (await gw.fetch(`/ui?limit=1&cursor=${handed}`, { headers: ADMIN_HEADERS })).status,
+      200,
+    );
+    await page.body?.cancel();
   } finally {
     await gw.close();
   }

@@ -67,7 +67,7 @@ Deno.test("every trainer endpoint refuses bad tokens, unknown ids and malformed 
         () =>
           expectError(
             gw,
-            { ...endpoint, headers: { "x-api-key": token } },
+            { ...endpoint, headers: { authorization: `Bearer ${token}` } },
             403,
             "permission_error",
           ),

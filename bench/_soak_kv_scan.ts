@@ -15,7 +15,7 @@
  * @module
  */
 import type { ChainHeader, TurnRecord } from "../lib/chain/mod.ts";
-import { decodeTurnTokens, keys, parseKey } from "../lib/kv/mod.ts";
+import { decodeTurnTokens, keys, parseKey, type Store } from "../lib/kv/mod.ts";
 import { liveTurns, type ReplayEntry } from "../lib/session/mod.ts";
 
 /** What the scan found. */
@@ -35,7 +35,7 @@ export interface KvScan {
 }
 
 /** Scans every session in `kv`. */
-export async function scanKv(kv: Deno.Kv): Promise<KvScan> {
+export async function scanKv(kv: Store): Promise<KvScan> {
   const problems: string[] = [];
   let halfWritten = 0;
   const fault = (problem: string) => {
@@ -80,7 +80,7 @@ export async function scanKv(kv: Deno.Kv): Promise<KvScan> {
   return { sessions: sessions.size, ...totals, staleLeases, halfWritten, problems };
 }
 
-async function scanSession(kv: Deno.Kv, sessionId: string, fault: (problem: string) => void) {
+async function scanSession(kv: Store, sessionId: string, fault: (problem: string) => void) {
   const headers = new Map<string, ChainHeader>();
   for await (const entry of kv.list<ChainHeader>({ prefix: keys.chains(sessionId) })) {
     headers.set(entry.value.id, entry.value);

@@ -21,7 +21,16 @@ import {
   EngineHttpWorker,
   PlacedEngine,
 } from "../lib/engine/mod.ts";
-import { ChainCache, CursorSeal, sharedSecret } from "../lib/kv/mod.ts";
+import {
+  ChainCache,
+  CursorSeal,
+  type OpenedStore,
+  openStore,
+  redacted,
+  sharedSecret,
+  type Store,
+  StoreUnavailableError,
+} from "../lib/kv/mod.ts";
 import {
   type CachedChain,
   cachedChainTokens,
@@ -71,6 +80,8 @@ export interface Deps extends TurnDeps {
   readonly signingSecret: string;
   /** Bearer token of the trainer API. */
   readonly adminToken: string;
+  /** What the store is (the banner's line): the KV file, or PostgreSQL without its password. */
+  readonly storeDescription: string;
   /** Seals the listings' cursors clients are given (a secret shared through KV). */
   readonly cursors: CursorSeal;
   /** Pause, continue and weight versions across the engine's workers. */
@@ -123,7 +134,7 @@ export type AgentRouteDeps =
 
 /** Parts a caller (a test, the bench) may supply instead of having them built. */
 export interface DepsOverrides {
-  readonly kv?: Deno.Kv;
+  readonly kv?: Store;
   readonly tokenizer?: ChatTokenizer;
   /**
    * Makes the pool of `workers` tokenizer workers for the served tokenizer (one several gateways
@@ -165,7 +176,10 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   const metrics = config.enginePlacement === "gateway"
     ? createMetrics(catalogueFor({ engineWorkers: config.engineWorkers?.length ?? 0 }))
     : createMetrics();
-  const kv = overrides.kv ?? await openKv(config.kvPath);
+  const opened = overrides.kv
+    ? { store: overrides.kv, description: "given", close: () => Promise.resolve() }
+    : await openConfiguredStore(config);
+  const kv = opened.store;
   let scripted: ScriptedEngine | null = null;
   const dialect = dialectOf(config.engineApi);
   if (config.engineSessions && !dialect.sessions) {
@@ -316,6 +330,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     signingSecret: config.signingSecret ?? await sharedSecret(kv, "thinking_signature"),
     adminToken: config.adminToken ?? await sharedSecret(kv, "admin_token"),
     cursors: new CursorSeal(await sharedSecret(kv, "cursor_seal")),
+    storeDescription: opened.description,
     control: dialect.control(engine.url, {
       workers: config.engineWorkers,
       timeoutMs: config.engineTimeoutMs,
@@ -338,7 +353,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       if (!overrides.engineHttpWorker) await httpWorker?.close();
       if (!overrides.encoderPool) await pool?.close();
       await scripted?.close();
-      if (!overrides.kv) kv.close();
+      await opened.close();
     },
   };
 }
@@ -485,12 +500,34 @@ function dirOf(path: string): string {
   return absolute.slice(0, absolute.lastIndexOf("/")) || "/";
 }
 
-async function openKv(path: string): Promise<Deno.Kv> {
-  if (path !== ":memory:") {
-    const slash = path.lastIndexOf("/");
-    if (slash > 0) await Deno.mkdir(path.slice(0, slash), { recursive: true });
+/**
+ * The store `config` names: PostgreSQL at `STORE_URL`, else the KV file at `KV_PATH`.
+ *
+ * @throws {ConfigError} naming `STORE_URL` when the database cannot be reached.
+ */
+async function openConfiguredStore(config: Config): Promise<OpenedStore> {
+  try {
+    return await openStore({
+      url: config.storeUrl,
+      kvPath: config.kvPath,
+      postgres: {
+        maxConnections: config.storePoolSize,
+        statementTimeoutMs: config.storeTimeoutMs,
+        connectTimeoutMs: config.storeTimeoutMs,
+        sweepIntervalMs: 60_000,
+      },
+    });
+  } catch (error) {
+    if (config.storeUrl !== null && error instanceof StoreUnavailableError) {
+      throw new ConfigError(
+        "STORE_URL",
+        `Cannot reach the store at STORE_URL (${redacted(config.storeUrl)}): ${
+          (error.cause as Error)?.message ?? error.message
+        }`,
+      );
+    }
+    throw error;
   }
-  return await Deno.openKv(path);
 }
 
 /** What the gateway tells its operator at start-up, loudly so when the engine is scripted. */
@@ -501,7 +538,7 @@ export function banner(
 ): string {
   const lines = [
     title,
-    `  KV:         ${deps.config.kvPath}`,
+    `  store:      ${deps.storeDescription}`,
     `  tokenizer:  ${deps.tokenizer.path}${
       deps.config.chatTemplatePath ? ` (template ${deps.config.chatTemplatePath})` : ""
     }; ${

@@ -12,6 +12,7 @@
  *
  * @module
  */
+import type { Store } from "../lib/kv/mod.ts";
 import { Buffer } from "node:buffer";
 import { resolveConfig } from "../lib/config/mod.ts";
 import {
@@ -112,7 +113,7 @@ export interface TestGateway {
   readonly engine: ScriptedEngine;
   /** The engine's workers, with `workers`: the gateway places generations on them. */
   readonly fleet: ScriptedFleet | null;
-  readonly kv: Deno.Kv;
+  readonly kv: Store;
   readonly tokenizer: ChatTokenizer;
   /** Every request the gateway received and what it answered, in arrival order. */
   readonly exchanges: Exchange[];
@@ -205,7 +206,7 @@ export async function startGateway(
     env?: Record<string, string>;
     latencyMs?: number;
     /** Share this KV (another gateway's), as processes share one KV file; left open on close. */
-    kv?: Deno.Kv;
+    kv?: Store;
     /** A sandbox backend of the test's own; closed by the test. */
     sandbox?: SandboxBackend;
     /**
@@ -413,7 +414,7 @@ async function answer(app: Hono, request: Request, exchanges: Exchange[]): Promi
 }
 
 /** Every key and versionstamp in KV, to prove a request wrote nothing. */
-export async function kvSnapshot(kv: Deno.Kv): Promise<string[]> {
+export async function kvSnapshot(kv: Store): Promise<string[]> {
   const out: string[] = [];
   for await (const entry of kv.list({ prefix: [] })) {
     out.push(`${JSON.stringify(entry.key)}@${entry.versionstamp}`);

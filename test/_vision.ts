@@ -3,6 +3,7 @@
  * the vision tokens), Qwen3-VL's `preprocessor_config.json` in a model folder of its own, and a
  * gateway with `IMAGE_POLICY=vision` over the scripted engine as a vision model.
  */
+import type { Store } from "../lib/kv/mod.ts";
 import { createHash } from "node:crypto";
 import { Buffer } from "node:buffer";
 import { imageSize } from "image-size";
@@ -57,7 +58,7 @@ export async function visionGateway(
   script: Script | Reply[],
   env: Record<string, string> = {},
   /** Share this KV (another gateway's), as processes share one KV file. */
-  kv?: Deno.Kv,
+  kv?: Store,
 ): Promise<{ gw: TestGateway; padId: number; close: () => Promise<void> }> {
   const tok = await qwen3Vl();
   const folder = await Deno.makeTempDir({ prefix: "rg-vl-" });

@@ -47,7 +47,17 @@ const LAYERS: ReadonlyMap<string, readonly string[]> = new Map([
   ],
   ["anthropic", ["cache", "chat", "errors", "limits", "session", "template", "timing", "vision"]],
   ["clients", ["errors", "limits", "session"]],
-  ["segment", ["chain", "chat", "config", "engine", "errors", "limits", "session", "template"]],
+  ["segment", [
+    "chain",
+    "chat",
+    "config",
+    "engine",
+    "errors",
+    "kv",
+    "limits",
+    "session",
+    "template",
+  ]],
   ["openai", ["anthropic", "chat", "engine", "errors", "limits", "session", "template", "vision"]],
   ["responses", ["anthropic", "chat", "engine", "limits", "openai", "session", "template"]],
   [

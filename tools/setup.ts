@@ -3,8 +3,9 @@
  * for what is already there, so the `serve` and `test` tasks run it every time:
  *
  * - Debian packages, with apt-get (as root, or through sudo): `git` and `bubblewrap` (local
- *   sandboxes) for serving; with `--tests` also `python3-pytest` (a fixture task's runner) and
- *   `chromium` (the viewer's browser test).
+ *   sandboxes) for serving; with `--tests` also `python3-pytest` (a fixture task's runner),
+ *   `chromium` (the viewer's browser test) and `postgresql` (the shared-store tests start
+ *   throwaway clusters of their own: installing it starts no service, `policy-rc.d` says no).
  * - Each registered harness's pinned CLI (`lib/rollout/harnesses.ts`; its package pinned in
  *   `tools/<folder>/package.json`, installed from its lock file): the agents of `/rollout` and of
  *   the tests that drive the real CLIs — Claude Code and Qwen Code always, Codex with `--tests`.
@@ -47,9 +48,21 @@ const PACKAGES: SystemPackage[] = [
       { name: "python3-pytest", present: () => runs("/usr/bin/python3", ["-c", "import pytest"]) },
       // The viewer's browser test drives Debian's headless Chromium.
       { name: "chromium", present: () => runs("/usr/bin/chromium", ["--version"]) },
+      // The shared-store tests run Debian's PostgreSQL programs (test/_postgres.ts).
+      { name: "postgresql", present: () => hasPostgres() },
     ]
     : []),
 ];
+
+/** Whether Debian's PostgreSQL server programs are installed. */
+async function hasPostgres(): Promise<boolean> {
+  try {
+    for await (const entry of Deno.readDir("/usr/lib/postgresql")) {
+      if (await runs(`/usr/lib/postgresql/${entry.name}/bin/initdb`, ["--version"])) return true;
+    }
+  } catch { /* none */ }
+  return false;
+}
 
 async function installSystemPackages(): Promise<void> {
   const missing: string[] = [];
@@ -73,9 +86,28 @@ async function installSystemPackages(): Promise<void> {
       stdout: "inherit",
       stderr: "inherit",
     }).output();
+  // A package's service (PostgreSQL's default cluster) is not started: the tests start their own.
+  const policy = "/usr/sbin/policy-rc.d";
+  const noServices = !(await exists(policy)) &&
+    (await shell(sudo, `printf '#!/bin/sh\\nexit 101\\n' > ${policy} && chmod +x ${policy}`));
   const ok = (await apt(["update", "-qq"])).success &&
     (await apt(["install", "-y", "-qq", "--no-install-recommends", ...missing])).success;
+  if (noServices) await shell(sudo, `rm -f ${policy}`);
   if (!ok) console.warn(`Could not install ${missing.join(" ")} with apt-get`);
+}
+
+/** Runs `script` with `sh`, as root (through `sudo -n` when `sudo`); whether it succeeded. */
+async function shell(sudo: boolean, script: string): Promise<boolean> {
+  return sudo ? await runs("sudo", ["-n", "sh", "-c", script]) : await runs("sh", ["-c", script]);
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**

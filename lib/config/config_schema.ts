@@ -125,7 +125,36 @@ export const ConfigSchema = z.object({
   kvPath: variable("KV_PATH", z.string(), {
     expected: "a file path or :memory:",
     fallback: "./data/gateway.kv",
-    meaning: "Deno KV file, or `:memory:`",
+    meaning: "Deno KV file, or `:memory:` (the store when `STORE_URL` is unset)",
+  }),
+  /** The shared store's PostgreSQL URL; `null`: the KV file at `KV_PATH`. */
+  storeUrl: variable(
+    "STORE_URL",
+    z.string().regex(/^postgres(ql)?:\/\/\S+$/, "a postgres:// URL").refine((url) => {
+      try {
+        new URL(url);
+        return true;
+      } catch {
+        return false;
+      }
+    }, "a postgres:// URL"),
+    {
+      expected: "a postgres:// or postgresql:// URL",
+      shown: "unset",
+      meaning: "PostgreSQL database that gateway processes on several machines share " +
+        "(docs/deploy.md); unset: the Deno KV file at `KV_PATH`, one host",
+    },
+  ),
+  /** Connections each process keeps to the PostgreSQL store at most. */
+  storePoolSize: variable("STORE_POOL_SIZE", int(1, 1000), {
+    fallback: "16",
+    meaning: "most connections a gateway process opens to the PostgreSQL store",
+  }),
+  /** A store statement running longer is cancelled (and its request answered 503, retried). */
+  storeTimeoutMs: variable("STORE_TIMEOUT_MS", int(100, 600_000), {
+    fallback: "15000",
+    meaning: "longest a PostgreSQL store statement (or connecting) may take before the request " +
+      "is answered 503 `store_unavailable`",
   }),
   /** Bearer token of the trainer API; `null` lets the gateway generate one and keep it in KV. */
   adminToken: variable("ADMIN_TOKEN", z.string().min(16), {

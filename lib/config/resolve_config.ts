@@ -58,7 +58,8 @@ export function resolveConfig(env: Record<string, string | undefined>): Readonly
 
 /**
  * The rules that join variables and the settings computed from more than one: an E2B backend
- * needs a key; workers default to one per core and share a KV file, so `:memory:` allows one.
+ * needs a key; workers default to one per core and share the store (a KV file or PostgreSQL), so
+ * `KV_PATH=:memory:` without `STORE_URL` allows one.
  */
 function joinVariables(parsed: ParsedConfig): Readonly<Config> {
   const { sandboxBackend, e2b, kvPath, workers, tokenizerPath, engineUrl, sglangUrl } = parsed;
@@ -81,7 +82,9 @@ function joinVariables(parsed: ParsedConfig): Readonly<Config> {
       "Invalid E2B_API_KEY: required when SANDBOX_BACKEND is e2b",
     );
   }
-  if (kvPath === ":memory:" && workers !== "auto" && workers > 1) {
+  // Workers share the store: a KV file, or the PostgreSQL database; `:memory:` is one process's.
+  const privateStore = parsed.storeUrl === null && kvPath === ":memory:";
+  if (privateStore && workers !== "auto" && workers > 1) {
     throw new ConfigError(
       "WORKERS",
       "Invalid WORKERS: more than one worker needs a KV file they share; KV_PATH is :memory:",
@@ -89,11 +92,7 @@ function joinVariables(parsed: ParsedConfig): Readonly<Config> {
   }
   return Object.freeze({
     ...parsed,
-    workers: kvPath === ":memory:"
-      ? 1
-      : workers === "auto"
-      ? navigator.hardwareConcurrency
-      : workers,
+    workers: privateStore ? 1 : workers === "auto" ? navigator.hardwareConcurrency : workers,
     tokenizerPath: tokenizerPath ?? defaultTokenizerPath(),
     engineUrl: engineUrl ?? sglangUrl,
     judgers: Object.freeze(parsed.judgers),

@@ -83,6 +83,8 @@ export const ERROR_TABLE = {
   internal: row(500, "api_error"),
   /** A sandbox backend that cannot work (bubblewrap missing, E2B unreachable). */
   sandbox_unavailable: row(503, "unavailable_error"),
+  /** The shared store (PostgreSQL) cannot be reached or did not answer in time; nothing was written. */
+  store_unavailable: row(503, "unavailable_error", true),
   /** Some engine workers refused or missed a pause, continue or weight-version call. */
   engine_control_failed: row(503, "unavailable_error"),
   /** The engine is down, saturated or paused. */

@@ -8,6 +8,7 @@
 
 import type { GatewayMetrics } from "../metrics/mod.ts";
 import { sleep } from "../timing/mod.ts";
+import type { StoreAtomic } from "./store.ts";
 
 /** Tries before a locked database is reported. */
 const LOCKED_TRIES = 50;
@@ -31,7 +32,7 @@ const LOCKED_TRIES = 50;
  * ```
  */
 export async function commit(
-  build: () => Deno.AtomicOperation,
+  build: () => StoreAtomic,
   metrics?: GatewayMetrics,
 ): Promise<Deno.KvCommitResult | Deno.KvCommitError> {
   for (let attempt = 1;; attempt++) {

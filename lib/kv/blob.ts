@@ -8,6 +8,7 @@
 import { commit } from "./atomic.ts";
 import { CHUNK_BYTES } from "./chunked.ts";
 import { KV_MAX_COMMIT_BYTES, KV_MAX_GET_MANY } from "./keys.ts";
+import type { Store } from "./store.ts";
 
 /**
  * Writes `value` as JSON chunks under `prefix`; returns how many chunks it took.
@@ -28,7 +29,7 @@ import { KV_MAX_COMMIT_BYTES, KV_MAX_GET_MANY } from "./keys.ts";
  * kv.close();
  * ```
  */
-export function writeBlob(kv: Deno.Kv, prefix: Deno.KvKey, value: unknown): Promise<number> {
+export function writeBlob(kv: Store, prefix: Deno.KvKey, value: unknown): Promise<number> {
   return writeBytes(kv, prefix, new TextEncoder().encode(JSON.stringify(value)));
 }
 
@@ -37,7 +38,7 @@ export function writeBlob(kv: Deno.Kv, prefix: Deno.KvKey, value: unknown): Prom
  * of chunks (at least one).
  */
 export async function writeBytes(
-  kv: Deno.Kv,
+  kv: Store,
   prefix: Deno.KvKey,
   bytes: Uint8Array,
 ): Promise<number> {
@@ -63,7 +64,7 @@ export async function writeBytes(
  *
  * @throws {Error} naming the prefix when a chunk is missing.
  */
-export async function readBlob<T>(kv: Deno.Kv, prefix: Deno.KvKey, count: number): Promise<T> {
+export async function readBlob<T>(kv: Store, prefix: Deno.KvKey, count: number): Promise<T> {
   return JSON.parse(new TextDecoder().decode(await readBytes(kv, prefix, count))) as T;
 }
 
@@ -73,7 +74,7 @@ export async function readBlob<T>(kv: Deno.Kv, prefix: Deno.KvKey, count: number
  * @throws {Error} naming the prefix when a chunk is missing.
  */
 export async function readBytes(
-  kv: Deno.Kv,
+  kv: Store,
   prefix: Deno.KvKey,
   count: number,
 ): Promise<Uint8Array> {
@@ -104,6 +105,6 @@ export async function readBytes(
 }
 
 /** Deletes every chunk under `prefix`. */
-export async function deleteBlob(kv: Deno.Kv, prefix: Deno.KvKey): Promise<void> {
+export async function deleteBlob(kv: Store, prefix: Deno.KvKey): Promise<void> {
   for await (const entry of kv.list({ prefix })) await kv.delete(entry.key);
 }

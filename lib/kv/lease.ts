@@ -10,6 +10,7 @@ import type { GatewayMetrics } from "../metrics/mod.ts";
 import { sleep } from "../timing/mod.ts";
 import { commit } from "./atomic.ts";
 import { parseKey } from "./keys.ts";
+import type { Store } from "./store.ts";
 
 /** A lease as stored. */
 export interface Lease {
@@ -82,7 +83,7 @@ export interface HeldLease {
  * @throws {LeaseTimeoutError} when the wait runs out.
  */
 export async function acquireLease(
-  kv: Deno.Kv,
+  kv: Store,
   key: Deno.KvKey,
   holder: string,
   options: LeaseOptions,
@@ -124,7 +125,7 @@ function leaseKind(key: Deno.KvKey): "session" | "chain" | "other" {
  * is named. Never waits.
  */
 export async function tryLease(
-  kv: Deno.Kv,
+  kv: Store,
   key: Deno.KvKey,
   holder: string,
   options: LeaseOptions,
@@ -157,7 +158,7 @@ export async function tryLease(
  * is taken (or left over by a dead holder: {@linkcode tryLease} handles that) or a check failed.
  */
 export async function handOverLease(
-  kv: Deno.Kv,
+  kv: Store,
   from: HeldLease,
   key: Deno.KvKey,
   holder: string,
@@ -195,7 +196,7 @@ export async function handOverLease(
  * ```
  */
 export async function leaseIfUnchanged(
-  kv: Deno.Kv,
+  kv: Store,
   key: Deno.KvKey,
   holder: string,
   options: LeaseOptions,
@@ -216,7 +217,7 @@ export async function leaseIfUnchanged(
 
 /** True while anyone holds an unexpired lease under `prefix`. */
 export async function anyLeaseHeld(
-  kv: Deno.Kv,
+  kv: Store,
   prefix: Deno.KvKey,
   now = Date.now(),
 ): Promise<boolean> {
@@ -227,7 +228,7 @@ export async function anyLeaseHeld(
 }
 
 function holdLease(
-  kv: Deno.Kv,
+  kv: Store,
   key: Deno.KvKey,
   first: Deno.KvEntry<Lease>,
   options: LeaseOptions,

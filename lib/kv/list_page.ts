@@ -4,6 +4,7 @@
  * @module
  */
 import type { CodedError } from "../errors/mod.ts";
+import type { Store } from "./store.ts";
 
 /** A listing cursor that KV cannot read (HTTP 400): not one a listing handed out. */
 export class InvalidCursorError extends RangeError implements CodedError {
@@ -39,7 +40,7 @@ export class InvalidCursorError extends RangeError implements CodedError {
  * @throws {InvalidCursorError} for a cursor KV cannot read.
  */
 export async function listPage<T>(
-  kv: Deno.Kv,
+  kv: Store,
   prefix: Deno.KvKey,
   options: { readonly limit: number; readonly cursor?: string; readonly reverse?: boolean },
 ): Promise<{ entries: Deno.KvEntry<T>[]; cursor: string | null }> {

@@ -8,6 +8,7 @@
 import type { MetricsSnapshot } from "../metrics/mod.ts";
 import { commit } from "./atomic.ts";
 import { keys, KV_MAX_VALUE_BYTES, parseKey } from "./keys.ts";
+import type { Store } from "./store.ts";
 
 /** Room left in a KV value for a snapshot's other fields and the value's encoding. */
 const SNAPSHOT_HEADROOM_BYTES = 1_024;
@@ -29,7 +30,7 @@ const SNAPSHOT_HEADROOM_BYTES = 1_024;
  * ({@linkcode KV_MAX_VALUE_BYTES}).
  */
 export async function writeMetricsSnapshot(
-  kv: Deno.Kv,
+  kv: Store,
   worker: number,
   snapshot: MetricsSnapshot,
   expireInMs: number,
@@ -59,7 +60,7 @@ export async function writeMetricsSnapshot(
  * kv.close();
  * ```
  */
-export async function readMetricsSnapshots(kv: Deno.Kv): Promise<Map<number, MetricsSnapshot>> {
+export async function readMetricsSnapshots(kv: Store): Promise<Map<number, MetricsSnapshot>> {
   const snapshots = new Map<number, MetricsSnapshot>();
   for await (const entry of kv.list<MetricsSnapshot>({ prefix: keys.metricsAll() })) {
     const key = parseKey(entry.key);

@@ -15,3 +15,7 @@ export * from "./secrets.ts";
 export * from "./lease.ts";
 export * from "./blob.ts";
 export * from "./metrics_store.ts";
+export * from "./store.ts";
+export * from "./key_codec.ts";
+export * from "./postgres_store.ts";
+export * from "./open_store.ts";

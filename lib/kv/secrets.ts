@@ -6,6 +6,7 @@
  */
 import { commit } from "./atomic.ts";
 import { keys } from "./keys.ts";
+import type { Store } from "./store.ts";
 
 /**
  * The secret stored under `name`, created (32 random bytes, base64url) on first use.
@@ -20,7 +21,7 @@ import { keys } from "./keys.ts";
  * kv.close();
  * ```
  */
-export async function sharedSecret(kv: Deno.Kv, name: string): Promise<string> {
+export async function sharedSecret(kv: Store, name: string): Promise<string> {
   const key = keys.secret(name);
   for (;;) {
     const entry = await kv.get<string>(key);

@@ -5,7 +5,14 @@
  *
  * @module
  */
-import { type HeldLease, keys, type LeaseOptions, tryLease } from "../kv/mod.ts";
+import {
+  commit,
+  type HeldLease,
+  keys,
+  type LeaseOptions,
+  type Store,
+  tryLease,
+} from "../kv/mod.ts";
 import {
   backendFacts,
   type Sandbox,
@@ -42,7 +49,7 @@ export interface BootSlotOptions {
  * ```
  */
 export async function acquireBootSlot(
-  kv: Deno.Kv,
+  kv: Store,
   holder: string,
   options: BootSlotOptions,
 ): Promise<HeldLease> {
@@ -100,7 +107,7 @@ export interface BootPolicy {
  * ```
  */
 export function boundedBackend(
-  kv: Deno.Kv,
+  kv: Store,
   backend: SandboxBackend,
   options: Omit<BootSlotOptions, "signal"> & BootPolicy & { readonly holder: string },
 ): SandboxBackend {
@@ -127,20 +134,22 @@ export function boundedBackend(
 const MAX_BOOT_BACKOFF_MS = 60_000;
 
 /** Pushes the shared boot backoff to at least `delayMs` from now. */
-async function noteBootFailure(kv: Deno.Kv, delayMs: number): Promise<void> {
+async function noteBootFailure(kv: Store, delayMs: number): Promise<void> {
   delayMs = Math.round(delayMs);
   const until = Date.now() + delayMs;
   for (;;) {
     const entry = await kv.get<number>(keys.rolloutBootBackoff());
     if ((entry.value ?? 0) >= until) return;
-    const written = await kv.atomic().check(entry)
-      .set(keys.rolloutBootBackoff(), until, { expireIn: delayMs + 60_000 }).commit();
+    const written = await commit(() =>
+      kv.atomic().check(entry)
+        .set(keys.rolloutBootBackoff(), until, { expireIn: delayMs + 60_000 })
+    );
     if (written.ok) return;
   }
 }
 
 /** Waits until the shared boot backoff is over. */
-async function waitBootBackoff(kv: Deno.Kv, signal?: AbortSignal): Promise<void> {
+async function waitBootBackoff(kv: Store, signal?: AbortSignal): Promise<void> {
   const until = (await kv.get<number>(keys.rolloutBootBackoff())).value ?? 0;
   const wait = Math.min(until - Date.now(), MAX_BOOT_BACKOFF_MS);
   if (wait > 0) await sleep(wait, signal);

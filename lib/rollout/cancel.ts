@@ -9,13 +9,14 @@ import { getRolloutJob, modifyRolloutJob } from "./rollout_store.ts";
 import { pollUntil } from "../timing/mod.ts";
 import { JobNotFoundError } from "./job_view.ts";
 import { FINAL_PHASES, type RolloutJobRecord } from "./records.ts";
+import type { Store } from "../kv/mod.ts";
 
 /**
  * Marks job `jobId` cancelled; resolves to its record. A finished job is left as it is.
  *
  * @throws {JobNotFoundError}
  */
-export async function requestCancel(kv: Deno.Kv, jobId: string): Promise<RolloutJobRecord> {
+export async function requestCancel(kv: Store, jobId: string): Promise<RolloutJobRecord> {
   const written = await modifyRolloutJob(
     kv,
     jobId,
@@ -30,7 +31,7 @@ export async function requestCancel(kv: Deno.Kv, jobId: string): Promise<Rollout
 
 /** Resolves once job `jobId` is finished, or after `waitMs`, to its record then. */
 export async function waitFinished(
-  kv: Deno.Kv,
+  kv: Store,
   jobId: string,
   waitMs: number,
 ): Promise<RolloutJobRecord | null> {

@@ -13,6 +13,7 @@ import {
   type ScalarSeries,
 } from "../metrics/mod.ts";
 import { readGroupSummary } from "./group_view.ts";
+import type { Store } from "../kv/mod.ts";
 
 /** A group id as the gateway makes them: safe as a label value. */
 const GROUP_ID = /^grp_[0-9a-f]{24}$/;
@@ -35,7 +36,7 @@ const GROUP_ID = /^grp_[0-9a-f]{24}$/;
  * ```
  */
 export async function groupToolTurnsFamily(
-  kv: Deno.Kv,
+  kv: Store,
   limit = GROUP_METRICS_LIMIT,
 ): Promise<MetricFamily> {
   const { groups } = await listRolloutGroups(kv, { limit });

@@ -9,6 +9,7 @@ import { listChains, readLiveTurns } from "../session/mod.ts";
 import { listGroupJobs } from "./rollout_store.ts";
 import { ROLLOUT_PHASES } from "../metrics/mod.ts";
 import type { RolloutGroupRecord, RolloutJobRecord, RolloutPhase } from "./records.ts";
+import type { Store } from "../kv/mod.ts";
 
 /** Mean, least and most of some numbers; `null` when there are none. */
 export interface Spread {
@@ -80,14 +81,14 @@ export function summarizeGroup(
 
 /** Reads `group`'s jobs and summarizes it. */
 export async function readGroupSummary(
-  kv: Deno.Kv,
+  kv: Store,
   group: RolloutGroupRecord,
 ): Promise<GroupSummary> {
   return summarizeGroup(group, await listGroupJobs(kv, group));
 }
 
 /** Turns of a session's live chains whose reply carried tool calls (side requests left out). */
-export async function sessionToolTurns(kv: Deno.Kv, sessionId: string): Promise<number> {
+export async function sessionToolTurns(kv: Store, sessionId: string): Promise<number> {
   let count = 0;
   for (const header of await listChains(kv, sessionId)) {
     if (header.role === "side") continue;

@@ -10,6 +10,7 @@ import type { EvaluationResult } from "../evaluate/mod.ts";
 import { getRolloutJob, readRolloutBlob } from "./rollout_store.ts";
 import { readSessionSummary, SessionNotFoundError } from "../session/mod.ts";
 import type { AgentOutcome, EpisodeReward, RolloutJobRecord, RolloutPhase } from "./records.ts";
+import type { Store } from "../kv/mod.ts";
 
 /** A job at a glance; times in epoch ms. */
 export interface JobSummary {
@@ -86,7 +87,7 @@ export function checkJobId(jobId: string): void {
  * @throws {JobNotFoundError}
  */
 export async function readJobSummary(
-  kv: Deno.Kv,
+  kv: Store,
   jobId: string,
   now = Date.now(),
 ): Promise<JobSummary> {
@@ -98,7 +99,7 @@ export async function readJobSummary(
 
 /** The summary of a job record, with its session's progress and its result's blobs. */
 export async function summarizeJob(
-  kv: Deno.Kv,
+  kv: Store,
   job: RolloutJobRecord,
   now = Date.now(),
 ): Promise<JobSummary> {

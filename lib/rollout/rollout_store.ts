@@ -13,6 +13,7 @@ import {
   listPage,
   parseKey,
   readBlob,
+  type Store,
   writeBlob,
 } from "../kv/mod.ts";
 import type { FinalPhase, RolloutGroupRecord, RolloutJobRecord, RolloutPhase } from "./records.ts";
@@ -37,7 +38,7 @@ const LEAVES_ACTIVE_INDEX: { readonly [P in RolloutPhase]: P extends FinalPhase 
  * @throws {Error} when the group id is taken.
  */
 export async function createRolloutGroup(
-  kv: Deno.Kv,
+  kv: Store,
   group: Omit<RolloutGroupRecord, "taskChunks">,
   task: unknown,
   jobs: readonly RolloutJobRecord[],
@@ -63,7 +64,7 @@ export async function createRolloutGroup(
 
 /** A job's entry (value `null` when unknown). */
 export function getRolloutJob(
-  kv: Deno.Kv,
+  kv: Store,
   jobId: string,
 ): Promise<Deno.KvEntryMaybe<RolloutJobRecord>> {
   return kv.get<RolloutJobRecord>(keys.rolloutJob(jobId));
@@ -71,7 +72,7 @@ export function getRolloutJob(
 
 /** A group's record, or `null`. */
 export async function getRolloutGroup(
-  kv: Deno.Kv,
+  kv: Store,
   groupId: string,
 ): Promise<RolloutGroupRecord | null> {
   return (await kv.get<RolloutGroupRecord>(keys.rolloutGroup(groupId))).value;
@@ -79,7 +80,7 @@ export async function getRolloutGroup(
 
 /** Entries of `keys`, read `KV_MAX_GET_MANY` at a time, in order (`value` null when absent). */
 async function getManyBatched<T>(
-  kv: Deno.Kv,
+  kv: Store,
   keyList: readonly Deno.KvKey[],
 ): Promise<Deno.KvEntryMaybe<T>[]> {
   const entries: Deno.KvEntryMaybe<T>[] = [];
@@ -102,7 +103,7 @@ export interface RolloutGroupPage {
  * @throws {InvalidCursorError} for a cursor KV cannot read.
  */
 export async function listRolloutGroups(
-  kv: Deno.Kv,
+  kv: Store,
   options: { readonly limit: number; readonly cursor?: string },
 ): Promise<RolloutGroupPage> {
   const page = await listPage<true>(kv, keys.rolloutGroupTimes(), { ...options, reverse: true });
@@ -117,7 +118,7 @@ export async function listRolloutGroups(
 
 /** The job records of a group, in its order (a job past its expiry is left out). */
 export async function listGroupJobs(
-  kv: Deno.Kv,
+  kv: Store,
   group: RolloutGroupRecord,
 ): Promise<RolloutJobRecord[]> {
   return (await getManyBatched<RolloutJobRecord>(kv, group.jobs.map(keys.rolloutJob)))
@@ -125,7 +126,7 @@ export async function listGroupJobs(
 }
 
 /** A group's task spec. */
-export function readRolloutTask<T>(kv: Deno.Kv, group: RolloutGroupRecord): Promise<T> {
+export function readRolloutTask<T>(kv: Store, group: RolloutGroupRecord): Promise<T> {
   return readBlob<T>(kv, keys.rolloutTask(group.id), group.taskChunks);
 }
 
@@ -135,7 +136,7 @@ export function readRolloutTask<T>(kv: Deno.Kv, group: RolloutGroupRecord): Prom
  * `null` when someone changed it first.
  */
 export async function updateRolloutJob(
-  kv: Deno.Kv,
+  kv: Store,
   entry: Deno.KvEntry<RolloutJobRecord>,
   next: RolloutJobRecord,
 ): Promise<Deno.KvEntry<RolloutJobRecord> | null> {
@@ -155,7 +156,7 @@ export async function updateRolloutJob(
  * or `null` when `change` returns `null` (nothing to do) or the job is unknown.
  */
 export async function modifyRolloutJob(
-  kv: Deno.Kv,
+  kv: Store,
   jobId: string,
   change: (job: RolloutJobRecord) => RolloutJobRecord | null,
 ): Promise<Deno.KvEntry<RolloutJobRecord> | null> {
@@ -170,7 +171,7 @@ export async function modifyRolloutJob(
 }
 
 /** Ids of the jobs not yet finished, oldest first. */
-export async function listActiveRolloutJobs(kv: Deno.Kv): Promise<string[]> {
+export async function listActiveRolloutJobs(kv: Store): Promise<string[]> {
   const found: { id: string; at: number }[] = [];
   for await (const entry of kv.list<number>({ prefix: keys.rolloutActives() })) {
     const key = parseKey(entry.key);
@@ -181,7 +182,7 @@ export async function listActiveRolloutJobs(kv: Deno.Kv): Promise<string[]> {
 
 /** Writes one attempt's blob; returns its chunk count. */
 export function writeRolloutBlob(
-  kv: Deno.Kv,
+  kv: Store,
   jobId: string,
   attempt: number,
   name: string,
@@ -192,7 +193,7 @@ export function writeRolloutBlob(
 
 /** One attempt's blob, or `null` when the job's record names none. */
 export async function readRolloutBlob<T>(
-  kv: Deno.Kv,
+  kv: Store,
   job: RolloutJobRecord,
   name: string,
 ): Promise<T | null> {
@@ -205,7 +206,7 @@ export async function readRolloutBlob<T>(
  * Deletes finished jobs past their expiry, with their blobs, and the groups left with no job;
  * returns how many jobs went. Every process may run it: it is idempotent.
  */
-export async function sweepExpiredRollouts(kv: Deno.Kv, at = Date.now()): Promise<number> {
+export async function sweepExpiredRollouts(kv: Store, at = Date.now()): Promise<number> {
   let deleted = 0;
   const groups = new Set<string>();
   const due = kv.list<true>({
@@ -219,7 +220,7 @@ export async function sweepExpiredRollouts(kv: Deno.Kv, at = Date.now()): Promis
     const job = (await getRolloutJob(kv, jobId)).value;
     if (job) groups.add(job.groupId);
     await deleteBlob(kv, keys.rolloutBlobs(jobId));
-    await kv.atomic().delete(keys.rolloutJob(jobId)).delete(entry.key).commit();
+    await commit(() => kv.atomic().delete(keys.rolloutJob(jobId)).delete(entry.key));
     deleted++;
   }
   for (const groupId of groups) {
@@ -227,11 +228,12 @@ export async function sweepExpiredRollouts(kv: Deno.Kv, at = Date.now()): Promis
     if (!group) continue;
     if ((await listGroupJobs(kv, group)).length === 0) {
       await deleteBlob(kv, keys.rolloutTask(groupId));
-      await kv.atomic()
-        .delete(keys.rolloutGroup(groupId))
-        .delete(keys.rolloutGroupTime(group.createdAt, groupId))
-        .delete(keys.rolloutRetries(groupId))
-        .commit();
+      await commit(() =>
+        kv.atomic()
+          .delete(keys.rolloutGroup(groupId))
+          .delete(keys.rolloutGroupTime(group.createdAt, groupId))
+          .delete(keys.rolloutRetries(groupId))
+      );
     }
   }
   return deleted;

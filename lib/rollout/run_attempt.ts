@@ -47,10 +47,11 @@ import {
 import type { AgentOutcome, EpisodeReward, RolloutJobRecord, RolloutPhase } from "./records.ts";
 import type { RolloutSettings } from "./request.ts";
 import { collectPatch, installAgent, prepareWorkTree, SetupError } from "./work_tree.ts";
+import type { Store } from "../kv/mod.ts";
 
 /** What an attempt needs from the gateway. */
 export interface AttemptDeps {
-  readonly kv: Deno.Kv;
+  readonly kv: Store;
   readonly lifecycle: LifecycleDeps;
   /** Sandbox backends by name (`local`, and `e2b` when configured). */
   readonly backends: ReadonlyMap<string, SandboxBackend>;
@@ -118,7 +119,7 @@ export type CliRolloutSettings = RolloutSettings & { readonly agent: CliSettings
  * counted in `metrics`, when given.
  */
 export async function setAttemptPhase(
-  kv: Deno.Kv,
+  kv: Store,
   job: RolloutJobRecord,
   phase: RolloutPhase,
   metrics?: GatewayMetrics,
@@ -356,7 +357,7 @@ function failed(reason: string, detail: string): AttemptOutcome {
  * answered anything. An agent that succeeded, or ran out of time, is the episode's own.
  */
 export async function agentFault(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
   agent: AgentOutcome,
 ): Promise<{ reason: string; detail: string } | null> {

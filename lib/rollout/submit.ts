@@ -7,6 +7,7 @@
 import { createRolloutGroup } from "./rollout_store.ts";
 import type { RolloutJobRecord } from "./records.ts";
 import type { RolloutRequest, RolloutSettings } from "./request.ts";
+import type { Store } from "../kv/mod.ts";
 
 /** The ids a submission returns. */
 export interface SubmittedGroup {
@@ -35,7 +36,7 @@ export interface SubmittedGroup {
  * ```
  */
 export async function submitGroup(
-  kv: Deno.Kv,
+  kv: Store,
   request: RolloutRequest,
   now = Date.now(),
 ): Promise<SubmittedGroup> {

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { deleteBlob, type HeldLease, keys, tryLease } from "../kv/mod.ts";
+import { commit, deleteBlob, type HeldLease, keys, tryLease } from "../kv/mod.ts";
 import {
   getRolloutGroup,
   getRolloutJob,
@@ -347,8 +347,9 @@ export class RolloutWorker {
       const entry = await kv.get<Deno.KvU64>(key);
       const spent = entry.value === null ? 0 : Number(entry.value.value);
       if (spent >= budget) return false;
-      const taken = await kv.atomic().check(entry).set(key, new Deno.KvU64(BigInt(spent + 1)))
-        .commit();
+      const taken = await commit(() =>
+        kv.atomic().check(entry).set(key, new Deno.KvU64(BigInt(spent + 1)))
+      );
       if (taken.ok) return true;
     }
   }

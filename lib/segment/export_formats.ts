@@ -14,10 +14,11 @@ import { toSlime } from "./export_slime.ts";
 import { toVerl } from "./export_verl.ts";
 import { recordedTools, toXtuner } from "./export_xtuner.ts";
 import { toSample } from "./samples.ts";
+import type { Store } from "../kv/mod.ts";
 
 /** What a converter may read besides the segment: the KV (recorded requests), the tokenizer. */
 export interface ExportContext {
-  readonly kv: Deno.Kv;
+  readonly kv: Store;
   readonly tokenizer: Pick<ChatTokenizer, "decode" | "encode" | "formats" | "ending">;
 }
 

@@ -14,6 +14,7 @@ import {
   readTurnTokens,
   type SessionSummary,
 } from "../session/mod.ts";
+import type { Store } from "../kv/mod.ts";
 
 /** One turn as recorded, with its tokens. */
 export interface RawTurn extends TurnRecord {
@@ -46,7 +47,7 @@ export interface RawRecord {
  *
  * @throws {SessionNotFoundError}
  */
-export async function rawRecord(kv: Deno.Kv, sessionId: string): Promise<RawRecord> {
+export async function rawRecord(kv: Store, sessionId: string): Promise<RawRecord> {
   const session = await readSessionSummary(kv, sessionId);
   const chains = [];
   for (const header of await listChains(kv, sessionId)) {

@@ -44,6 +44,7 @@ import {
   segmentIdentity,
   segmentImages,
 } from "./samples.ts";
+import type { Store } from "../kv/mod.ts";
 
 /** A message's role; `context` where the template does not say. */
 export type XtunerRole = MessageRole;
@@ -193,7 +194,7 @@ export function toXtuner(
  * (`record_messages`); `null` when it does not: only their names are kept then.
  */
 export async function recordedTools(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
   segment: Pick<TrainingSegment, "header" | "turns">,
 ): Promise<readonly ChatTool[] | null> {

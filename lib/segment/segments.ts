@@ -21,6 +21,7 @@ import {
   readTurnTokens,
   type RewardedSession,
 } from "../session/mod.ts";
+import type { Store } from "../kv/mod.ts";
 
 /** Where a segment comes from. */
 export interface Lineage {
@@ -92,7 +93,7 @@ export interface SessionSegments {
  * @throws {SessionNotFoundError}
  */
 export async function readSessionSegments(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
 ): Promise<SessionSegments> {
   const record = (await liveSession(kv, sessionId)).value;

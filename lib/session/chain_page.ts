@@ -18,6 +18,7 @@ import {
 } from "./session_store.ts";
 import { ChainNotFoundError } from "./errors.ts";
 import { liveSession } from "./lifecycle.ts";
+import type { Store } from "../kv/mod.ts";
 
 /** What a token is in its turn: the prompt the turn added, the sampled output, its closing. */
 export type TokenPart = "prompt" | "sampled" | "closing";
@@ -68,7 +69,7 @@ export const MAX_PAGE_TOKENS = 8192;
  * @throws {ChainNotFoundError}
  */
 export async function readChainPage(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
   chainId: string,
   window: { readonly from?: number; readonly turn?: number; readonly size: number },
@@ -154,7 +155,7 @@ export interface TimelineTurn {
 
 /** Every chain of a session with every turn it recorded (discarded ones included), no tokens. */
 export async function readTimeline(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
 ): Promise<{ header: ChainHeader; turns: TimelineTurn[] }[]> {
   await liveSession(kv, sessionId);

@@ -8,7 +8,7 @@
  */
 import { Buffer } from "node:buffer";
 import type { TurnImage } from "../chain/mod.ts";
-import { keys, readBytes, writeBytes } from "../kv/mod.ts";
+import { keys, readBytes, type Store, writeBytes } from "../kv/mod.ts";
 import { ImageNotFoundError } from "./errors.ts";
 import { liveSession } from "./lifecycle.ts";
 
@@ -38,7 +38,7 @@ interface ImageHeader {
  * ```
  */
 export async function writeImages(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
   images: readonly TurnImage[],
   data: ReadonlyMap<string, string>,
@@ -56,7 +56,7 @@ export async function writeImages(
 
 /** An image of the session by digest, or `null` when it holds none such. */
 export async function readImage(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
   digest: string,
 ): Promise<{ mediaType: string; bytes: Uint8Array } | null> {
@@ -75,7 +75,7 @@ const DIGEST = /^[0-9a-f]{64}$/;
  * @throws {SessionNotFoundError}; {ImageNotFoundError} for a digest the session holds no image of.
  */
 export async function sessionImage(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
   digest: string,
 ): Promise<{ mediaType: string; bytes: Uint8Array }> {

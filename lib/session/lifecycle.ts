@@ -18,6 +18,7 @@ import {
   keys,
   type LeaseOptions,
   LeaseTimeoutError,
+  type Store,
 } from "../kv/mod.ts";
 import {
   deleteSession,
@@ -42,7 +43,7 @@ import { SESSION_ID } from "./session.ts";
 
 /** What the lifecycle operations need. */
 export interface LifecycleDeps {
-  readonly kv: Deno.Kv;
+  readonly kv: Store;
   /** Lease lifetime and wait; with `metrics`, its waits and commit retries are counted. */
   readonly lease: Pick<LeaseOptions, "ttlMs" | "waitMs" | "metrics">;
   readonly holder: string;
@@ -109,7 +110,7 @@ export function isExpired(session: SessionRecord, now: number): boolean {
  * @throws {SessionNotFoundError}
  */
 export async function liveSession(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
   now = Date.now(),
 ): Promise<Deno.KvEntry<SessionRecord>> {
@@ -156,7 +157,7 @@ export function liveEntry(
  * @throws {SessionNotFoundError}
  */
 export async function readSessionSummary(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
 ): Promise<SessionSummary> {
   const session = (await liveSession(kv, sessionId)).value;
@@ -213,7 +214,7 @@ export interface SessionFilter {
  * end.
  */
 export async function listSessionSummaries(
-  kv: Deno.Kv,
+  kv: Store,
   filter: SessionFilter,
   page: { limit: number; cursor?: string },
   now = Date.now(),
@@ -242,7 +243,7 @@ export async function listSessionSummaries(
 
 /** Rewrites the session with `change` applied, retrying while it changes under us. */
 async function modify(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
   change: (session: SessionRecord) => SessionRecord,
   now: number,
@@ -350,7 +351,7 @@ export async function removeSession(deps: LifecycleDeps, sessionId: string): Pro
 }
 
 /** Deletes closed sessions past their retention; returns how many went. */
-export async function sweepExpiredSessions(kv: Deno.Kv, at = Date.now()): Promise<number> {
+export async function sweepExpiredSessions(kv: Store, at = Date.now()): Promise<number> {
   let removed = 0;
   for (const { sessionId, key } of await expiredSessions(kv, at)) {
     const entry = await getSession(kv, sessionId);

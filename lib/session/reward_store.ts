@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { commit, deleteBlob, keys, readBlob, writeBlob } from "../kv/mod.ts";
+import { commit, deleteBlob, keys, readBlob, type Store, writeBlob } from "../kv/mod.ts";
 import type { RewardPayload, SessionRecord } from "./records.ts";
 
 /**
@@ -28,7 +28,7 @@ const READ_TRIES = 4;
 
 /** A session's reward record and versionstamp (`value: null` before any reward). */
 export function getRewardRecord(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
 ): Promise<Deno.KvEntryMaybe<RewardRecord>> {
   return kv.get<RewardRecord>(keys.reward(sessionId));
@@ -39,7 +39,7 @@ export function getRewardRecord(
  * since they were read. Resolves to false when one had (nothing is left behind then).
  */
 export async function putReward(
-  kv: Deno.Kv,
+  kv: Store,
   session: Deno.KvEntry<SessionRecord>,
   previous: Deno.KvEntryMaybe<RewardRecord>,
   payload: RewardPayload,
@@ -68,7 +68,7 @@ export async function putReward(
 }
 
 /** The session's whole reward payload, `null` before any reward. */
-export async function readReward(kv: Deno.Kv, sessionId: string): Promise<RewardPayload | null> {
+export async function readReward(kv: Store, sessionId: string): Promise<RewardPayload | null> {
   for (let attempt = 1;; attempt++) {
     const { value } = await getRewardRecord(kv, sessionId);
     if (!value) return null;

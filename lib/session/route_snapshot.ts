@@ -6,7 +6,7 @@
  * @module
  */
 import type { ChainHeader, TurnImage } from "../chain/mod.ts";
-import { type ChainCache } from "../kv/mod.ts";
+import { type ChainCache, type Store } from "../kv/mod.ts";
 import {
   getAgentChain,
   getChain,
@@ -66,7 +66,7 @@ export interface DispatchTools {
 
 /** What reading a snapshot needs. */
 export interface SnapshotDeps {
-  readonly kv: Deno.Kv;
+  readonly kv: Store;
   readonly tokenizer: ChatTokenizer;
   readonly cache: ChainCache<CachedChain>;
   readonly dispatch: DispatchTools;
@@ -179,7 +179,7 @@ export async function readNeed<Reply>(
 
 /** The live turn that answered this body before, in any chain of the session. */
 async function findReplay(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
   bodyDigest: string,
 ): Promise<RouteSnapshot["replay"]> {

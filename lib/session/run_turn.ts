@@ -40,6 +40,7 @@ import {
   keys,
   leaseIfUnchanged,
   type LeaseOptions,
+  type Store,
   tryLease,
 } from "../kv/mod.ts";
 import {
@@ -642,7 +643,7 @@ async function recordedReply<Reply>(
  * prompt length (a broken chain).
  */
 async function readTurnPrompt(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
   chainId: string,
   record: TurnRecord,

@@ -15,6 +15,7 @@ import {
 } from "./errors.ts";
 import { sameSecret } from "../timing/mod.ts";
 import type { SessionRecord } from "./records.ts";
+import type { Store } from "../kv/mod.ts";
 
 /** Session ids: letters, digits, `_` and `-`, up to 128 characters. */
 export const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
@@ -46,7 +47,7 @@ export interface OpenedSession {
  * @throws {SessionExistsError} when `id` is taken; {LimitError} for metadata over its bounds.
  */
 export async function openSession(
-  kv: Deno.Kv,
+  kv: Store,
   options: {
     id?: string;
     metadata?: Record<string, unknown>;
@@ -90,7 +91,7 @@ export type TokenResolution =
  * @throws {SessionNotFoundError} for a well-formed token naming an unknown session.
  */
 export async function resolveToken(
-  kv: Deno.Kv,
+  kv: Store,
   token: string | null,
   options: { devOpenSessions: boolean; now?: number },
 ): Promise<TokenResolution> {
@@ -135,7 +136,7 @@ export async function resolveToken(
  * Stores a session resolved with `kind: "open"`; a concurrent first use of the same token
  * finds the session already there, which is fine.
  */
-export async function storeOpenedSession(kv: Deno.Kv, session: SessionRecord): Promise<void> {
+export async function storeOpenedSession(kv: Store, session: SessionRecord): Promise<void> {
   await createSession(kv, session);
 }
 

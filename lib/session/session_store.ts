@@ -19,6 +19,8 @@ import {
   listPage,
   parseKey,
   readBlob,
+  type Store,
+  type StoreAtomic,
   writeBlob,
 } from "../kv/mod.ts";
 import type { SessionRecord } from "./records.ts";
@@ -36,7 +38,7 @@ const COMMIT_SLACK_BYTES = 32_768;
 const DELETE_BATCH = 500;
 
 /** Stores a new session; false when the id is taken. */
-export async function createSession(kv: Deno.Kv, session: SessionRecord): Promise<boolean> {
+export async function createSession(kv: Store, session: SessionRecord): Promise<boolean> {
   const key = keys.session(session.id);
   const result = await commit(() =>
     kv.atomic().check({ key, versionstamp: null }).set(key, session)
@@ -46,7 +48,7 @@ export async function createSession(kv: Deno.Kv, session: SessionRecord): Promis
 
 /** A session's record and versionstamp (`value: null` when there is none). */
 export function getSession(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
 ): Promise<Deno.KvEntryMaybe<SessionRecord>> {
   return kv.get<SessionRecord>(keys.session(sessionId));
@@ -57,7 +59,7 @@ export function getSession(
  * index in step. Resolves to false when it had changed.
  */
 export async function updateSession(
-  kv: Deno.Kv,
+  kv: Store,
   entry: Deno.KvEntry<SessionRecord>,
   next: SessionRecord,
 ): Promise<boolean> {
@@ -78,7 +80,7 @@ export async function updateSession(
  * @throws {InvalidCursorError} for a cursor KV cannot read.
  */
 export async function listSessions(
-  kv: Deno.Kv,
+  kv: Store,
   options: { limit: number; cursor?: string },
 ): Promise<{ sessions: SessionRecord[]; cursor: string | null }> {
   const page = await listPage<SessionRecord>(kv, keys.sessions(), options);
@@ -87,7 +89,7 @@ export async function listSessions(
 
 /** Closed sessions whose retention ended at or before `now`, by their expiry entries. */
 export async function expiredSessions(
-  kv: Deno.Kv,
+  kv: Store,
   now: number,
   limit = 100,
 ): Promise<{ sessionId: string; key: Deno.KvKey }[]> {
@@ -103,7 +105,7 @@ export async function expiredSessions(
  * Deletes a session and everything recorded in it. The session record goes first, so the
  * session is gone for every reader at once; the rest follows in batches.
  */
-export async function deleteSession(kv: Deno.Kv, sessionId: string): Promise<boolean> {
+export async function deleteSession(kv: Store, sessionId: string): Promise<boolean> {
   const entry = await getSession(kv, sessionId);
   if (!entry.value) return false;
   const removed = await commit(() => {
@@ -151,7 +153,7 @@ export async function deleteSession(kv: Deno.Kv, sessionId: string): Promise<boo
  * reward, a new chain) is read again, a few times.
  */
 export async function countReplay(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
   chainId: string,
   rid: string,
@@ -170,7 +172,7 @@ export async function countReplay(
  * retry, by `chainId` then `rid`.
  */
 export async function readReplayCounts(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
   chainId?: string,
 ): Promise<Map<string, Map<string, number>>> {
@@ -190,7 +192,7 @@ export async function readReplayCounts(
 
 /** A chain's header and versionstamp. */
 export function getChain(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
   chainId: string,
 ): Promise<Deno.KvEntryMaybe<ChainHeader>> {
@@ -198,13 +200,13 @@ export function getChain(
 }
 
 /** Every chain header of a session, in key order. */
-export async function listChains(kv: Deno.Kv, sessionId: string): Promise<ChainHeader[]> {
+export async function listChains(kv: Store, sessionId: string): Promise<ChainHeader[]> {
   return (await listChainEntries(kv, sessionId)).map((entry) => entry.value);
 }
 
 /** Every chain header of a session with its versionstamp, in the order the chains started. */
 export async function listChainEntries(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
 ): Promise<Deno.KvEntry<ChainHeader>[]> {
   const out: Deno.KvEntry<ChainHeader>[] = [];
@@ -223,7 +225,7 @@ function chainNumber(chainId: string): number {
 
 /** The chain a sub-agent's requests go to, by the client's agent id; `null` for a new agent. */
 export async function getAgentChain(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
   agentId: string,
 ): Promise<string | null> {
@@ -232,7 +234,7 @@ export async function getAgentChain(
 
 /** The turn that answered a request body, if one did. */
 export async function getReplay(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
   bodyDigest: string,
 ): Promise<ReplayEntry | null> {
@@ -270,7 +272,7 @@ export interface ChainRegistration {
  * chain changed meanwhile.
  */
 export async function registerChain(
-  kv: Deno.Kv,
+  kv: Store,
   registration: ChainRegistration,
 ): Promise<string | null> {
   const { sessionId, id } = registration.header;
@@ -307,7 +309,7 @@ export interface ChainReopening {
  * Reopens a chain in one commit guarded by every record it was decided from. Resolves to the
  * reopened header's versionstamp, or `null` when any of them changed meanwhile.
  */
-export async function reopenChain(kv: Deno.Kv, reopening: ChainReopening): Promise<string | null> {
+export async function reopenChain(kv: Store, reopening: ChainReopening): Promise<string | null> {
   const { sessionId, id } = reopening.chain.header;
   const result = await commit(() => {
     const op = kv.atomic().check({
@@ -324,7 +326,7 @@ export async function reopenChain(kv: Deno.Kv, reopening: ChainReopening): Promi
 }
 
 /** Checks a header's version and writes its new value. */
-function updateHeader(op: Deno.AtomicOperation, update: HeaderUpdate): void {
+function updateHeader(op: StoreAtomic, update: HeaderUpdate): void {
   const key = keys.chain(update.header.sessionId, update.header.id);
   op.check({ key, versionstamp: update.versionstamp }).set(key, update.header);
 }
@@ -346,7 +348,7 @@ export interface TurnCommit {
  * Commits a turn. Resolves to the new versionstamp of the chain header, or `null` when the
  * chain or its lease changed since they were read; nothing visible is written then.
  */
-export async function commitTurn(kv: Deno.Kv, turn: TurnCommit): Promise<string | null> {
+export async function commitTurn(kv: Store, turn: TurnCommit): Promise<string | null> {
   const { sessionId, id: chainId } = turn.header;
   const { index, rid } = turn.turn;
   const budget = KV_MAX_COMMIT_BYTES - COMMIT_SLACK_BYTES;
@@ -389,7 +391,7 @@ export async function commitTurn(kv: Deno.Kv, turn: TurnCommit): Promise<string 
  * commit leaves them to the session's deletion); returns the chunk count its record keeps.
  */
 export function writeTurnMessages(
-  kv: Deno.Kv,
+  kv: Store,
   turn: { sessionId: string; chainId: string; index: number; rid: string },
   messages: TurnMessages,
 ): Promise<number> {
@@ -402,7 +404,7 @@ export function writeTurnMessages(
 
 /** A turn's request messages, or `null` when its session did not record them. */
 export async function readTurnMessages(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
   chainId: string,
   turn: TurnRecord,
@@ -417,7 +419,7 @@ export async function readTurnMessages(
 
 /** Every turn record of a chain, discarded ones included, by index then rid. */
 export async function readAllTurns(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
   chainId: string,
 ): Promise<TurnRecord[]> {
@@ -433,7 +435,7 @@ export async function readAllTurns(
  *
  * @throws {Error} when a linked turn is missing (a broken chain).
  */
-export async function readLiveTurns(kv: Deno.Kv, header: ChainHeader): Promise<TurnRecord[]> {
+export async function readLiveTurns(kv: Store, header: ChainHeader): Promise<TurnRecord[]> {
   return liveTurns(await readAllTurns(kv, header.sessionId, header.id), header);
 }
 
@@ -462,7 +464,7 @@ export function liveTurns(all: readonly TurnRecord[], header: ChainHeader): Turn
 
 /** The tokens of one turn. */
 export async function readTurnTokens(
-  kv: Deno.Kv,
+  kv: Store,
   sessionId: string,
   chainId: string,
   turn: TurnRecord,
@@ -488,12 +490,12 @@ export async function readTurnTokens(
 }
 
 /** Counts a turn of the session that found the engine unavailable. */
-export async function noteEngineFailure(kv: Deno.Kv, sessionId: string): Promise<void> {
-  await kv.atomic().sum(keys.engineFailures(sessionId), 1n).commit();
+export async function noteEngineFailure(kv: Store, sessionId: string): Promise<void> {
+  await commit(() => kv.atomic().sum(keys.engineFailures(sessionId), 1n));
 }
 
 /** How many of the session's turns found the engine unavailable. */
-export async function engineFailures(kv: Deno.Kv, sessionId: string): Promise<number> {
+export async function engineFailures(kv: Store, sessionId: string): Promise<number> {
   const entry = await kv.get<Deno.KvU64>(keys.engineFailures(sessionId));
   return entry.value === null ? 0 : Number(entry.value.value);
 }

@@ -16,7 +16,7 @@ import {
   JudgerError,
   UnknownJudgerError,
 } from "../../lib/evaluate/mod.ts";
-import { InvalidCursorError, LeaseTimeoutError } from "../../lib/kv/mod.ts";
+import { InvalidCursorError, LeaseTimeoutError, StoreUnavailableError } from "../../lib/kv/mod.ts";
 import { LimitError } from "../../lib/limits/mod.ts";
 import { JobNotFoundError } from "../../lib/rollout/mod.ts";
 import { RepoError, SandboxUnavailableError } from "../../lib/sandbox/mod.ts";
@@ -79,6 +79,7 @@ const CASES: [Error, number, string][] = [
   [new JudgerError("tests", "crashed"), 500, "api_error"],
   [new TemplateError("no end-of-turn token"), 500, "api_error"],
   [new SandboxUnavailableError("bubblewrap missing"), 503, "unavailable_error"],
+  [new StoreUnavailableError(new Error("connection refused")), 503, "unavailable_error"],
   [new EngineControlError([{ url: "http://w1", error: "HTTP 500" }], []), 503, "unavailable_error"],
   [new EngineUnavailableError("engine down"), 529, "overloaded_error"],
   [new LeaseTimeoutError("other", 30_000), 529, "overloaded_error"],

@@ -4,6 +4,7 @@
  * agree, or a conversation would fork. And how a turn takes its chain's lease: the common turn in
  * one commit, never while its session's lease is held.
  */
+import type { Store } from "../../lib/kv/mod.ts";
 import assert from "node:assert/strict";
 import { keys } from "../../lib/kv/mod.ts";
 import { startGateway, type TestGateway } from "../_gateway.ts";
@@ -101,7 +102,7 @@ Deno.test("moving cache_control markers does not change the recognised history",
  * The keys, by kind, that each commit on `kv` touching session `id` writes (`set:kind`,
  * `delete:kind`), failed commits included, from now on.
  */
-function commitsOf(kv: Deno.Kv, id: string): string[][] {
+function commitsOf(kv: Store, id: string): string[][] {
   const commits: string[][] = [];
   const atomic = kv.atomic.bind(kv);
   kv.atomic = () => {
@@ -127,13 +128,13 @@ function commitsOf(kv: Deno.Kv, id: string): string[][] {
 }
 
 /** The kinds of the keys of `id` read from `kv` from now on, in order. */
-function readsOf(kv: Deno.Kv, id: string): string[] {
+function readsOf(kv: Store, id: string): string[] {
   const reads: string[] = [];
   const get = kv.get.bind(kv);
-  kv.get = ((key: Deno.KvKey, options?: { consistency?: Deno.KvConsistencyLevel }) => {
+  kv.get = ((key: Deno.KvKey) => {
     if (key[1] === id) reads.push(String(key[0]));
-    return get(key, options);
-  }) as Deno.Kv["get"];
+    return get(key);
+  }) as Store["get"];
   return reads;
 }
 

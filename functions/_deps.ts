@@ -239,7 +239,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     [...backends].map(([name, backend]) => [name, countedBackend(backend, metrics)]),
   );
   const sandbox = sandboxes.get(overrides.sandbox?.name ?? config.sandboxBackend)!;
-  const holder = `${Deno.hostname()}:${Deno.pid}`;
+  const holder = `${config.hostId}:${Deno.pid}`;
   const lease = { ttlMs: config.leaseTtlMs, waitMs: config.lockWaitMs, metrics };
   // Only placement and engine sessions hold anything a chain that ends lets go: without them a
   // session's delete reads no summary to tell the engine.
@@ -289,6 +289,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     contextLength,
     agents,
     bootSlots: config.rollout.bootConcurrency,
+    hostId: config.hostId,
     leaseTtlMs: config.leaseTtlMs,
     holder,
     outputBytes: config.sandboxOutputBytes,

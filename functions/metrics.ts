@@ -1,8 +1,9 @@
 /**
  * `GET /metrics` (admin token): the gateway's metrics in Prometheus text format 0.0.4. The
- * worker serving the scrape shows its own registry live and the other workers' latest snapshots
- * from KV, each series labelled `worker="<i>"` (sum across workers in PromQL); the rollout
- * groups' tool turns are read from KV and carry no worker label.
+ * worker serving the scrape shows its own registry live and every other worker's latest snapshot
+ * from the store, its host's and other hosts', each series labelled `host="<id>",worker="<i>"`
+ * (sum across them in PromQL); the rollout groups' tool turns are read from the store and carry
+ * neither label.
  *
  * Served alone with `deno serve -A functions/metrics.ts`, or with the others by `serve.ts`.
  *
@@ -28,7 +29,8 @@ export function createMetricsApp(deps: AdminDeps, worker = 0): Hono {
 
   app.get("/metrics", async (c) => {
     const registry = deps.metrics.registry;
-    const workers = workersToShow(registry, worker, await readMetricsSnapshots(deps.kv));
+    const self = { host: deps.config.hostId, worker };
+    const workers = workersToShow(registry, self, await readMetricsSnapshots(deps.kv));
     const families = [...workerFamilies(registry, workers), await groupToolTurnsFamily(deps.kv)];
     return c.body(renderExposition(families), 200, { "content-type": EXPOSITION_CONTENT_TYPE });
   });

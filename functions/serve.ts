@@ -109,11 +109,15 @@ async function serveWorker(config: Config, index: number | null): Promise<void> 
     sweepExpiredRollouts(deps.kv).catch((error) => console.error("Rollout sweep failed:", error));
   }, SWEEP_INTERVAL_MS);
   // A worker of several publishes its metrics, for whichever worker serves a scrape to show.
-  const publishing = index === null
-    ? null
-    : startPublishing(() =>
-      writeMetricsSnapshot(deps.kv, index, takeSnapshot(deps.metrics.registry), METRICS_FRESH_MS)
-    );
+  const publishing = index === null ? null : startPublishing(() =>
+    writeMetricsSnapshot(
+      deps.kv,
+      deps.config.hostId,
+      index,
+      takeSnapshot(deps.metrics.registry),
+      METRICS_FRESH_MS,
+    )
+  );
   let stopping: Promise<void> | null = null;
   const stop = () =>
     stopping ??= (async () => {

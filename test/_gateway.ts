@@ -253,6 +253,8 @@ export async function startGateway(
   const config = resolveConfig({
     KV_PATH: ":memory:",
     ADMIN_TOKEN,
+    // The `host` label of its metrics: the same on every machine the tests run on.
+    HOST_ID: "test-host",
     SGLANG_URL: engine.url,
     PING_INTERVAL_MS: "50",
     SANDBOX_ROOT: sandboxRoot,

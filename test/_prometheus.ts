@@ -63,15 +63,17 @@ export function moved(
 
 /**
  * What a process's metrics hold besides zeros and its start time: counters and gauges by
- * {@linkcode seriesId} (without the worker label), histograms by their `_count`.
+ * {@linkcode seriesId} (without the host and worker labels), histograms by their `_count`.
  */
 export function nonZero(metrics: GatewayMetrics): Record<string, number> {
   const found: Record<string, number> = {};
-  const [worker] = workersToShow(metrics.registry, 0, new Map());
+  const [worker] = workersToShow(metrics.registry, { host: "h", worker: 0 }, []);
   for (const family of workerFamilies(metrics.registry, [worker])) {
     if (family.name === CATALOGUE.startTime.name) continue;
     for (const series of family.series) {
-      const labels = Object.fromEntries(series.labels.filter(([name]) => name !== "worker"));
+      const labels = Object.fromEntries(
+        series.labels.filter(([name]) => name !== "worker" && name !== "host"),
+      );
       const [id, value] = "buckets" in series
         ? [seriesId(`${family.name}_count`, labels), series.count]
         : [seriesId(family.name, labels), series.value];

@@ -145,6 +145,16 @@ export const ConfigSchema = z.object({
         "(docs/deploy.md); unset: the Deno KV file at `KV_PATH`, one host",
     },
   ),
+  /**
+   * This machine's name in the shared store: its processes' metrics snapshots (the `host` label)
+   * and its local sandboxes' boot slots are its own. `null`: the hostname.
+   */
+  hostId: variable("HOST_ID", z.string().regex(/^[A-Za-z0-9._-]{1,64}$/), {
+    expected: "1 to 64 letters, digits, '.', '_' or '-'",
+    shown: "the hostname",
+    meaning: "this machine's name among the hosts sharing a store: the `host` label of its " +
+      "metrics, the owner of its local sandboxes' boot slots; unset: the hostname",
+  }),
   /** Connections each process keeps to the PostgreSQL store at most. */
   storePoolSize: variable("STORE_POOL_SIZE", int(1, 1000), {
     fallback: "16",
@@ -458,6 +468,8 @@ export interface ComputedConfig {
   readonly tokenizerPath: string;
   /** The engine's URL (`ENGINE_URL`, else its old name `SGLANG_URL`); `null`: the scripted one. */
   readonly engineUrl: string | null;
+  /** This machine's name among the hosts sharing the store (`HOST_ID`, else the hostname). */
+  readonly hostId: string;
 }
 
 /** The resolved, frozen configuration every module receives. */

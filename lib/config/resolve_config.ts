@@ -94,11 +94,17 @@ function joinVariables(parsed: ParsedConfig): Readonly<Config> {
     ...parsed,
     workers: privateStore ? 1 : workers === "auto" ? navigator.hardwareConcurrency : workers,
     tokenizerPath: tokenizerPath ?? defaultTokenizerPath(),
+    hostId: parsed.hostId ?? hostName(),
     engineUrl: engineUrl ?? sglangUrl,
     judgers: Object.freeze(parsed.judgers),
     e2b: Object.freeze(e2b),
     rollout: Object.freeze(parsed.rollout),
   });
+}
+
+/** The machine's hostname as a `HOST_ID` (characters outside the allowed set as `-`). */
+function hostName(): string {
+  return (Deno.hostname().replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 64)) || "localhost";
 }
 
 /** A variable's trimmed value, or its fallback when it is unset or blank. */

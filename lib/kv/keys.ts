@@ -44,6 +44,12 @@ export const keys = {
     rid: string,
     chunk: number,
   ): Deno.KvKey => ["turn_chunk", sessionId, chainId, index, rid, chunk],
+  /** Prefix of all turn chunks of a chain, discarded turns' included. */
+  chainChunks: (sessionId: string, chainId: string): Deno.KvKey => [
+    "turn_chunk",
+    sessionId,
+    chainId,
+  ],
   /** Prefix of all turn chunks of a session. */
   sessionChunks: (sessionId: string): Deno.KvKey => ["turn_chunk", sessionId],
   /**
@@ -168,16 +174,20 @@ export const keys = {
   /** Retries a rollout group's jobs have spent of its `retry_budget` (a sum). */
   rolloutRetries: (groupId: string): Deno.KvKey => ["rollout_retries", groupId],
   /**
-   * Until when no gateway process on this KV boots a sandbox: set when a boot fails, so a
-   * backend refusing boots (E2B's 429 in a spike) is backed off from by every process at once.
+   * Until when no gateway process boots a sandbox of `scope` (a host's local sandboxes, or one
+   * remote backend's): set when a boot fails, so a backend refusing boots (E2B's 429 in a spike)
+   * is backed off from by every process at once.
    */
-  rolloutBootBackoff: (): Deno.KvKey => ["rollout_boot_backoff"],
-  /** One of the sandbox boot slots every gateway process on this KV shares. */
-  rolloutBootSlot: (slot: number): Deno.KvKey => ["rollout_boot_slot", slot],
+  rolloutBootBackoff: (scope: string): Deno.KvKey => ["rollout_boot_backoff", scope],
+  /**
+   * One of the boot slots of `scope` (a host's local sandboxes, or one remote backend's), shared
+   * by every gateway process that boots there.
+   */
+  rolloutBootSlot: (scope: string, slot: number): Deno.KvKey => ["rollout_boot_slot", scope, slot],
   /** A gateway-wide secret shared by every process on this KV. */
   secret: (name: string): Deno.KvKey => ["secret", name],
-  /** The last metrics snapshot of worker `worker` (0 when it serves alone). */
-  metrics: (worker: number): Deno.KvKey => ["metrics", worker],
+  /** The last metrics snapshot of worker `worker` (0 when it serves alone) on host `host`. */
+  metrics: (host: string, worker: number): Deno.KvKey => ["metrics", host, worker],
   /** Prefix of every worker's metrics snapshot. */
   metricsAll: (): Deno.KvKey => ["metrics"],
 } as const;
@@ -239,7 +249,7 @@ export type ParsedKey =
   }
   | { readonly kind: "engine_failures"; readonly sessionId: string }
   | { readonly kind: "rollout_retries"; readonly groupId: string }
-  | { readonly kind: "rollout_boot_backoff" }
+  | { readonly kind: "rollout_boot_backoff"; readonly scope: string }
   | { readonly kind: "expiry"; readonly expiresAt: number; readonly sessionId: string }
   | { readonly kind: "rollout_group"; readonly groupId: string }
   | { readonly kind: "rollout_group_time"; readonly createdAt: number; readonly groupId: string }
@@ -255,9 +265,9 @@ export type ParsedKey =
     readonly chunk: number;
   }
   | { readonly kind: "rollout_expiry"; readonly expiresAt: number; readonly jobId: string }
-  | { readonly kind: "rollout_boot_slot"; readonly slot: number }
+  | { readonly kind: "rollout_boot_slot"; readonly scope: string; readonly slot: number }
   | { readonly kind: "secret"; readonly name: string }
-  | { readonly kind: "metrics"; readonly worker: number }
+  | { readonly kind: "metrics"; readonly host: string; readonly worker: number }
   | { readonly kind: "other"; readonly key: Deno.KvKey };
 
 const str = (part: Deno.KvKeyPart | undefined): part is string => typeof part === "string";
@@ -341,7 +351,7 @@ export function parseKey(key: Deno.KvKey): ParsedKey {
       if (n === 2 && str(a)) return { kind: "rollout_retries", groupId: a };
       break;
     case "rollout_boot_backoff":
-      if (n === 1) return { kind: "rollout_boot_backoff" };
+      if (n === 2 && str(a)) return { kind: "rollout_boot_backoff", scope: a };
       break;
     case "expiry":
       if (n === 3 && num(a) && str(b)) return { kind: "expiry", expiresAt: a, sessionId: b };
@@ -375,13 +385,13 @@ export function parseKey(key: Deno.KvKey): ParsedKey {
       if (n === 3 && num(a) && str(b)) return { kind: "rollout_expiry", expiresAt: a, jobId: b };
       break;
     case "rollout_boot_slot":
-      if (n === 2 && num(a)) return { kind: "rollout_boot_slot", slot: a };
+      if (n === 3 && str(a) && num(b)) return { kind: "rollout_boot_slot", scope: a, slot: b };
       break;
     case "secret":
       if (n === 2 && str(a)) return { kind: "secret", name: a };
       break;
     case "metrics":
-      if (n === 2 && num(a)) return { kind: "metrics", worker: a };
+      if (n === 3 && str(a) && num(b)) return { kind: "metrics", host: a, worker: b };
       break;
   }
   return { kind: "other", key };

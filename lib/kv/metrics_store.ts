@@ -1,7 +1,8 @@
 /**
- * Each worker's latest metrics snapshot, one entry per worker index, so the worker serving a
- * scrape shows the others too. An entry expires on its own (`expireIn`, which KV applies
- * lazily): readers go by the snapshot's own time, not by the entry's presence.
+ * Each worker's latest metrics snapshot, one entry per host and worker index, so the worker
+ * serving a scrape shows every other one, on its host and on the others sharing the store. An
+ * entry expires on its own (`expireIn`, which KV applies lazily): readers go by the snapshot's own
+ * time, not by the entry's presence.
  *
  * @module
  */
@@ -14,7 +15,7 @@ import type { Store } from "./store.ts";
 const SNAPSHOT_HEADROOM_BYTES = 1_024;
 
 /**
- * Writes worker `worker`'s snapshot, to expire after `expireInMs`.
+ * Writes the snapshot of worker `worker` of host `host`, to expire after `expireInMs`.
  *
  * @example
  * ```ts
@@ -22,7 +23,7 @@ const SNAPSHOT_HEADROOM_BYTES = 1_024;
  * import { writeMetricsSnapshot } from "./metrics_store.ts";
  * const kv = await Deno.openKv(":memory:");
  * const metrics = createMetrics();
- * await writeMetricsSnapshot(kv, 1, takeSnapshot(metrics.registry), METRICS_FRESH_MS);
+ * await writeMetricsSnapshot(kv, "host-a", 1, takeSnapshot(metrics.registry), METRICS_FRESH_MS);
  * kv.close();
  * ```
  *
@@ -31,6 +32,7 @@ const SNAPSHOT_HEADROOM_BYTES = 1_024;
  */
 export async function writeMetricsSnapshot(
   kv: Store,
+  host: string,
   worker: number,
   snapshot: MetricsSnapshot,
   expireInMs: number,
@@ -40,12 +42,20 @@ export async function writeMetricsSnapshot(
       `Cannot store a metrics snapshot of ${snapshot.values.byteLength} bytes: KV values hold ${KV_MAX_VALUE_BYTES}`,
     );
   }
-  const key = keys.metrics(worker);
+  const key = keys.metrics(host, worker);
   await commit(() => kv.atomic().set(key, snapshot, { expireIn: expireInMs }));
 }
 
+/** A snapshot as stored: whose it is. */
+export interface StoredSnapshot {
+  readonly host: string;
+  readonly worker: number;
+  readonly snapshot: MetricsSnapshot;
+}
+
 /**
- * Every worker's snapshot still in KV, by worker index (expired ones may linger: read `at`).
+ * Every worker's snapshot still in the store, by host then worker index (expired ones may linger
+ * in a KV file: read `at`).
  *
  * @example
  * ```ts
@@ -54,17 +64,19 @@ export async function writeMetricsSnapshot(
  * import { readMetricsSnapshots, writeMetricsSnapshot } from "./metrics_store.ts";
  * const kv = await Deno.openKv(":memory:");
  * const snapshot = takeSnapshot(createMetrics().registry, 1_700_000_000_000);
- * await writeMetricsSnapshot(kv, 1, snapshot, METRICS_FRESH_MS);
- * const snapshots = await readMetricsSnapshots(kv);
- * assert.equal(snapshots.get(1)?.at, 1_700_000_000_000); // when worker 1 last published
+ * await writeMetricsSnapshot(kv, "host-a", 1, snapshot, METRICS_FRESH_MS);
+ * const [stored] = await readMetricsSnapshots(kv);
+ * assert.equal(stored.snapshot.at, 1_700_000_000_000); // when host-a's worker 1 last published
  * kv.close();
  * ```
  */
-export async function readMetricsSnapshots(kv: Store): Promise<Map<number, MetricsSnapshot>> {
-  const snapshots = new Map<number, MetricsSnapshot>();
+export async function readMetricsSnapshots(kv: Store): Promise<StoredSnapshot[]> {
+  const snapshots: StoredSnapshot[] = [];
   for await (const entry of kv.list<MetricsSnapshot>({ prefix: keys.metricsAll() })) {
     const key = parseKey(entry.key);
-    if (key.kind === "metrics") snapshots.set(key.worker, entry.value);
+    if (key.kind === "metrics") {
+      snapshots.push({ host: key.host, worker: key.worker, snapshot: entry.value });
+    }
   }
   return snapshots;
 }

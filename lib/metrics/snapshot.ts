@@ -1,8 +1,9 @@
 /**
- * Metrics across worker processes. Each worker counts in its own registry and publishes a
- * snapshot of it (kept in KV per worker); the worker that serves a scrape shows its live
- * registry and the others' latest snapshots, every series labelled `worker="<i>"`. Counters
- * stay per process, as Prometheus expects: sum them across workers in PromQL.
+ * Metrics across worker processes and hosts. Each worker counts in its own registry and publishes
+ * a snapshot of it (kept in the store per host and worker); the worker that serves a scrape shows
+ * its live registry and every other worker's latest snapshot, on its host and on the others
+ * sharing the store, every series labelled `host="<id>",worker="<i>"`. Counters stay per process,
+ * as Prometheus expects: sum them across hosts and workers in PromQL.
  *
  * @module
  */
@@ -15,12 +16,14 @@ export interface MetricsSnapshot {
   readonly layout: string;
   /** When it was taken, in milliseconds since the epoch. */
   readonly at: number;
-  /** The registry's values as float64s in this machine's byte order (one KV file, one machine). */
+  /** The registry's values as float64s in the machine's byte order (every x86 and Arm host's). */
   readonly values: Uint8Array;
 }
 
 /** One worker's values, as the families are built from them. */
 export interface WorkerValues {
+  /** The worker's host (`HOST_ID`). */
+  readonly host: string;
   readonly worker: number;
   readonly values: Float64Array;
 }
@@ -82,9 +85,17 @@ export function snapshotValues(
   return new Float64Array(snapshot.values.slice().buffer);
 }
 
+/** A worker's snapshot as the store gives it back: whose it is. */
+export interface PublishedSnapshot {
+  readonly host: string;
+  readonly worker: number;
+  readonly snapshot: MetricsSnapshot;
+}
+
 /**
- * The workers a scrape shows: `self` with its live values, then every other worker whose
- * snapshot is of the same layout and at most {@linkcode METRICS_FRESH_MS} old, by index.
+ * The workers a scrape shows: `self` with its live values, then every other worker, of any host,
+ * whose snapshot is of the same layout and at most {@linkcode METRICS_FRESH_MS} old, by host
+ * then index.
  *
  * @example
  * ```ts
@@ -94,32 +105,34 @@ export function snapshotValues(
  * import { METRICS_FRESH_MS, takeSnapshot, workersToShow } from "./snapshot.ts";
  * const kv = await Deno.openKv(":memory:");
  * const metrics = createMetrics();
- * for (const worker of [1, 2]) {
- *   await writeMetricsSnapshot(kv, worker, takeSnapshot(metrics.registry), METRICS_FRESH_MS);
+ * for (const [host, worker] of [["a", 1], ["b", 0]] as const) {
+ *   await writeMetricsSnapshot(kv, host, worker, takeSnapshot(metrics.registry), METRICS_FRESH_MS);
  * }
- * const workers = workersToShow(metrics.registry, 0, await readMetricsSnapshots(kv));
- * assert.deepEqual(workers.map((w) => w.worker), [0, 1, 2]);
+ * const self = { host: "a", worker: 0 };
+ * const workers = workersToShow(metrics.registry, self, await readMetricsSnapshots(kv));
+ * assert.deepEqual(workers.map((w) => `${w.host}/${w.worker}`), ["a/0", "a/1", "b/0"]);
  * kv.close();
  * ```
  */
 export function workersToShow(
   registry: MetricsRegistry,
-  self: number,
-  snapshots: ReadonlyMap<number, MetricsSnapshot>,
+  self: { readonly host: string; readonly worker: number },
+  snapshots: readonly PublishedSnapshot[],
   now = Date.now(),
 ): WorkerValues[] {
-  const shown: WorkerValues[] = [{ worker: self, values: registry.values }];
-  for (const [worker, snapshot] of snapshots) {
-    if (worker === self || now - snapshot.at > METRICS_FRESH_MS) continue;
+  const shown: WorkerValues[] = [{ ...self, values: registry.values }];
+  for (const { host, worker, snapshot } of snapshots) {
+    if (host === self.host && worker === self.worker) continue;
+    if (now - snapshot.at > METRICS_FRESH_MS) continue;
     const values = snapshotValues(registry, snapshot);
-    if (values) shown.push({ worker, values });
+    if (values) shown.push({ host, worker, values });
   }
-  return shown.sort((a, b) => a.worker - b.worker);
+  return shown.sort((a, b) => a.host === b.host ? a.worker - b.worker : a.host < b.host ? -1 : 1);
 }
 
 /**
- * The registry's metrics over the values of `workers`, each series labelled with its worker
- * first: every combination of label values, zeros included.
+ * The registry's metrics over the values of `workers`, each series labelled with its host and
+ * worker first: every combination of label values, zeros included.
  *
  * @example
  * ```ts
@@ -130,9 +143,9 @@ export function workersToShow(
  * const metrics = createMetrics();
  * metrics.turns.inc("append");
  * const text = renderExposition(
- *   workerFamilies(metrics.registry, [{ worker: 0, values: metrics.registry.values }]),
+ *   workerFamilies(metrics.registry, [{ host: "a", worker: 0, values: metrics.registry.values }]),
  * );
- * assert.match(text, /rollout_gateway_turns_total\{worker="0",route="append"\} 1/);
+ * assert.match(text, /rollout_gateway_turns_total\{host="a",worker="0",route="append"\} 1/);
  * ```
  */
 export function workerFamilies(
@@ -144,23 +157,23 @@ export function workerFamilies(
     const head = { name: spec.name, help: spec.help };
     if (spec.type !== "histogram") {
       const out: ScalarSeries[] = [];
-      for (const { worker, values } of workers) {
+      for (const { host, worker, values } of workers) {
         for (let s = 0; s < series; s++) {
-          out.push({ labels: withWorker(worker, combos[s]), value: values[offset + s] });
+          out.push({ labels: withWorker(host, worker, combos[s]), value: values[offset + s] });
         }
       }
       return { ...head, type: spec.type, series: out };
     }
     const bounds = spec.buckets ?? [];
     const out: HistogramSeries[] = [];
-    for (const { worker, values } of workers) {
+    for (const { host, worker, values } of workers) {
       for (let s = 0; s < series; s++) {
         const first = offset + s * width;
         let count = 0;
         const buckets = bounds.map((le, b) => [le, count += values[first + b]] as const);
         count += values[first + bounds.length];
         const sum = values[first + bounds.length + 1];
-        out.push({ labels: withWorker(worker, combos[s]), buckets, sum, count });
+        out.push({ labels: withWorker(host, worker, combos[s]), buckets, sum, count });
       }
     }
     return { ...head, type: "histogram", series: out };
@@ -176,6 +189,6 @@ function labelCombos(labels: readonly (readonly [string, readonly string[]])[]):
   return combos;
 }
 
-function withWorker(worker: number, labels: LabelPairs): LabelPairs {
-  return [["worker", String(worker)], ...labels];
+function withWorker(host: string, worker: number, labels: LabelPairs): LabelPairs {
+  return [["host", host], ["worker", String(worker)], ...labels];
 }

@@ -1,7 +1,9 @@
 /**
- * Sandbox boots bounded across every gateway process on one KV: `slots` leases, one per boot in
- * progress. A boot waits for a free slot; a crashed holder's slot frees itself when its lease
- * runs out.
+ * Sandbox boots bounded across every gateway process that boots in one place: `slots` leases per
+ * scope, one per boot in progress. A scope is where boots spend: a host's own machine for a
+ * backend whose sandboxes run on the host (local sandboxes: each host has its own slots), or a
+ * remote backend (E2B: every host shares its slots and its backoff). A boot waits for a free
+ * slot; a crashed holder's slot frees itself when its lease runs out.
  *
  * @module
  */
@@ -24,7 +26,9 @@ import { sleep } from "../timing/mod.ts";
 
 /** How boot slots behave. */
 export interface BootSlotOptions {
-  /** Boots at once across all processes. */
+  /** Whose slots: see {@linkcode bootScope}. */
+  readonly scope: string;
+  /** Boots at once across all processes of the scope. */
   readonly slots: number;
   /** Lease lifetime of a slot, renewed while the boot runs. */
   readonly ttlMs: number;
@@ -39,7 +43,11 @@ export interface BootSlotOptions {
  * ```ts
  * import { acquireBootSlot } from "./boot_slots.ts";
  * const kv = await Deno.openKv(":memory:");
- * const slot = await acquireBootSlot(kv, "host:123/job_1", { slots: 4, ttlMs: 15_000 });
+ * const slot = await acquireBootSlot(kv, "host:123/job_1", {
+ *   scope: "host:gw-a",
+ *   slots: 4,
+ *   ttlMs: 15_000,
+ * });
  * try {
  *   // … boot the sandbox …
  * } finally {
@@ -61,7 +69,7 @@ export async function acquireBootSlot(
     const start = Math.floor(Math.random() * options.slots);
     for (let i = 0; i < options.slots; i++) {
       const slot = (start + i) % options.slots;
-      const attempt = await tryLease(kv, keys.rolloutBootSlot(slot), holder, lease);
+      const attempt = await tryLease(kv, keys.rolloutBootSlot(options.scope, slot), holder, lease);
       if ("lease" in attempt) return attempt.lease;
     }
     await sleep(delay * (0.5 + Math.random()), options.signal);
@@ -96,6 +104,7 @@ export interface BootPolicy {
  * const local = new LocalBackend({ root });
  * const backend = boundedBackend(kv, local, {
  *   holder: "host:123/job_1",
+ *   scope: "host:gw-a",
  *   slots: 4,
  *   ttlMs: 15_000,
  * });
@@ -113,14 +122,14 @@ export function boundedBackend(
 ): SandboxBackend {
   const boot = async (spec: SandboxSpec): Promise<Sandbox> => {
     for (let tries = 1;; tries++) {
-      await waitBootBackoff(kv, spec.signal);
+      await waitBootBackoff(kv, options.scope, spec.signal);
       const slot = await acquireBootSlot(kv, options.holder, { ...options, signal: spec.signal });
       try {
         return await timedBoot(backend, spec, options.bootMs);
       } catch (error) {
         if (!(error instanceof SandboxUnavailableError)) throw error;
         const delay = (options.backoffMs ?? 1000) * 2 ** (tries - 1) * (0.5 + Math.random());
-        await noteBootFailure(kv, Math.min(delay, MAX_BOOT_BACKOFF_MS));
+        await noteBootFailure(kv, options.scope, Math.min(delay, MAX_BOOT_BACKOFF_MS));
         if (tries >= BOOT_TRIES) throw error;
       } finally {
         await slot.release();
@@ -130,27 +139,43 @@ export function boundedBackend(
   return { ...backendFacts(backend), create: boot, close: () => backend.close() };
 }
 
+/**
+ * Whose boot slots and backoff a backend's boots take: the host's own (`HOST_ID`) when its
+ * sandboxes run on the host, else the backend's, which every host shares.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { LocalBackend } from "../sandbox/mod.ts";
+ * import { bootScope } from "./boot_slots.ts";
+ * assert.equal(bootScope(new LocalBackend({ root: "/tmp" }), "gw-a"), "host:gw-a");
+ * ```
+ */
+export function bootScope(backend: SandboxBackend, hostId: string): string {
+  return backend.capabilities.placement === "host" ? `host:${hostId}` : `backend:${backend.name}`;
+}
+
 /** Longest shared backoff after a failed boot. */
 const MAX_BOOT_BACKOFF_MS = 60_000;
 
-/** Pushes the shared boot backoff to at least `delayMs` from now. */
-async function noteBootFailure(kv: Store, delayMs: number): Promise<void> {
+/** Pushes the boot backoff of `scope` to at least `delayMs` from now. */
+async function noteBootFailure(kv: Store, scope: string, delayMs: number): Promise<void> {
   delayMs = Math.round(delayMs);
   const until = Date.now() + delayMs;
+  const key = keys.rolloutBootBackoff(scope);
   for (;;) {
-    const entry = await kv.get<number>(keys.rolloutBootBackoff());
+    const entry = await kv.get<number>(key);
     if ((entry.value ?? 0) >= until) return;
     const written = await commit(() =>
-      kv.atomic().check(entry)
-        .set(keys.rolloutBootBackoff(), until, { expireIn: delayMs + 60_000 })
+      kv.atomic().check(entry).set(key, until, { expireIn: delayMs + 60_000 })
     );
     if (written.ok) return;
   }
 }
 
-/** Waits until the shared boot backoff is over. */
-async function waitBootBackoff(kv: Store, signal?: AbortSignal): Promise<void> {
-  const until = (await kv.get<number>(keys.rolloutBootBackoff())).value ?? 0;
+/** Waits until the boot backoff of `scope` is over. */
+async function waitBootBackoff(kv: Store, scope: string, signal?: AbortSignal): Promise<void> {
+  const until = (await kv.get<number>(keys.rolloutBootBackoff(scope))).value ?? 0;
   const wait = Math.min(until - Date.now(), MAX_BOOT_BACKOFF_MS);
   if (wait > 0) await sleep(wait, signal);
 }

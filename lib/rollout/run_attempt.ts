@@ -34,7 +34,7 @@ import {
   readSessionSummary,
   setReward,
 } from "../session/mod.ts";
-import { boundedBackend } from "./boot_slots.ts";
+import { bootScope, boundedBackend } from "./boot_slots.ts";
 import { fillPrompt } from "./harness.ts";
 import {
   agentCommand,
@@ -67,8 +67,10 @@ export interface AttemptDeps {
   readonly contextLength: number;
   /** Each harness's CLI: on this machine (lent to local sandboxes), and for E2B to install. */
   readonly agents: AgentInstalls;
-  /** Sandbox boots at once across every process on the KV. */
+  /** Sandbox boots at once across every process booting in one place (`bootScope`). */
   readonly bootSlots: number;
+  /** This machine's name among the hosts sharing the store (`HOST_ID`). */
+  readonly hostId: string;
   readonly leaseTtlMs: number;
   /** Identifies this process in leases. */
   readonly holder: string;
@@ -197,20 +199,21 @@ export async function runAttempt(
     // networked one (a machine of its own) reaches the gateway over the network.
     const forwarded = backend.capabilities.gatewayReach === "forward";
     const gatewayUrl = new URL(deps.gatewayUrl());
-    sandbox = await boundedBackend(deps.kv, backend, slotsOf(deps, job.id, settings)).create({
-      repo: await repoSource(task, deps.evaluate.cacheDir),
-      commit: task.base_commit,
-      template: settings.sandbox.template ?? task.template,
-      metadata: { purpose: "agent", rollout_job: job.id },
-      network: !forwarded,
-      forward: forwarded
-        ? { port: GATEWAY_PORT_INSIDE, to: forwardTarget(gatewayUrl.href) }
-        : undefined,
-      binds,
-      // A backstop behind the wall-clock guard, which stops the attempt first.
-      lifetimeMs: Math.max(0, (job.deadlineAt ?? Date.now()) - Date.now()) + LIFETIME_SLACK_MS,
-      signal,
-    });
+    sandbox = await boundedBackend(deps.kv, backend, slotsOf(deps, backend, job.id, settings))
+      .create({
+        repo: await repoSource(task, deps.evaluate.cacheDir),
+        commit: task.base_commit,
+        template: settings.sandbox.template ?? task.template,
+        metadata: { purpose: "agent", rollout_job: job.id },
+        network: !forwarded,
+        forward: forwarded
+          ? { port: GATEWAY_PORT_INSIDE, to: forwardTarget(gatewayUrl.href) }
+          : undefined,
+        binds,
+        // A backstop behind the wall-clock guard, which stops the attempt first.
+        lifetimeMs: Math.max(0, (job.deadlineAt ?? Date.now()) - Date.now()) + LIFETIME_SLACK_MS,
+        signal,
+      });
     const base = await prepareWorkTree(sandbox, task, {
       timeoutMs: task.timeout_ms ?? deps.evaluate.timeoutMs,
       outputBytes: deps.outputBytes,
@@ -276,7 +279,7 @@ export async function runAttempt(
     const reward = await evaluate(
       {
         ...deps.evaluate,
-        backend: boundedBackend(deps.kv, backend, slotsOf(deps, job.id, settings)),
+        backend: boundedBackend(deps.kv, backend, slotsOf(deps, backend, job.id, settings)),
       },
       { task: graded, patch, signal },
     );
@@ -294,9 +297,15 @@ export async function runAttempt(
 }
 
 /** The boot slots and policy of this attempt's sandboxes. */
-function slotsOf(deps: AttemptDeps, jobId: string, settings: CliRolloutSettings) {
+function slotsOf(
+  deps: AttemptDeps,
+  backend: SandboxBackend,
+  jobId: string,
+  settings: CliRolloutSettings,
+) {
   return {
     holder: `${deps.holder}/${jobId}`,
+    scope: bootScope(backend, deps.hostId),
     slots: deps.bootSlots,
     ttlMs: deps.leaseTtlMs,
     bootMs: settings.budgets.boot_ms,

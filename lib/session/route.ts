@@ -19,8 +19,8 @@ import { PromptIds } from "../engine/mod.ts";
 import { keys } from "../kv/mod.ts";
 import {
   getChain,
+  readChainTokens,
   readLiveTurns,
-  readTurnTokens,
   registerChain,
   reopenChain,
 } from "./session_store.ts";
@@ -560,11 +560,12 @@ async function readTurnsPrompt(
 ): Promise<ChainHistory> {
   let prompt = PromptIds.from([]);
   const images: TurnImage[] = [];
-  for (const record of turns) {
-    const turn = await readTurnTokens(deps.kv, header.sessionId, header.id, record);
+  const tokens = await readChainTokens(deps.kv, header.sessionId, header.id, turns);
+  turns.forEach((record, i) => {
+    const turn = tokens[i];
     prompt = prompt.concat(turn.delta).concat(turn.output).concat(turn.closing);
     if (record.images) images.push(...record.images);
-  }
+  });
   return { prompt, images };
 }
 

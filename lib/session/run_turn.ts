@@ -49,6 +49,7 @@ import {
   getChain,
   noteEngineFailure,
   readAllTurns,
+  readChainTokens,
   readTurnTokens,
   writeTurnMessages,
 } from "./session_store.ts";
@@ -657,11 +658,12 @@ async function readTurnPrompt(
     if (turn.parent === null) break;
   }
   let prompt: number[] = [];
-  for (const turn of lineage) {
-    const tokens = await readTurnTokens(kv, sessionId, chainId, turn);
-    const parts = turn === record ? [tokens.delta] : [tokens.delta, tokens.output, tokens.closing];
+  const tokens = await readChainTokens(kv, sessionId, chainId, lineage);
+  lineage.forEach((turn, i) => {
+    const { delta, output, closing } = tokens[i];
+    const parts = turn === record ? [delta] : [delta, output, closing];
     prompt = prompt.concat(...parts.map((part) => Array.from(part)));
-  }
+  });
   if (prompt.length !== record.inputLen) {
     throw new Error(
       `Cannot rebuild the prompt of turn ${record.index} of chain "${chainId}": ${prompt.length} tokens, recorded ${record.inputLen}`,

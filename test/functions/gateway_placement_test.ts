@@ -270,7 +270,7 @@ Deno.test("/metrics counts prompt, cached and prefill tokens per engine worker",
     const values = countable(await parseExposition(await response.text()));
     const prompt = calls[0].inputIds.length + calls[1].inputIds.length;
     const cached = calls[0].inputIds.length + calls[0].output!.length;
-    const label = `{engine_worker="${worker}",worker="0"}`;
+    const label = `{engine_worker="${worker}",host="test-host",worker="0"}`;
     assert.equal(values.get(`rollout_gateway_engine_prompt_tokens_total${label}`), prompt);
     assert.equal(values.get(`rollout_gateway_engine_cached_tokens_total${label}`), cached);
     assert.equal(
@@ -278,7 +278,7 @@ Deno.test("/metrics counts prompt, cached and prefill tokens per engine worker",
       prompt - cached,
     );
     // Every configured worker has its series from the start: the idle one's are 0.
-    const idle = `{engine_worker="${1 - worker}",worker="0"}`;
+    const idle = `{engine_worker="${1 - worker}",host="test-host",worker="0"}`;
     assert.equal(values.get(`rollout_gateway_engine_prompt_tokens_total${idle}`), 0);
     assert.equal(values.get(`rollout_gateway_engine_worker_failures_total${idle}`), 0);
   } finally {

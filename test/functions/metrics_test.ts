@@ -147,20 +147,20 @@ Deno.test("a scripted episode moves the counters by exactly its turns, tokens, f
     );
     assert.ok(sum(cached) > 0, "later turns found their prefix cached");
     assert.deepEqual(moved(before, after), {
-      'rollout_gateway_turns_total{route="start",worker="0"}': 1,
-      'rollout_gateway_turns_total{route="append",worker="0"}': 2,
-      'rollout_gateway_turns_total{route="replay",worker="0"}': 1,
-      'rollout_gateway_turns_total{route="rewind",worker="0"}': 1,
-      'rollout_gateway_prompt_tokens_total{worker="0"}': sum(prompts),
-      'rollout_gateway_cached_tokens_total{worker="0"}': sum(cached),
-      'rollout_gateway_sampled_tokens_total{worker="0"}': sum(sampled),
-      'rollout_gateway_turn_flags_total{flag="engine_aborted",worker="0"}': 1,
-      'rollout_gateway_turn_flags_total{flag="ill_formed",worker="0"}': 1,
-      'rollout_gateway_engine_aborts_total{worker="0"}': 1,
-      'rollout_gateway_engine_resumes_total{worker="0"}': 1,
-      'rollout_gateway_engine_seconds_count{worker="0"}': 4,
-      'rollout_gateway_gateway_seconds_count{worker="0"}': 4,
-      'rollout_gateway_errors_total{code="authentication",worker="0"}': 1,
+      'rollout_gateway_turns_total{host="test-host",route="start",worker="0"}': 1,
+      'rollout_gateway_turns_total{host="test-host",route="append",worker="0"}': 2,
+      'rollout_gateway_turns_total{host="test-host",route="replay",worker="0"}': 1,
+      'rollout_gateway_turns_total{host="test-host",route="rewind",worker="0"}': 1,
+      'rollout_gateway_prompt_tokens_total{host="test-host",worker="0"}': sum(prompts),
+      'rollout_gateway_cached_tokens_total{host="test-host",worker="0"}': sum(cached),
+      'rollout_gateway_sampled_tokens_total{host="test-host",worker="0"}': sum(sampled),
+      'rollout_gateway_turn_flags_total{flag="engine_aborted",host="test-host",worker="0"}': 1,
+      'rollout_gateway_turn_flags_total{flag="ill_formed",host="test-host",worker="0"}': 1,
+      'rollout_gateway_engine_aborts_total{host="test-host",worker="0"}': 1,
+      'rollout_gateway_engine_resumes_total{host="test-host",worker="0"}': 1,
+      'rollout_gateway_engine_seconds_count{host="test-host",worker="0"}': 4,
+      'rollout_gateway_gateway_seconds_count{host="test-host",worker="0"}': 4,
+      'rollout_gateway_errors_total{code="authentication",host="test-host",worker="0"}': 1,
     });
   } finally {
     await gw.close();
@@ -180,12 +180,12 @@ Deno.test("the exposition names every metric once, with its help and type, and e
     assert.deepEqual(
       turns.data.map((series) => series.labels),
       ["append", "replay", "rewind", "realign", "resume", "start", "wipe", "subagent", "side"]
-        .map((route) => ({ worker: "0", route })),
+        .map((route) => ({ host: "test-host", worker: "0", route })),
     );
     const engine = parsed["rollout_gateway_engine_seconds"];
     assert.equal(engine.type, "histogram");
     assert.deepEqual(engine.data, [{
-      labels: { worker: "0" },
+      labels: { host: "test-host", worker: "0" },
       buckets: Object.fromEntries(
         ["0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "30", "60"]
           .concat(["120", "300", "+Inf"]).map((le) => [le, 0]),
@@ -220,16 +220,16 @@ Deno.test("a rollout group's tool turns appear once its jobs are done, and its j
     );
     // Each sample: find the user, look up the order, cancel it (three tool turns of six).
     assert.deepEqual(rollout, {
-      'rollout_gateway_rollout_jobs_total{phase="queued",worker="0"}': 2,
-      'rollout_gateway_rollout_jobs_total{phase="booting",worker="0"}': 2,
-      'rollout_gateway_rollout_jobs_total{phase="agent",worker="0"}': 2,
-      'rollout_gateway_rollout_jobs_total{phase="done",worker="0"}': 2,
+      'rollout_gateway_rollout_jobs_total{host="test-host",phase="queued",worker="0"}': 2,
+      'rollout_gateway_rollout_jobs_total{host="test-host",phase="booting",worker="0"}': 2,
+      'rollout_gateway_rollout_jobs_total{host="test-host",phase="agent",worker="0"}': 2,
+      'rollout_gateway_rollout_jobs_total{host="test-host",phase="done",worker="0"}': 2,
       [`rollout_gateway_group_tool_turns{group="${group_id}",stat="max"}`]: 3,
       [`rollout_gateway_group_tool_turns{group="${group_id}",stat="mean"}`]: 3,
       [`rollout_gateway_group_tool_turns{group="${group_id}",stat="min"}`]: 3,
     });
     assert.deepEqual(parsed["rollout_gateway_rollout_jobs_running"].data, [{
-      labels: { worker: "0" },
+      labels: { host: "test-host", worker: "0" },
       value: 0,
     }]);
   } finally {

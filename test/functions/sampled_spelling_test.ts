@@ -91,11 +91,13 @@ Deno.test("/metrics counts turns sampled in another split; ROUNDTRIP_POLICY=mask
       const { id } = await loop(gw, MESSAGES, true);
       const flags = moved(before, await scrape());
       assert.equal(
-        flags['rollout_gateway_turn_flags_total{flag="roundtrip_mismatch",worker="0"}'],
+        flags[
+          'rollout_gateway_turn_flags_total{flag="roundtrip_mismatch",host="test-host",worker="0"}'
+        ],
         2,
       );
       assert.equal(
-        flags['rollout_gateway_turn_flags_total{flag="masked",worker="0"}'],
+        flags['rollout_gateway_turn_flags_total{flag="masked",host="test-host",worker="0"}'],
         policy === "mask" ? 2 : undefined,
       );
       const [sample] = await gw.samples(id);

@@ -27,6 +27,7 @@ const CASES: {
     key: keys.turnChunk("s1", "c2", 3, "rid4", 5),
     parsed: { kind: "turn_chunk", sessionId: "s1", chainId: "c2", index: 3, rid: "rid4", chunk: 5 },
   },
+  chainChunks: { key: keys.chainChunks("s1", "c2"), parsed: "prefix" },
   sessionChunks: { key: keys.sessionChunks("s1"), parsed: "prefix" },
   turnMessages: {
     key: [...keys.turnMessages("s1", "c2", 3, "rid4"), 5],
@@ -77,8 +78,8 @@ const CASES: {
     parsed: { kind: "rollout_retries", groupId: "grp_1" },
   },
   rolloutBootBackoff: {
-    key: keys.rolloutBootBackoff(),
-    parsed: { kind: "rollout_boot_backoff" },
+    key: keys.rolloutBootBackoff("host:gw-a"),
+    parsed: { kind: "rollout_boot_backoff", scope: "host:gw-a" },
   },
   sessions: { key: keys.sessions(), parsed: "prefix" },
   expiry: {
@@ -121,11 +122,11 @@ const CASES: {
   },
   rolloutExpiries: { key: keys.rolloutExpiries(), parsed: "prefix" },
   rolloutBootSlot: {
-    key: keys.rolloutBootSlot(4),
-    parsed: { kind: "rollout_boot_slot", slot: 4 },
+    key: keys.rolloutBootSlot("backend:e2b", 4),
+    parsed: { kind: "rollout_boot_slot", scope: "backend:e2b", slot: 4 },
   },
   secret: { key: keys.secret("hmac"), parsed: { kind: "secret", name: "hmac" } },
-  metrics: { key: keys.metrics(1), parsed: { kind: "metrics", worker: 1 } },
+  metrics: { key: keys.metrics("h1", 1), parsed: { kind: "metrics", host: "h1", worker: 1 } },
   metricsAll: { key: keys.metricsAll(), parsed: "prefix" },
   turnReplays: {
     key: keys.turnReplays("s1", "c0", "rid4"),

@@ -177,6 +177,7 @@ Deno.test("acquireLease() counts a wait once, by lease, with how long it lasted;
       'rollout_gateway_lease_wait_seconds_count{lease="chain"}': 1,
     });
     const family = workerFamilies(metrics.registry, [{
+      host: "h",
       worker: 0,
       values: metrics.registry.values,
     }])

@@ -7,21 +7,25 @@ import {
 } from "../../lib/kv/mod.ts";
 import { createMetrics, METRICS_FRESH_MS, takeSnapshot } from "../../lib/metrics/mod.ts";
 
-Deno.test("writeMetricsSnapshot() keeps one snapshot per worker; readMetricsSnapshots() gives them back by index", async () => {
+Deno.test("writeMetricsSnapshot() keeps one snapshot per host and worker; readMetricsSnapshots() gives them back in order", async () => {
   const kv = await Deno.openKv(":memory:");
   try {
-    const [zero, one] = [createMetrics(), createMetrics()];
+    const [zero, one, other] = [createMetrics(), createMetrics(), createMetrics()];
     zero.turns.inc("append");
     one.sampledTokens.add(42);
-    await writeMetricsSnapshot(kv, 0, takeSnapshot(zero.registry, 1), METRICS_FRESH_MS);
-    await writeMetricsSnapshot(kv, 1, takeSnapshot(one.registry, 2), METRICS_FRESH_MS);
+    other.turns.inc("start");
+    await writeMetricsSnapshot(kv, "a", 0, takeSnapshot(zero.registry, 1), METRICS_FRESH_MS);
+    await writeMetricsSnapshot(kv, "a", 1, takeSnapshot(one.registry, 2), METRICS_FRESH_MS);
+    // Another host's worker 0: a snapshot of its own, not an overwrite of host a's.
+    await writeMetricsSnapshot(kv, "b", 0, takeSnapshot(other.registry, 2), METRICS_FRESH_MS);
     zero.turns.inc("append");
-    await writeMetricsSnapshot(kv, 0, takeSnapshot(zero.registry, 3), METRICS_FRESH_MS);
+    await writeMetricsSnapshot(kv, "a", 0, takeSnapshot(zero.registry, 3), METRICS_FRESH_MS);
     await kv.set(["metrics", "not-a-worker"], 1); // not a snapshot's key: ignored
-    const read = await readMetricsSnapshots(kv);
-    assert.deepEqual([...read.keys()], [0, 1]);
-    assert.deepEqual(read.get(0), takeSnapshot(zero.registry, 3));
-    assert.deepEqual(read.get(1), takeSnapshot(one.registry, 2));
+    assert.deepEqual(await readMetricsSnapshots(kv), [
+      { host: "a", worker: 0, snapshot: takeSnapshot(zero.registry, 3) },
+      { host: "a", worker: 1, snapshot: takeSnapshot(one.registry, 2) },
+      { host: "b", worker: 0, snapshot: takeSnapshot(other.registry, 2) },
+    ]);
   } finally {
     kv.close();
   }
@@ -38,8 +42,8 @@ Deno.test("a full snapshot of the gateway's metrics (8 bytes a slot, every slot 
       snapshot.values.byteLength <= KV_MAX_VALUE_BYTES / 16,
       `${snapshot.values.byteLength} bytes: room for the catalogue to grow many times over`,
     );
-    await writeMetricsSnapshot(kv, 7, snapshot, METRICS_FRESH_MS);
-    assert.deepEqual((await kv.get(keys.metrics(7))).value, snapshot);
+    await writeMetricsSnapshot(kv, "a", 7, snapshot, METRICS_FRESH_MS);
+    assert.deepEqual((await kv.get(keys.metrics("a", 7))).value, snapshot);
   } finally {
     kv.close();
   }
@@ -54,10 +58,10 @@ Deno.test("writeMetricsSnapshot() refuses a snapshot too large for a KV value, w
       values: new Uint8Array(KV_MAX_VALUE_BYTES - 1000),
     };
     await assert.rejects(
-      writeMetricsSnapshot(kv, 0, snapshot, METRICS_FRESH_MS),
+      writeMetricsSnapshot(kv, "a", 0, snapshot, METRICS_FRESH_MS),
       new RangeError("Cannot store a metrics snapshot of 64536 bytes: KV values hold 65536"),
     );
-    assert.equal((await readMetricsSnapshots(kv)).size, 0);
+    assert.equal((await readMetricsSnapshots(kv)).length, 0);
   } finally {
     kv.close();
   }

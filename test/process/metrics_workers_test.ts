@@ -36,7 +36,9 @@ async function onNewConnection(send: (client: Deno.HttpClient) => Promise<Respon
 function turnsByWorker(values: Map<string, number>): Record<string, number> {
   const turns: Record<string, number> = {};
   for (const [id, value] of values) {
-    const match = id.match(/^rollout_gateway_turns_total\{route="\w+",worker="(\d+)"\}$/);
+    const match = id.match(
+      /^rollout_gateway_turns_total\{host="[\w.-]+",route="\w+",worker="(\d+)"\}$/,
+    );
     if (match) turns[match[1]] = (turns[match[1]] ?? 0) + value;
   }
   return turns;

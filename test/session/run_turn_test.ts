@@ -219,3 +219,42 @@ Deno.test("gateways taking turns on one session route on what KV holds, not a st
     await first.close();
   }
 });
+
+/** Counts the store operations made through `kv` from now on (each a round trip). */
+function roundTrips(kv: Store): { count: number } {
+  const counter = { count: 0 };
+  const counted = <F extends (...args: never[]) => unknown>(f: F) =>
+    ((...args: Parameters<F>) => (counter.count++, f(...args))) as unknown as F;
+  kv.get = counted(kv.get.bind(kv));
+  kv.getMany = counted(kv.getMany.bind(kv));
+  kv.list = counted(kv.list.bind(kv));
+  const atomic = kv.atomic.bind(kv);
+  kv.atomic = () => {
+    const op = atomic();
+    op.commit = counted(op.commit.bind(op));
+    return op;
+  };
+  return counter;
+}
+
+Deno.test("a later turn on a process that has not cached its chain costs as many store round trips at 40 turns as at 4", async () => {
+  const costs: number[] = [];
+  for (const turns of [4, 40]) {
+    const script = [...Array.from({ length: turns }, (_, i) => call(`step ${i}`)), "Done."];
+    const first = await startGateway({ script });
+    const second = await startGateway({ script: ["Done."], kv: first.kv });
+    try {
+      const { token } = await first.openSession();
+      const messages: unknown[] = [{ role: "user", content: "Work." }];
+      for (let i = 0; i < turns; i++) answer(messages, await turn(first, token, messages), `${i}`);
+      const trips = roundTrips(first.kv);
+      await turn(second, token, messages);
+      costs.push(trips.count);
+    } finally {
+      await second.close();
+      await first.close();
+    }
+  }
+  assert.equal(costs[1], costs[0], `round trips at 4 and 40 turns: ${costs}`);
+  assert.ok(costs[0] <= 10, `${costs[0]} round trips`);
+});

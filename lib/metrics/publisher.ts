@@ -25,7 +25,7 @@ export interface Publishing {
  * const kv = await Deno.openKv(":memory:");
  * const metrics = createMetrics();
  * const publishing = startPublishing(() =>
- *   writeMetricsSnapshot(kv, 1, takeSnapshot(metrics.registry), METRICS_FRESH_MS)
+ *   writeMetricsSnapshot(kv, "gw-a", 1, takeSnapshot(metrics.registry), METRICS_FRESH_MS)
  * );
  * await publishing.stop();
  * kv.close();

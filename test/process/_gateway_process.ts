@@ -28,11 +28,17 @@ export interface GatewayProcess {
   close(): Promise<void>;
 }
 
-/** Starts `deno run -A functions/serve.ts` on 127.0.0.1 with a free port and `env`. */
-export async function spawnGateway(env: Record<string, string>): Promise<GatewayProcess> {
+/**
+ * Starts `deno run -A functions/serve.ts` on 127.0.0.1 with a free port and `env`, in the
+ * repository's folder or in `cwd` (a host's working folder of its own).
+ */
+export async function spawnGateway(
+  env: Record<string, string>,
+  cwd = ROOT,
+): Promise<GatewayProcess> {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "functions/serve.ts"],
-    cwd: ROOT,
+    args: ["run", "-A", "--config", `${ROOT}deno.json`, `${ROOT}functions/serve.ts`],
+    cwd,
     env: { NO_COLOR: "1", HOST: "127.0.0.1", PORT: "0", WORKERS: "1", ADMIN_TOKEN, ...env },
     stdin: "null",
     stdout: "piped",

@@ -1,0 +1,200 @@
+/**
+ * Two gateway hosts on one PostgreSQL store: separate processes, separate working and sandbox
+ * folders, no file in common, one engine. A Claude-Code-sized session whose turns alternate
+ * between the hosts is one exact chain; 32 sessions spread at random over both are each exact; a
+ * host killed mid-turn loses and forks nothing when the agent retries on the other; and any
+ * host's `/metrics` shows both hosts' counts, summing exactly.
+ */
+import assert from "node:assert/strict";
+import { type EngineCall, type Reply, startScriptedEngine } from "../../lib/scripted_engine/mod.ts";
+import { keys, openPostgresStore, type PostgresStore } from "../../lib/kv/mod.ts";
+import { pollUntil } from "../../lib/timing/mod.ts";
+import { answered, body, opening } from "../../bench/_claude_code_load.ts";
+import { assertChainExact, callsOfSample } from "../_chain_exact.ts";
+import { ADMIN_HEADERS, qwen3 } from "../_gateway.ts";
+import { type PostgresCluster, startPostgres } from "../_postgres.ts";
+import { countable, parseExposition } from "../_prometheus.ts";
+import { type GatewayProcess, openSession, samples, spawnGateway } from "./_gateway_process.ts";
+
+/** Model text that calls Claude Code's Bash tool with `command`. */
+const bashCall = (command: string) =>
+  `<tool_call>\n{"name": "Bash", "arguments": {"command": "${command}"}}\n</tool_call>`;
+
+/** Two hosts on one fresh database, and what they share: the engine and the store. */
+interface Fleet {
+  readonly hosts: GatewayProcess[];
+  readonly calls: EngineCall[];
+  readonly store: PostgresStore;
+  /** Starts host `name` again (after a kill), in its own folder. */
+  spawn(name: string): Promise<GatewayProcess>;
+  close(): Promise<void>;
+}
+
+let cluster: PostgresCluster | null = null;
+
+async function fleet(
+  script: (call: EngineCall) => Reply,
+  env: Record<string, string> = {},
+): Promise<Fleet> {
+  cluster ??= await startPostgres();
+  const url = await cluster.database();
+  const engine = await startScriptedEngine({ tokenizer: await qwen3(), script });
+  const folders: string[] = [];
+  const processes: GatewayProcess[] = [];
+  const spawn = async (name: string) => {
+    // A host of its own: its working folder, its sandboxes, nothing shared but the store.
+    const folder = await Deno.makeTempDir({ prefix: `rg-${name}-` });
+    folders.push(folder);
+    const gateway = await spawnGateway({
+      STORE_URL: url,
+      STORE_POOL_SIZE: "4",
+      HOST_ID: name,
+      ENGINE_URL: engine.url,
+      SANDBOX_ROOT: `${folder}/sandboxes`,
+      LEASE_TTL_MS: "3000",
+      ...env,
+    }, folder);
+    processes.push(gateway);
+    return gateway;
+  };
+  const hosts = [await spawn("gw-a"), await spawn("gw-b")];
+  const store = await openPostgresStore(url, {
+    maxConnections: 2,
+    statementTimeoutMs: 10_000,
+    connectTimeoutMs: 5_000,
+    sweepIntervalMs: 0,
+  });
+  return {
+    hosts,
+    calls: engine.calls,
+    store,
+    spawn,
+    async close() {
+      for (const gateway of processes) await gateway.close();
+      await store.end();
+      await engine.close();
+      for (const folder of folders) await Deno.remove(folder, { recursive: true });
+    },
+  };
+}
+
+/** A Claude-Code-sized turn (12 tools, a 7 KB system prompt, the history so far) on `url`. */
+async function turn(url: string, token: string, messages: ReturnType<typeof opening>) {
+  const response = await fetch(`${url}/v1/messages`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: body(messages),
+  });
+  assert.equal(response.status, 200, await response.clone().text());
+  return await response.json();
+}
+
+Deno.test("two hosts on one PostgreSQL store: a session alternating between them is one exact chain, 32 at random are each exact, and /metrics sums both", async () => {
+  let turns = 0;
+  const f = await fleet(() => bashCall(`step ${turns++}`));
+  try {
+    const [a, b] = f.hosts;
+    // One Claude-Code-sized session, every turn on the other host.
+    const { id, token } = await openSession(a.url);
+    const messages = opening(0);
+    for (let k = 0; k < 8; k++) {
+      answered(messages, await turn(f.hosts[k % 2].url, token, messages), k);
+    }
+    const alternating = await samples(b.url, id);
+    assertChainExact(f.calls.slice(0, 8), alternating, "alternating");
+    assert.deepEqual(await samples(a.url, id), alternating);
+
+    // 32 sessions at once, each turn on a host picked at random.
+    const sessions = await Promise.all(Array.from({ length: 32 }, () => openSession(a.url)));
+    await Promise.all(sessions.map(async ({ token }, s) => {
+      const messages = opening(s + 1);
+      for (let k = 0; k < 4; k++) {
+        const host = f.hosts[Math.floor(Math.random() * 2)];
+        answered(messages, await turn(host.url, token, messages), 100 * s + k);
+      }
+    }));
+    for (const { id } of sessions) {
+      const recorded = await samples(f.hosts[Math.floor(Math.random() * 2)].url, id);
+      assertChainExact(callsOfSample(f.calls, recorded[0]), recorded, id);
+      assert.equal(recorded[0].turns.length, 4);
+    }
+
+    // Either host's scrape shows both hosts' counts, once each: they sum to every turn served.
+    const served = 8 + 32 * 4;
+    const summed = async (url: string) => {
+      const response = await fetch(`${url}/metrics`, { headers: ADMIN_HEADERS });
+      const values = countable(await parseExposition(await response.text()));
+      let total = 0;
+      const hosts = new Set<string>();
+      for (const [series, value] of values) {
+        const match = series.match(/^rollout_gateway_turns_total\{host="([^"]+)",route=/);
+        if (match) (total += value, hosts.add(match[1]));
+      }
+      return { total, hosts: [...hosts].sort() };
+    };
+    for (const host of f.hosts) {
+      const published = await pollUntil(async () => (await summed(host.url)).total === served, {
+        timeoutMs: 20_000,
+        intervalMs: 200,
+      });
+      assert.ok(published, `${host.url}: ${JSON.stringify(await summed(host.url))}`);
+      assert.deepEqual((await summed(host.url)).hosts, ["gw-a", "gw-b"]);
+    }
+  } finally {
+    await f.close();
+  }
+});
+
+Deno.test("a host killed mid-turn on a shared PostgreSQL store: the agent's retry on the other host loses and forks nothing", async () => {
+  let slow = true;
+  let turns = 0;
+  const f = await fleet(() => {
+    const text = bashCall(`step ${turns++}`);
+    // The third turn is slow the first time: its host is killed while it generates.
+    if (turns === 3 && slow) return (slow = false, { text, latencyMs: 1_000 });
+    return text;
+  });
+  try {
+    const [a, b] = f.hosts;
+    const { id, token } = await openSession(a.url);
+    const messages = opening(0);
+    for (let k = 0; k < 2; k++) answered(messages, await turn(a.url, token, messages), k);
+    const before = await samples(b.url, id);
+    const killedTurn = fetch(`${a.url}/v1/messages`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: body(messages),
+    }).then((response) => response.status, (error: unknown) => error);
+    assert.ok(
+      await pollUntil(() => f.calls.length === 3, { timeoutMs: 10_000, intervalMs: 10 }),
+      "the third turn reached the engine",
+    );
+    const killedRid = f.calls[2].rid;
+    await a.kill("SIGKILL");
+    assert.ok(await killedTurn instanceof TypeError, "the agent saw its connection fail");
+
+    // The agent retries the same request on the other host: it waits out the dead lease.
+    answered(messages, await turn(b.url, token, messages), 2);
+    const after = await samples(b.url, id);
+    assert.deepEqual(
+      f.calls.map((call) => call.rid).filter((rid) => rid !== killedRid).length,
+      3,
+    );
+    assertChainExact(f.calls.filter((call) => call.rid !== killedRid), after);
+    assert.deepEqual(after[0].turns.slice(0, 2), before[0].turns, "committed turns unchanged");
+    assert.deepEqual(f.calls[3].inputIds, f.calls[2].inputIds, "the same prompt, from the store");
+    // Nothing of the killed attempt is in the store.
+    const written: string[] = [];
+    for (const prefix of [keys.sessionTurns(id), keys.sessionChunks(id)]) {
+      for await (const entry of f.store.list({ prefix })) written.push(JSON.stringify(entry.key));
+    }
+    assert.equal(written.filter((key) => key.includes(killedRid)).length, 0);
+    // A host started again in its place serves the same samples.
+    const again = await f.spawn("gw-a");
+    assert.deepEqual(await samples(again.url, id), after);
+  } finally {
+    await f.close();
+    await cluster?.close();
+    cluster = null;
+  }
+});

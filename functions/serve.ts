@@ -29,15 +29,17 @@ const SWEEP_INTERVAL_MS = 60_000;
 
 /**
  * All functions mounted on one app, served from the edge (`_edge.ts`). A worker of several names
- * itself on every response (`x-gateway-worker`), so an operator can tell which process served
- * what.
+ * itself on every response (`x-gateway-worker`), and a host on a shared store names its host
+ * (`x-gateway-host`, its `HOST_ID`), so an operator can tell which process served what.
  */
 export function createGatewayApp(deps: Deps, worker: number | null = null): Hono {
   const app = new Hono();
-  if (worker !== null) {
+  const host = deps.config.storeUrl === null ? null : deps.config.hostId;
+  if (worker !== null || host !== null) {
     app.use(async (c, next) => {
       await next();
-      c.res.headers.set("x-gateway-worker", String(worker));
+      if (worker !== null) c.res.headers.set("x-gateway-worker", String(worker));
+      if (host !== null) c.res.headers.set("x-gateway-host", host);
     });
   }
   app.route("/", createAgentsApp(deps));

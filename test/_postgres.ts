@@ -1,7 +1,8 @@
 /**
  * A throwaway PostgreSQL cluster for the tests that run on the shared store: Debian's PostgreSQL
  * (`.ci/run` and `tools/setup.ts --tests` install it), `initdb` into a temporary folder as an
- * unprivileged user (PostgreSQL will not run as root), a free port on loopback, no fsync; never a
+ * unprivileged user (PostgreSQL will not run as root), a free port on loopback, no fsync (a killed
+ * server loses nothing: commits are written to the OS, which outlives it); never a
  * system service, never the network. Each test gets a database of its own
  * ({@linkcode PostgresCluster.database}).
  *
@@ -85,7 +86,7 @@ export async function startPostgres(): Promise<PostgresCluster> {
       `${dir}/log`,
       "-w",
       "-o",
-      `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off`,
+      `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
       "start",
     ], root).then(() => {});
   const stop = (mode: string) =>

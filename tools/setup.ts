@@ -4,8 +4,9 @@
  *
  * - Debian packages, with apt-get (as root, or through sudo): `git` and `bubblewrap` (local
  *   sandboxes) for serving; with `--tests` also `python3-pytest` (a fixture task's runner),
- *   `chromium` (the viewer's browser test) and `postgresql` (the shared-store tests start
- *   throwaway clusters of their own: installing it starts no service, `policy-rc.d` says no).
+ *   `chromium` (the viewer's browser test), `postgresql` (the shared-store tests start
+ *   throwaway clusters of their own: installing it starts no service, `policy-rc.d` says no) and
+ *   `haproxy` (the load balancer of docs/deploy.md, tested in front of two hosts).
  * - Each registered harness's pinned CLI (`lib/rollout/harnesses.ts`; its package pinned in
  *   `tools/<folder>/package.json`, installed from its lock file): the agents of `/rollout` and of
  *   the tests that drive the real CLIs — Claude Code and Qwen Code always, Codex with `--tests`.
@@ -50,6 +51,8 @@ const PACKAGES: SystemPackage[] = [
       { name: "chromium", present: () => runs("/usr/bin/chromium", ["--version"]) },
       // The shared-store tests run Debian's PostgreSQL programs (test/_postgres.ts).
       { name: "postgresql", present: () => hasPostgres() },
+      // The load balancer of docs/deploy.md, tested in front of two hosts.
+      { name: "haproxy", present: () => runs("/usr/sbin/haproxy", ["-v"]) },
     ]
     : []),
 ];

@@ -19,3 +19,4 @@ export * from "./store.ts";
 export * from "./key_codec.ts";
 export * from "./postgres_store.ts";
 export * from "./open_store.ts";
+export * from "./copy_store.ts";

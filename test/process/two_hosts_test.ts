@@ -6,92 +6,23 @@
  * host's `/metrics` shows both hosts' counts, summing exactly.
  */
 import assert from "node:assert/strict";
-import { type EngineCall, type Reply, startScriptedEngine } from "../../lib/scripted_engine/mod.ts";
-import { keys, openPostgresStore, type PostgresStore } from "../../lib/kv/mod.ts";
+import { keys } from "../../lib/kv/mod.ts";
 import { pollUntil } from "../../lib/timing/mod.ts";
 import { answered, body, opening } from "../../bench/_claude_code_load.ts";
 import { assertChainExact, callsOfSample } from "../_chain_exact.ts";
-import { ADMIN_HEADERS, qwen3 } from "../_gateway.ts";
+import { ADMIN_HEADERS } from "../_gateway.ts";
 import { type PostgresCluster, startPostgres } from "../_postgres.ts";
 import { countable, parseExposition } from "../_prometheus.ts";
-import { type GatewayProcess, openSession, samples, spawnGateway } from "./_gateway_process.ts";
+import { openSession, samples } from "./_gateway_process.ts";
+import { bashCall, fleet, turn } from "./_fleet.ts";
 
-/** Model text that calls Claude Code's Bash tool with `command`. */
-const bashCall = (command: string) =>
-  `<tool_call>\n{"name": "Bash", "arguments": {"command": "${command}"}}\n</tool_call>`;
-
-/** Two hosts on one fresh database, and what they share: the engine and the store. */
-interface Fleet {
-  readonly hosts: GatewayProcess[];
-  readonly calls: EngineCall[];
-  readonly store: PostgresStore;
-  /** Starts host `name` again (after a kill), in its own folder. */
-  spawn(name: string): Promise<GatewayProcess>;
-  close(): Promise<void>;
-}
-
+/** One cluster for the file's tests, each on a database of its own. */
 let cluster: PostgresCluster | null = null;
-
-async function fleet(
-  script: (call: EngineCall) => Reply,
-  env: Record<string, string> = {},
-): Promise<Fleet> {
-  cluster ??= await startPostgres();
-  const url = await cluster.database();
-  const engine = await startScriptedEngine({ tokenizer: await qwen3(), script });
-  const folders: string[] = [];
-  const processes: GatewayProcess[] = [];
-  const spawn = async (name: string) => {
-    // A host of its own: its working folder, its sandboxes, nothing shared but the store.
-    const folder = await Deno.makeTempDir({ prefix: `rg-${name}-` });
-    folders.push(folder);
-    const gateway = await spawnGateway({
-      STORE_URL: url,
-      STORE_POOL_SIZE: "4",
-      HOST_ID: name,
-      ENGINE_URL: engine.url,
-      SANDBOX_ROOT: `${folder}/sandboxes`,
-      LEASE_TTL_MS: "3000",
-      ...env,
-    }, folder);
-    processes.push(gateway);
-    return gateway;
-  };
-  const hosts = [await spawn("gw-a"), await spawn("gw-b")];
-  const store = await openPostgresStore(url, {
-    maxConnections: 2,
-    statementTimeoutMs: 10_000,
-    connectTimeoutMs: 5_000,
-    sweepIntervalMs: 0,
-  });
-  return {
-    hosts,
-    calls: engine.calls,
-    store,
-    spawn,
-    async close() {
-      for (const gateway of processes) await gateway.close();
-      await store.end();
-      await engine.close();
-      for (const folder of folders) await Deno.remove(folder, { recursive: true });
-    },
-  };
-}
-
-/** A Claude-Code-sized turn (12 tools, a 7 KB system prompt, the history so far) on `url`. */
-async function turn(url: string, token: string, messages: ReturnType<typeof opening>) {
-  const response = await fetch(`${url}/v1/messages`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: body(messages),
-  });
-  assert.equal(response.status, 200, await response.clone().text());
-  return await response.json();
-}
 
 Deno.test("two hosts on one PostgreSQL store: a session alternating between them is one exact chain, 32 at random are each exact, and /metrics sums both", async () => {
   let turns = 0;
-  const f = await fleet(() => bashCall(`step ${turns++}`));
+  cluster ??= await startPostgres();
+  const f = await fleet(() => bashCall(`step ${turns++}`), {}, cluster);
   try {
     const [a, b] = f.hosts;
     // One Claude-Code-sized session, every turn on the other host.
@@ -148,12 +79,17 @@ Deno.test("two hosts on one PostgreSQL store: a session alternating between them
 Deno.test("a host killed mid-turn on a shared PostgreSQL store: the agent's retry on the other host loses and forks nothing", async () => {
   let slow = true;
   let turns = 0;
-  const f = await fleet(() => {
-    const text = bashCall(`step ${turns++}`);
-    // The third turn is slow the first time: its host is killed while it generates.
-    if (turns === 3 && slow) return (slow = false, { text, latencyMs: 1_000 });
-    return text;
-  });
+  cluster ??= await startPostgres();
+  const f = await fleet(
+    () => {
+      const text = bashCall(`step ${turns++}`);
+      // The third turn is slow the first time: its host is killed while it generates.
+      if (turns === 3 && slow) return (slow = false, { text, latencyMs: 1_000 });
+      return text;
+    },
+    {},
+    cluster,
+  );
   try {
     const [a, b] = f.hosts;
     const { id, token } = await openSession(a.url);

@@ -147,6 +147,8 @@ export interface DepsOverrides {
   readonly recurringFields?: RecurringFields;
   /** The thread engine requests are made on (one several gateways share); left open on close. */
   readonly engineHttpWorker?: EngineHttpWorker;
+  /** The clock leases are taken and renewed by (a test's, skewed as another host's may be). */
+  readonly clock?: () => number;
 }
 
 /**
@@ -240,7 +242,12 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   );
   const sandbox = sandboxes.get(overrides.sandbox?.name ?? config.sandboxBackend)!;
   const holder = `${config.hostId}:${Deno.pid}`;
-  const lease = { ttlMs: config.leaseTtlMs, waitMs: config.lockWaitMs, metrics };
+  const lease = {
+    ttlMs: config.leaseTtlMs,
+    waitMs: config.lockWaitMs,
+    metrics,
+    ...(overrides.clock ? { now: overrides.clock } : {}),
+  };
   // Only placement and engine sessions hold anything a chain that ends lets go: without them a
   // session's delete reads no summary to tell the engine.
   const holds = config.enginePlacement === "gateway" || config.engineSessions;
@@ -609,20 +616,31 @@ export function loweringOptions(
 let fromEnv: Promise<Deps> | null = null;
 
 /**
- * An app for `deno serve functions/<name>.ts`: on the first request it builds deps from the
- * environment and the real app from them, served from the edge (`_edge.ts`), then delegates every
- * request to it.
+ * An app for `deno serve functions/<name>.ts`: it builds deps from the environment and the real
+ * app from them, served from the edge (`_edge.ts`), then delegates every request to it. Under
+ * `deno serve` that happens once the server listens (its `onListen`), so a function served alone
+ * is ready — its banner printed, a rollout function's worker running — before any request; an app
+ * used otherwise (a test's `app.request()`) builds them on its first request. A configuration
+ * that cannot start stops the process, saying why.
  */
 export function lazyApp(create: (deps: Deps) => Hono): Hono {
   let real: Promise<Hono> | null = null;
-  const app = new Hono();
-  app.all("*", async (c) => {
+  const build = (origin: string) => {
     fromEnv ??= buildDeps(resolveConfig(Deno.env.toObject())).then((deps) => {
-      console.log(banner(deps, new URL(c.req.url).origin));
+      deps.setListening(origin);
+      console.log(banner(deps, origin));
       return deps;
     });
-    real ??= fromEnv.then((deps) => atEdge(create(deps), errorOptions(deps)));
-    return (await real).fetch(c.req.raw);
-  });
-  return app;
+    return real ??= fromEnv.then((deps) => atEdge(create(deps), errorOptions(deps)));
+  };
+  const app = new Hono();
+  app.all("*", async (c) => (await build(new URL(c.req.url).origin)).fetch(c.req.raw));
+  const onListen = ({ hostname, port }: { hostname: string; port: number }) => {
+    const local = hostname === "0.0.0.0" || hostname === "::" ? "127.0.0.1" : hostname;
+    build(`http://${local.includes(":") ? `[${local}]` : local}:${port}`).catch((error) => {
+      console.error(`Cannot start: ${error instanceof Error ? error.message : error}`);
+      Deno.exit(1);
+    });
+  };
+  return Object.assign(app, { onListen });
 }

@@ -231,6 +231,8 @@ export async function startGateway(
     vision?: ScriptedEngineOptions["vision"];
     /** The memo of agents' recurring fields, in place of the default one. */
     recurringFields?: RecurringFields;
+    /** The clock its leases go by (another host's, running ahead or behind). */
+    clock?: () => number;
   } = {},
 ): Promise<TestGateway> {
   const tok = options.tokenizer ?? await qwen3();
@@ -274,6 +276,7 @@ export async function startGateway(
     encoderPool: sharedPool,
     recurringFields: options.recurringFields,
     engineHttpWorker: sharedHttpWorker,
+    clock: options.clock,
   });
   const app = createGatewayApp(deps);
   const exchanges: Exchange[] = [];

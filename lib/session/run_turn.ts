@@ -72,7 +72,7 @@ export interface TurnDeps extends RouteDeps {
   readonly contextLength: number;
   readonly roundtripPolicy: RoundtripPolicy;
   /** How long a lease lasts and how long a request waits for a busy session or chain. */
-  readonly lease: Pick<LeaseOptions, "ttlMs" | "waitMs">;
+  readonly lease: Pick<LeaseOptions, "ttlMs" | "waitMs" | "now">;
   /** This process, as it names itself in the leases it holds. */
   readonly holder: string;
   /** Counts this process's running turns (what `adaptiveEncoder` asks); none without it. */

@@ -30,13 +30,14 @@ export interface Fleet {
 }
 
 /**
- * Two hosts, `gw-a` and `gw-b`, on a fresh database of `cluster` (a new cluster when none is
- * given, stopped with the fleet), the engine answering with `script`.
+ * Hosts `names` (`gw-a` and `gw-b` unless said) on a fresh database of `shared` (a new cluster
+ * when none is given, stopped with the fleet), the engine answering with `script`.
  */
 export async function fleet(
   script: (call: EngineCall) => Reply,
   env: Record<string, string> = {},
   shared?: PostgresCluster,
+  names: readonly string[] = ["gw-a", "gw-b"],
 ): Promise<Fleet> {
   const cluster = shared ?? await startPostgres();
   const url = await cluster.database();
@@ -59,7 +60,8 @@ export async function fleet(
     processes.push(gateway);
     return gateway;
   };
-  const hosts = [await spawn("gw-a"), await spawn("gw-b")];
+  const hosts: GatewayProcess[] = [];
+  for (const name of names) hosts.push(await spawn(name));
   const store = await openPostgresStore(url, {
     maxConnections: 2,
     statementTimeoutMs: 10_000,

@@ -30,14 +30,27 @@ export interface GatewayProcess {
 
 /**
  * Starts `deno run -A functions/serve.ts` on 127.0.0.1 with a free port and `env`, in the
- * repository's folder or in `cwd` (a host's working folder of its own).
+ * repository's folder or in `cwd` (a host's working folder of its own); with `alone`, one
+ * function file served by itself instead (`deno serve -A functions/<alone>.ts`).
  */
 export async function spawnGateway(
   env: Record<string, string>,
   cwd = ROOT,
+  alone?: string,
 ): Promise<GatewayProcess> {
+  const config = ["--config", `${ROOT}deno.json`];
+  const args = alone === undefined ? ["run", "-A", ...config, `${ROOT}functions/serve.ts`] : [
+    "serve",
+    "-A",
+    ...config,
+    "--host",
+    "127.0.0.1",
+    "--port",
+    String(freePort()),
+    `${ROOT}functions/${alone}.ts`,
+  ];
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--config", `${ROOT}deno.json`, `${ROOT}functions/serve.ts`],
+    args,
     cwd,
     env: { NO_COLOR: "1", HOST: "127.0.0.1", PORT: "0", WORKERS: "1", ADMIN_TOKEN, ...env },
     stdin: "null",
@@ -87,6 +100,14 @@ export async function spawnGateway(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A port nothing listens on now. */
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
 }
 
 /** The pids serving requests: the workers a supervisor's banner names, else the process itself. */

@@ -15,6 +15,9 @@ import { type PostgresCluster, startPostgres } from "../_postgres.ts";
 import { countable, parseExposition } from "../_prometheus.ts";
 import { openSession, samples } from "./_gateway_process.ts";
 import { bashCall, fleet, turn } from "./_fleet.ts";
+import { processesWith, waitFor } from "../_host.ts";
+import { fixtureTask } from "../evaluate/_tasks.ts";
+import { awaitJob, submit } from "../rollout/_rollout.ts";
 
 /** One cluster for the file's tests, each on a database of its own. */
 let cluster: PostgresCluster | null = null;
@@ -128,6 +131,48 @@ Deno.test("a host killed mid-turn on a shared PostgreSQL store: the agent's retr
     // A host started again in its place serves the same samples.
     const again = await f.spawn("gw-a");
     assert.deepEqual(await samples(again.url, id), after);
+  } finally {
+    await f.close();
+  }
+});
+
+Deno.test("a rollout group submitted to one host completes on another after the first is killed", async () => {
+  cluster ??= await startPostgres();
+  const marker = `rg_hosts_${crypto.randomUUID().slice(0, 8)}`;
+  // The agent's turns are slow, so its host dies while it works.
+  const f = await fleet(
+    () => ({ text: "Done.", latencyMs: 100 }),
+    { LEASE_TTL_MS: "2000", ROLLOUT_POLL_MS: "100", ROLLOUT_CONCURRENCY: "2" },
+    cluster,
+    ["gw-a"],
+  );
+  try {
+    const [a] = f.hosts;
+    const { task } = await fixtureTask("python_unittest");
+    const agent = { prompt_template: `{problem_statement}\n${marker}` };
+    const { group_id, jobs } = await submit(a, { task, n: 2, max_attempts: 2, agent });
+    for (const { id } of jobs) {
+      await awaitJob(a, id, (view) => view.phase === "agent" && view.progress.elapsed_ms > 0);
+    }
+    await waitFor(async () => (await processesWith(marker)).length > 0, "the agents to start");
+    await a.kill("SIGKILL");
+
+    // Another host, with its own folders, on the same store: it takes the jobs over.
+    const b = await f.spawn("gw-b");
+    for (const { id } of jobs) {
+      const view = await awaitJob(b, id);
+      assert.equal(view.phase, "done", JSON.stringify(view));
+      assert.equal(view.attempt, 2);
+      assert.match(
+        view.detail,
+        /^Attempt 1 of 2 lost its worker \(gw-a:\d+\) in phase agent$/,
+      );
+      assert.equal(typeof view.result.reward.score, "number");
+    }
+    const group = await (await fetch(`${b.url}/rollout?group_id=${group_id}`, {
+      headers: ADMIN_HEADERS,
+    })).json();
+    assert.equal(group.complete, true, JSON.stringify(group));
   } finally {
     await f.close();
     await cluster?.close();

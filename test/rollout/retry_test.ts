@@ -147,7 +147,7 @@ Deno.test("a boot that hangs is given up after budgets.boot_ms and booted again"
         : Promise.resolve(),
     async (gw, local) => {
       const { task } = await fixtureTask("python_unittest");
-      const submitted = await submit(gw, { task, budgets: { boot_ms: 300 }, ...FAST });
+      const submitted = await submit(gw, { task, budgets: { boot_ms: 2_000 }, ...FAST });
       const view = await awaitJob(gw, submitted.jobs[0].id, undefined, 60_000);
       assert.deepEqual([view.phase, view.outcome, view.attempt], ["done", "agent", 1]);
       assert.equal(view.result.reward.score, 1);

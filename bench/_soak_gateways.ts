@@ -27,6 +27,11 @@ export interface RssSample {
 export interface GatewayPairOptions {
   /** Environment of both processes (`KV_PATH`, `SGLANG_URL`…). */
   readonly env: Record<string, string>;
+  /**
+   * The processes are two hosts (on a shared store): each runs in a folder of its own with a
+   * `HOST_ID` of its own, the killed one started again as the same host.
+   */
+  readonly hosts?: boolean;
   /** The killed process lives a random time in this range, in milliseconds. */
   readonly killEveryMs: readonly [number, number];
   readonly rssEveryMs: number;
@@ -54,7 +59,16 @@ export interface GatewayPair {
 
 /** Starts both processes, then kills and restarts the second one until told to stop. */
 export async function startGatewayPair(options: GatewayPairOptions): Promise<GatewayPair> {
-  const started = await Promise.allSettled([spawnGateway(options.env), spawnGateway(options.env)]);
+  const folders: string[] = [];
+  const hostOf = async (name: string): Promise<[Record<string, string>, string | undefined]> => {
+    if (!options.hosts) return [options.env, undefined];
+    const folder = await Deno.makeTempDir({ prefix: `soak-${name}-` });
+    folders.push(folder);
+    return [{ ...options.env, HOST_ID: name, SANDBOX_ROOT: `${folder}/sandboxes` }, folder];
+  };
+  const [stableHost, killedHost] = [await hostOf("soak-stable"), await hostOf("soak-killed")];
+  const spawnKilled = () => spawnGateway(...killedHost);
+  const started = await Promise.allSettled([spawnGateway(...stableHost), spawnKilled()]);
   const failed = started.find((result) => result.status === "rejected");
   if (failed) {
     for (const result of started) if (result.status === "fulfilled") await result.value.close();
@@ -93,7 +107,7 @@ export async function startGatewayPair(options: GatewayPairOptions): Promise<Gat
       problems.push(...problemLines(dying));
       for (let attempt = 1; !victim && attempt <= RESTART_ATTEMPTS; attempt++) {
         try {
-          victim = await spawnGateway(options.env);
+          victim = await spawnKilled();
           restarts++;
         } catch (error) {
           restartFailures.push(String(error));
@@ -125,6 +139,7 @@ export async function startGatewayPair(options: GatewayPairOptions): Promise<Gat
       clearInterval(sampler);
       sample();
       await Promise.all([stable.close(), victim?.close()]);
+      for (const folder of folders) await Deno.remove(folder, { recursive: true });
     },
   };
 }

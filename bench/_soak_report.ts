@@ -27,6 +27,9 @@ export interface SoakReport {
   /** 500s, `api_error` stream events, refused requests and error lines the gateways printed. */
   readonly errors: readonly string[];
   readonly kills: number;
+  /** The store (a KV file, or PostgreSQL), and how often the database was killed and restarted. */
+  readonly store?: "kv" | "postgres";
+  readonly databaseRestarts?: number;
   readonly restarts: number;
   readonly restartFailures: number;
   readonly engineCalls: number;
@@ -77,7 +80,10 @@ export function formatReport(report: SoakReport): string {
     report.rss.map((sample) => String(pick(sample) ?? "-").padStart(5)).join("");
   const lines = [
     `soak: ${report.seconds} s, ${report.agents} agents, ${report.episodes} episodes ` +
-    `(${report.unfinished} unfinished), 2 gateway processes on one KV file`,
+    `(${report.unfinished} unfinished), ` +
+    (report.store === "postgres"
+      ? `2 gateway hosts on one PostgreSQL store, restarted ${report.databaseRestarts} times`
+      : "2 gateway processes on one KV file"),
     `  turns committed  ${report.committed}  (accepted by the agents: ${report.accepted})`,
     `  retried          ${report.retried}  (attempts sent again with the same body)`,
     `  replayed         ${report.replayed}  (retries answered from the recorded turn)`,
@@ -97,7 +103,8 @@ export function formatReport(report: SoakReport): string {
     `last prompt of an episode ${report.prompts.mean} tokens on average, ${report.prompts.max} at most`,
     `  agents saw: ${statuses}; ${report.connectionErrors} connection errors, ` +
     `${report.brokenStreams} broken streams`,
-    `  KV: ${report.kv.megabytes} MB, ${report.kv.turns} turn records, ` +
+    `  ${report.store === "postgres" ? "store" : "KV"}: ${report.kv.megabytes} MB, ` +
+    `${report.kv.turns} turn records, ` +
     `${report.kv.staleLeases} leases left by killed processes`,
     `  RSS MiB every ${report.rssEverySeconds} s, the stable process, then the killed one:`,
     `   ${series((s) => s.stable)}`,

@@ -1,15 +1,22 @@
 /**
- * `deno task soak [--duration SECONDS] [--agents N] [--seed N]`: agents running Claude-Code-sized
- * episodes against two gateway processes on one KV file for a while, one process SIGKILLed and
- * restarted every few seconds, the engine failing on a share of its calls (503s, hangs past
- * `ENGINE_TIMEOUT_MS`, connections dropped mid-generation, slow generations, engine-side aborts
- * the gateway resumes). At the end every episode is checked against what was recorded (trainer
- * API) and the KV file is scanned; the soak fails when a turn was lost, half-written, forked or
- * not token-exact. `SOAK_DURATION_S`, `SOAK_AGENTS` and `SOAK_SEED` work as the flags do.
+ * `deno task soak [--duration SECONDS] [--agents N] [--seed N] [--store kv|postgres]`: agents
+ * running Claude-Code-sized episodes against two gateway processes on one store for a while, one
+ * process SIGKILLed and restarted every few seconds, the engine failing on a share of its calls
+ * (503s, hangs past `ENGINE_TIMEOUT_MS`, connections dropped mid-generation, slow generations,
+ * engine-side aborts the gateway resumes). The store is a KV file, or with `--store postgres` a
+ * throwaway PostgreSQL cluster that is also killed (`pg_ctl stop -m immediate`) and started again
+ * every 20–40 s, the two gateways then running as two hosts (each its own folder and `HOST_ID`).
+ * At the end every episode is checked against what was recorded (trainer API) and the store is
+ * scanned; the soak fails when a turn was lost, half-written, forked or not token-exact.
+ * `SOAK_DURATION_S`, `SOAK_AGENTS`, `SOAK_SEED` and `SOAK_STORE` work as the flags do.
  *
  * @module
  */
+import postgres from "postgres";
 import { defaultTokenizerPath } from "../lib/config/mod.ts";
+import { openStore } from "../lib/kv/mod.ts";
+import { sleep } from "../lib/timing/mod.ts";
+import { type PostgresCluster, startPostgres } from "../test/_postgres.ts";
 import { loadTokenizer } from "../lib/template/mod.ts";
 import { ADMIN_TOKEN } from "../test/process/_gateway_process.ts";
 import { seeded } from "./_random.ts";
@@ -46,6 +53,10 @@ export interface SoakOptions {
   readonly seed: number;
   /** Receives a progress line now and then. */
   readonly log: (line: string) => void;
+  /** The store: a KV file, or a PostgreSQL cluster restarted every `databaseRestartEveryMs`. */
+  readonly store: "kv" | "postgres";
+  /** With PostgreSQL, the database is killed and started again a random time in this range apart. */
+  readonly databaseRestartEveryMs: readonly [number, number];
 }
 
 /** Ten minutes of 64 agents, as `deno task soak` runs by default. */
@@ -62,6 +73,8 @@ export const SOAK_DEFAULTS: SoakOptions = {
   rssEveryMs: 30_000,
   seed: 1,
   log: console.log,
+  store: "kv",
+  databaseRestartEveryMs: [20_000, 40_000],
 };
 
 /**
@@ -97,10 +110,20 @@ export async function runSoak(overrides: Partial<SoakOptions> = {}): Promise<Soa
   });
   const dir = await Deno.makeTempDir({ prefix: "soak_" });
   const kvPath = `${dir}/gateway.kv`;
+  const cluster = options.store === "postgres" ? await startPostgres() : null;
+  const storeUrl = cluster ? await cluster.database() : null;
+  const restarts = { count: 0 };
   let pair: GatewayPair | null = null;
   try {
     pair = await startGatewayPair({
-      env: { ...GATEWAY_ENV, KV_PATH: kvPath, SGLANG_URL: engine.url },
+      env: {
+        ...GATEWAY_ENV,
+        KV_PATH: kvPath,
+        SGLANG_URL: engine.url,
+        ...(storeUrl ? { STORE_URL: storeUrl, STORE_TIMEOUT_MS: "3000" } : {}),
+      },
+      // On PostgreSQL the two processes are two hosts: a folder and a name each.
+      hosts: storeUrl !== null,
       killEveryMs: options.killEveryMs,
       rssEveryMs: options.rssEveryMs,
       random: seeded(options.seed + 1),
@@ -112,8 +135,15 @@ export async function runSoak(overrides: Partial<SoakOptions> = {}): Promise<Soa
     const shape = await claudeCodeShape();
     log(
       `soak: ${options.agents} agents for ${options.durationMs / 1000} s, seed ${options.seed}, ` +
-        `KV ${kvPath}`,
+        (cluster
+          ? `PostgreSQL on port ${cluster.port}, restarted every ` +
+            `${options.databaseRestartEveryMs.map((ms) => ms / 1000).join("–")} s`
+          : `KV ${kvPath}`),
     );
+    // The database dies and comes back now and then, until the deadline.
+    const restarting = cluster
+      ? restartDatabase(cluster, options, deadline, seeded(options.seed + 3), restarts, log)
+      : Promise.resolve();
     const progress = setInterval(() => {
       const faults = Object.values(engine.injected).reduce((a, b) => a + b, 0);
       const rss = gateways.rss.at(-1);
@@ -150,14 +180,24 @@ export async function runSoak(overrides: Partial<SoakOptions> = {}): Promise<Soa
     }
     engine.setFaulting(false);
     await gateways.stopKilling();
+    await restarting;
     const seconds = Math.round((Date.now() - started) / 1000);
     log(`  checking ${stats.episodes.length} sessions through the trainer API`);
     const chains = await checkChains(gateways.stable.url, ADMIN_TOKEN, stats.episodes, engine);
     await gateways.close();
     pair = null;
-    const kv = await Deno.openKv(kvPath);
-    const scan = await scanKv(kv).finally(() => kv.close());
-    const bytes = (await Deno.stat(kvPath)).size;
+    const opened = await openStore({
+      url: storeUrl,
+      kvPath,
+      postgres: {
+        maxConnections: 2,
+        statementTimeoutMs: 60_000,
+        connectTimeoutMs: 10_000,
+        sweepIntervalMs: 0,
+      },
+    });
+    const scan = await scanKv(opened.store).finally(() => opened.close());
+    const bytes = storeUrl ? await databaseBytes(storeUrl) : (await Deno.stat(kvPath)).size;
     return {
       seconds,
       agents: options.agents,
@@ -174,6 +214,8 @@ export async function runSoak(overrides: Partial<SoakOptions> = {}): Promise<Soa
       inexact: chains.inexact,
       errors: [...stats.errors, ...gateways.problems()],
       kills: gateways.kills,
+      databaseRestarts: restarts.count,
+      store: options.store,
       restarts: gateways.restarts,
       restartFailures: gateways.restartFailures.length,
       engineCalls: engine.calls(),
@@ -209,8 +251,56 @@ export async function runSoak(overrides: Partial<SoakOptions> = {}): Promise<Soa
   } finally {
     await pair?.close();
     await engine.close();
+    await cluster?.close();
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+/**
+ * Kills the database (as a crash would) and starts it again, a random time in
+ * `databaseRestartEveryMs` apart, down 0.5–3 s each time, until `deadline`.
+ */
+async function restartDatabase(
+  cluster: PostgresCluster,
+  options: SoakOptions,
+  deadline: number,
+  random: ReturnType<typeof seeded>,
+  restarts: { count: number },
+  log: (line: string) => void,
+): Promise<void> {
+  for (;;) {
+    const wait = random.between(...options.databaseRestartEveryMs);
+    if (Date.now() + wait >= deadline) return;
+    await sleep(wait);
+    await cluster.kill();
+    const down = random.between(500, 3_000);
+    log(`  the database is down for ${down} ms`);
+    await sleep(down);
+    await cluster.start();
+    restarts.count++;
+  }
+}
+
+/** The database's size on disk, in bytes. */
+async function databaseBytes(url: string): Promise<number> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const [{ bytes }] = await sql`SELECT pg_database_size(current_database()) AS bytes`;
+    return Number(bytes);
+  } finally {
+    await sql.end();
+  }
+}
+
+/** `--store` (`SOAK_STORE`): `kv` (the default) or `postgres`. */
+function storeSetting(): "kv" | "postgres" {
+  const at = Deno.args.indexOf("--store");
+  const raw = at >= 0 ? Deno.args[at + 1] : Deno.env.get("SOAK_STORE") ?? "kv";
+  if (raw !== "kv" && raw !== "postgres") {
+    console.error(`Cannot run the soak: --store (SOAK_STORE) is kv or postgres, got "${raw}"`);
+    Deno.exit(2);
+  }
+  return raw;
 }
 
 /** A flag's value (`--name N`), else the environment variable's, else `fallback`. */
@@ -231,6 +321,7 @@ if (import.meta.main) {
     durationMs: setting("--duration", "SOAK_DURATION_S", SOAK_DEFAULTS.durationMs / 1000) * 1000,
     agents: setting("--agents", "SOAK_AGENTS", SOAK_DEFAULTS.agents),
     seed: setting("--seed", "SOAK_SEED", SOAK_DEFAULTS.seed),
+    store: storeSetting(),
   });
   console.log(formatReport(report));
   const failures = soakFailures(report);

@@ -22,6 +22,7 @@ import { sweepExpiredSessions } from "../lib/session/mod.ts";
 import { writeMetricsSnapshot } from "../lib/kv/mod.ts";
 import { sweepExpiredRollouts } from "../lib/rollout/mod.ts";
 import { METRICS_FRESH_MS, startPublishing, takeSnapshot } from "../lib/metrics/mod.ts";
+import { logBackgroundFailure } from "../lib/errors/mod.ts";
 import { stopWhenOrphaned, supervise, workerIndex } from "./_workers.ts";
 
 /** How often expired sessions are looked for. */
@@ -107,8 +108,8 @@ async function serveWorker(config: Config, index: number | null): Promise<void> 
   // Deletes closed sessions and finished rollout jobs past their retention; any process may
   // run it (it is idempotent), one worker of a supervisor's does.
   const sweeper = index !== null && index > 0 ? undefined : setInterval(() => {
-    sweepExpiredSessions(deps.kv).catch((error) => console.error("Sweep failed:", error));
-    sweepExpiredRollouts(deps.kv).catch((error) => console.error("Rollout sweep failed:", error));
+    sweepExpiredSessions(deps.kv).catch((error) => logBackgroundFailure("Sweep", error));
+    sweepExpiredRollouts(deps.kv).catch((error) => logBackgroundFailure("Rollout sweep", error));
   }, SWEEP_INTERVAL_MS);
   // A worker of several publishes its metrics, for whichever worker serves a scrape to show; so
   // does a lone process on a store other hosts share.

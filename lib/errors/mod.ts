@@ -1,2 +1,3 @@
 /** Error codes and how each is answered. @module */
 export * from "./codes.ts";
+export * from "./background.ts";

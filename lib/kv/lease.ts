@@ -54,7 +54,10 @@ export interface HeldLease {
   readonly held: boolean;
   /** Stops renewing, waiting for a renewal in flight, so {@linkcode entry} stays current. */
   pause(): Promise<void>;
-  /** Stops renewing and deletes the lease if it is still this holder's. */
+  /**
+   * Stops renewing and deletes the lease if it is still this holder's (a store that does not
+   * answer leaves it to run out).
+   */
   release(): Promise<void>;
   /** Records that a commit of the holder's released the lease already (see `commitTurn`). */
   released(): void;
@@ -239,9 +242,14 @@ function holdLease(
   let renewing: Promise<void> = Promise.resolve();
   const renew = async () => {
     const next: Lease = { ...entry.value, expiresAt: now() + options.ttlMs };
-    const result = await commit(() => kv.atomic().check(entry).set(key, next), options.metrics);
-    if (result.ok) entry = { key, value: next, versionstamp: result.versionstamp };
-    else held = false;
+    try {
+      const result = await commit(() => kv.atomic().check(entry).set(key, next), options.metrics);
+      if (result.ok) entry = { key, value: next, versionstamp: result.versionstamp };
+      else held = false;
+    } catch {
+      // The store did not answer (a database restarting): the lease stands as it was, renewed at
+      // the next interval if the store is back; the holder's commit checks it either way.
+    }
   };
   const timer = setInterval(() => {
     renewing = renewing.then(renew);
@@ -260,7 +268,10 @@ function holdLease(
     pause,
     release: async () => {
       await pause();
-      if (held) await commit(() => kv.atomic().check(entry).delete(key), options.metrics);
+      // A store that does not answer (a database restarting) leaves the lease to run out.
+      if (held) {
+        await commit(() => kv.atomic().check(entry).delete(key), options.metrics).catch(() => {});
+      }
       held = false;
     },
     released: () => {

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { logBackgroundFailure } from "../errors/mod.ts";
 import { METRICS_PUBLISH_MS } from "./snapshot.ts";
 
 /** Publishing under way. */
@@ -43,7 +44,7 @@ export function startPublishing(
       try {
         await publish();
       } catch (error) {
-        console.error("Cannot publish this worker's metrics:", error);
+        logBackgroundFailure("Publishing this worker's metrics", error);
       } finally {
         writing = null;
       }

@@ -7,6 +7,7 @@
  * @module
  */
 import { commit, deleteBlob, type HeldLease, keys, tryLease } from "../kv/mod.ts";
+import { logBackgroundFailure } from "../errors/mod.ts";
 import {
   getRolloutGroup,
   getRolloutJob,
@@ -80,7 +81,7 @@ export class RolloutWorker {
     this.#scanning = (async () => {
       do {
         this.#again = false;
-        await this.#scan().catch((error) => console.error("Rollout scan failed:", error));
+        await this.#scan().catch((error) => logBackgroundFailure("Rollout scan", error));
       } while (this.#again && !this.#stopped);
       this.#scanning = null;
     })();

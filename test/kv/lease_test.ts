@@ -6,6 +6,7 @@ import {
   type Lease,
   leaseIfUnchanged,
   LeaseTimeoutError,
+  StoreUnavailableError,
 } from "../../lib/kv/mod.ts";
 import { CATALOGUE, createMetrics, workerFamilies } from "../../lib/metrics/mod.ts";
 import { nonZero } from "../_prometheus.ts";
@@ -102,6 +103,34 @@ Deno.test("a held lease is renewed every third of its time to live", async () =>
     assert.equal(stored.value?.expiresAt, 1_001_000 + 3000);
     assert.equal(lease.entry.versionstamp, stored.versionstamp);
     await lease.release();
+  } finally {
+    timers.uninstall();
+    kv.close();
+  }
+});
+
+Deno.test("a store that stops answering fails no renewal and no release: the lease stands, then runs out", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const timers = FakeTimers.install({ toFake: ["setInterval", "clearInterval"] });
+  const clock = fakeClock();
+  try {
+    const lease = await acquireLease(kv, KEY, "p1/r1", { ttlMs: 3000, waitMs: 0, ...clock });
+    const taken = lease.entry;
+    // The database goes away: every commit throws, as the PostgreSQL store's do.
+    const atomic = kv.atomic.bind(kv);
+    kv.atomic = () => {
+      const op = atomic();
+      op.commit = () => Promise.reject(new StoreUnavailableError(new Error("ECONNREFUSED")));
+      return op;
+    };
+    clock.advance(1000);
+    await timers.tickAsync(2000); // two renewals fail, and reject nothing
+    await lease.pause();
+    assert.equal(lease.held, true, "a renewal that got no answer does not give the lease up");
+    assert.deepEqual(lease.entry, taken);
+    await lease.release(); // resolves: the lease is left to run out
+    kv.atomic = atomic;
+    assert.deepEqual((await kv.get<Lease>(KEY)).value, taken.value);
   } finally {
     timers.uninstall();
     kv.close();

@@ -48,7 +48,7 @@ Deno.test("startPublishing() logs a failed write and tries again at the next int
     clock.tick(100);
     assert.equal(calls, 2);
     await publishing.stop();
-    assert.equal(errors[0][0], "Cannot publish this worker's metrics:");
+    assert.equal(errors[0][0], "Publishing this worker's metrics failed:");
     assert.equal((errors[0][1] as Error).message, "database is closed");
     assert.equal(errors.length, 1);
   } finally {

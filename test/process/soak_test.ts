@@ -49,6 +49,36 @@ Deno.test("a short soak under SIGKILLs and engine faults loses, half-writes and 
   assert.ok(report.retried > 0, figures);
 });
 
+Deno.test("a short soak on PostgreSQL, two hosts under SIGKILLs, engine faults and database restarts, loses, half-writes and forks no turn", async () => {
+  const report = await runSoak({
+    store: "postgres",
+    databaseRestartEveryMs: [5_000, 8_000],
+    durationMs: 20_000,
+    agents: 12,
+    killEveryMs: [1_500, 3_000],
+    faults: { unavailable: 0.04, hang: 0.02, drop: 0.04, slow: 0.05, abort: 0.06 },
+    replyLoss: 0.04,
+    turnsPerEpisode: [4, 12],
+    drainMs: 30_000,
+    rssEveryMs: 5_000,
+    seed: 11,
+    log: () => {},
+  });
+  const figures = formatReport(report);
+  assert.equal(report.lost, 0, figures);
+  assert.equal(report.halfWritten, 0, figures);
+  assert.equal(report.falseForks, 0, figures);
+  assert.equal(report.inexact, 0, figures);
+  assert.equal(report.unacknowledged, 0, figures);
+  assert.equal(report.unfinished, 0, figures);
+  assert.deepEqual(report.errors, [], figures);
+  assert.equal(report.committed, report.accepted, figures);
+  assert.ok(report.committed > 0, figures);
+  assert.ok(report.kills > 0 && report.restarts === report.kills, figures);
+  assert.ok((report.databaseRestarts ?? 0) > 0, figures);
+  assert.ok((report.statuses[503] ?? 0) > 0, `no turn met the database down\n${figures}`);
+});
+
 Deno.test("scanKv() passes recorded turns and counts a missing chunk, an orphan chunk and a stray replay", async () => {
   const gw = await startGateway({ script: [bashCall("ls"), bashCall("cat a")] });
   try {

@@ -12,8 +12,12 @@ import type { Random } from "./_random.ts";
 
 /** Gateway output lines that tell of something gone wrong. */
 const PROBLEM = /Unexpected error|Uncaught|panicked|failed:|Cannot /;
-/** Restarts tried in a row before the soak records a failure and goes on without the process. */
-const RESTART_ATTEMPTS = 5;
+/**
+ * Restarts tried in a row, a second apart, before the soak records a failure and goes on without
+ * the process: a process that starts while the database is down stops, naming `STORE_URL`, and is
+ * tried again until the database is back.
+ */
+const RESTART_ATTEMPTS = 20;
 
 /** Resident memory of the two processes at one moment, in MiB (`null`: not running). */
 export interface RssSample {
@@ -105,14 +109,17 @@ export async function startGatewayPair(options: GatewayPairOptions): Promise<Gat
       await dying.kill("SIGKILL");
       kills++;
       problems.push(...problemLines(dying));
+      const failures: string[] = [];
       for (let attempt = 1; !victim && attempt <= RESTART_ATTEMPTS; attempt++) {
         try {
           victim = await spawnKilled();
           restarts++;
         } catch (error) {
-          restartFailures.push(String(error));
+          failures.push(String(error));
+          await sleep(1_000);
         }
       }
+      if (!victim) restartFailures.push(...failures);
       if (!victim) break;
     }
   })();

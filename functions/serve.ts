@@ -19,7 +19,7 @@ import { createRolloutApp } from "./rollout.ts";
 import { createTasksApp } from "./tasks.ts";
 import { createUiApp } from "./ui.ts";
 import { sweepExpiredSessions } from "../lib/session/mod.ts";
-import { writeMetricsSnapshot } from "../lib/kv/mod.ts";
+import { storeUnreachable, writeMetricsSnapshot } from "../lib/kv/mod.ts";
 import { sweepExpiredRollouts } from "../lib/rollout/mod.ts";
 import { METRICS_FRESH_MS, startPublishing, takeSnapshot } from "../lib/metrics/mod.ts";
 import { logBackgroundFailure } from "../lib/errors/mod.ts";
@@ -70,8 +70,23 @@ async function main(): Promise<void> {
   await serveWorker(config, worker);
 }
 
+/**
+ * Keeps the process up when the PostgreSQL driver rejects a promise nothing awaits because its
+ * database went away (a connection refused or cut while it restarts): that is the store's
+ * weather, answered meanwhile with 503s, not a bug. Any other unhandled rejection stops the
+ * process as ever (a supervisor starts it again).
+ */
+function outliveTheStore(): void {
+  globalThis.addEventListener("unhandledrejection", (event) => {
+    if (!storeUnreachable(event.reason)) return;
+    event.preventDefault();
+    console.warn(`The store's connection failed (${(event.reason as Error).message}); retrying`);
+  });
+}
+
 /** Serves every function in this process: the only one, or worker `index` of a supervisor's. */
 async function serveWorker(config: Config, index: number | null): Promise<void> {
+  if (config.storeUrl !== null) outliveTheStore();
   let deps: Deps;
   try {
     deps = await buildDeps(config);

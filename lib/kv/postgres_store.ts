@@ -66,8 +66,11 @@ const UNAVAILABLE_CODES = new Set([
   "ENOTFOUND",
 ]);
 
-/** Whether `error` says the database could not be reached, rather than that a statement failed. */
-function unavailable(error: unknown): boolean {
+/**
+ * Whether `error` says the database could not be reached (a connection refused, cut, timed out; the
+ * server shutting down or starting), rather than that a statement failed.
+ */
+export function storeUnreachable(error: unknown): boolean {
   const code = (error as { code?: unknown })?.code;
   return typeof code === "string" && (UNAVAILABLE_CODES.has(code) || UNAVAILABLE_STATES.test(code));
 }
@@ -77,7 +80,7 @@ async function reached<T>(call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (error) {
-    throw unavailable(error) ? new StoreUnavailableError(error) : error;
+    throw storeUnreachable(error) ? new StoreUnavailableError(error) : error;
   }
 }
 

@@ -58,17 +58,18 @@ export function createRolloutApp(deps: RolloutAppDeps): Hono {
         `sandbox.backend: "${backend}" is not configured here${why ? ` (${why})` : ""}`,
       );
     }
+    let environment = null;
     if ("harbor" in body.task) {
       const sandbox = deps.sandboxes.get(backend ?? deps.sandbox.name) ?? deps.sandbox;
-      body = validate(
-        RolloutRequestSchema,
-        await resolveHarborRollout(raw as Record<string, unknown>, body.task as HarborRef, {
-          cacheDir: deps.evaluation.cacheDir,
-          runsImages: sandbox.capabilities.runsImages,
-        }),
+      const resolved = await resolveHarborRollout(
+        raw as Record<string, unknown>,
+        body.task as HarborRef,
+        { cacheDir: deps.evaluation.cacheDir, runsImages: sandbox.capabilities.runsImages },
       );
+      body = validate(RolloutRequestSchema, resolved.body);
+      environment = resolved.environment;
     }
-    const { groupId, jobIds } = await submitGroup(deps.kv, body);
+    const { groupId, jobIds } = await submitGroup(deps.kv, body, { environment });
     deps.metrics.rolloutJobs.add(jobIds.length, "queued");
     deps.rollout.kick();
     return c.json({ group_id: groupId, jobs: jobIds.map((id) => ({ id })) }, 202);

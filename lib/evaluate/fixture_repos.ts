@@ -81,30 +81,52 @@ async function build(name: string, cacheDir: string): Promise<string> {
  * await Deno.remove(cache, { recursive: true });
  * ```
  */
-export async function committedRepo(
+export function committedRepo(
   target: string,
   fill: (dir: string) => Promise<void>,
 ): Promise<string> {
-  if (await isBuilt(target)) return target;
+  return placedRepo(target, async (staging) => {
+    await fill(staging);
+    await hostCommand("git", ["init", "--quiet", "--initial-branch=main", staging], {
+      env: BUILD_GIT_ENV,
+    });
+    await hostCommand("git", ["-C", staging, "add", "--all"], { env: BUILD_GIT_ENV });
+    await hostCommand(
+      "git",
+      ["-C", staging, "commit", "--quiet", "--allow-empty", "--no-gpg-sign", "-m", "base"],
+      { env: BUILD_GIT_ENV },
+    );
+  });
+}
+
+/** Git's environment for the repositories built here: fixed identity, no user configuration. */
+export const BUILD_GIT_ENV: Readonly<Record<string, string>> = {
+  ...FIXTURE_COMMIT_ENV,
+  GIT_CONFIG_GLOBAL: "/dev/null",
+  GIT_CONFIG_NOSYSTEM: "1",
+};
+
+/**
+ * A git repository at `target`, made by `build` in an empty staging folder beside it and renamed
+ * into place, so processes building the same target at once all end with one whole repository;
+ * an existing one is kept.
+ */
+export async function placedRepo(
+  target: string,
+  build: (staging: string) => Promise<void>,
+): Promise<string> {
+  if (await repoBuilt(target)) return target;
   const parent = target.slice(0, target.lastIndexOf("/"));
   await Deno.mkdir(parent, { recursive: true });
   const name = target.slice(target.lastIndexOf("/") + 1);
   const staging = await Deno.makeTempDir({ dir: parent, prefix: `.${name}-` });
   try {
-    await fill(staging);
-    const env = { ...FIXTURE_COMMIT_ENV, GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" };
-    await hostCommand("git", ["init", "--quiet", "--initial-branch=main", staging], { env });
-    await hostCommand("git", ["-C", staging, "add", "--all"], { env });
-    await hostCommand(
-      "git",
-      ["-C", staging, "commit", "--quiet", "--allow-empty", "--no-gpg-sign", "-m", "base"],
-      { env },
-    );
+    await build(staging);
     try {
       await Deno.rename(staging, target);
     } catch (error) {
       // Another process built it first: theirs is identical.
-      if (!(await isBuilt(target))) throw error;
+      if (!(await repoBuilt(target))) throw error;
       await Deno.remove(staging, { recursive: true });
     }
     return target;
@@ -114,7 +136,8 @@ export async function committedRepo(
   }
 }
 
-async function isBuilt(path: string): Promise<boolean> {
+/** Whether a whole repository is at `path` (one `placedRepo` built). */
+export async function repoBuilt(path: string): Promise<boolean> {
   try {
     await Deno.stat(`${path}/.git/HEAD`);
     return true;

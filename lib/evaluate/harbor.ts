@@ -16,6 +16,7 @@ import {
   loadHarborTask,
 } from "./harbor_folder.ts";
 import { extraPathProblem, hostCommand } from "../sandbox/mod.ts";
+import { storedTreePath } from "./stored_tree.ts";
 import { type Task, TaskSchema } from "./task.ts";
 
 const REVISION = /^[A-Za-z0-9][A-Za-z0-9._/^~-]{0,254}$/;
@@ -57,6 +58,12 @@ export interface ResolvedHarborTask {
   /** `[agent] timeout_sec` in milliseconds, or `null` when the folder gives none. */
   readonly agentTimeoutMs: number | null;
   readonly facts: HarborTaskFacts;
+  /**
+   * The repository built from `environment/` on this host, or `null` when the work tree is
+   * `ref.repo` or the image's. Keyed by `digest`, a digest of its files: another host unpacks
+   * it under its own cache folder with the same commit id.
+   */
+  readonly environment: { readonly digest: string; readonly path: string } | null;
 }
 
 /**
@@ -90,11 +97,14 @@ export async function resolveHarborTask(
   }
   const image = options.runsImages && loaded.dockerImage !== null &&
     ref.repo === undefined;
+  const built = ref.repo !== undefined || image
+    ? null
+    : await environmentRepo(loaded, options.cacheDir);
   const tree = ref.repo !== undefined
     ? { repo: ref.repo, base_commit: ref.base_commit }
-    : image
+    : built === null
     ? { repo_dir: loaded.workdir, base_commit: "HEAD" }
-    : await environmentRepo(loaded, options.cacheDir);
+    : { repo: built.path, base_commit: built.commit };
   const verifierMs = loaded.verifierTimeoutSec === null
     ? undefined
     : Math.min(24 * 3_600_000, Math.max(100, Math.round(loaded.verifierTimeoutSec * 1000)));
@@ -119,7 +129,12 @@ export async function resolveHarborTask(
   const agentMs = loaded.agentTimeoutSec === null
     ? null
     : Math.round(loaded.agentTimeoutSec * 1000);
-  return { task: parsed.data, agentTimeoutMs: agentMs, facts: stripped(loaded) };
+  return {
+    task: parsed.data,
+    agentTimeoutMs: agentMs,
+    facts: stripped(loaded),
+    environment: built && { digest: built.digest, path: built.path },
+  };
 }
 
 /** The facts of a loaded task, without its contents. */
@@ -135,8 +150,9 @@ function stripped(task: HarborTask): HarborTaskFacts {
 async function environmentRepo(
   task: HarborTask,
   cacheDir: string,
-): Promise<{ repo: string; base_commit: string }> {
-  const target = `${cacheDir}/harbor/${await contentKey(task.environment)}`;
+): Promise<{ digest: string; path: string; commit: string }> {
+  const digest = await contentKey(task.environment);
+  const target = storedTreePath(cacheDir, digest);
   await committedRepo(target, async (dir) => {
     for (const file of task.environment) {
       const path = `${dir}/${file.path}`;
@@ -146,7 +162,7 @@ async function environmentRepo(
     }
   });
   const commit = (await hostCommand("git", ["-C", target, "rev-parse", "HEAD"])).trim();
-  return { repo: target, base_commit: commit };
+  return { digest, path: target, commit };
 }
 
 /** A digest of the files' paths, modes and bytes: the cache folder's name. */

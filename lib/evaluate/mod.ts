@@ -9,6 +9,7 @@ export * from "./harbor_reward.ts";
 export * from "./judgers.ts";
 export * from "./patch_paths.ts";
 export * from "./slots.ts";
+export * from "./stored_tree.ts";
 export * from "./task.ts";
 export * from "./test_report.ts";
 export * from "./protect.ts";

@@ -140,6 +140,8 @@ export const keys = {
   rolloutGroupTimes: (): Deno.KvKey => ["rollout_group_time"],
   /** Prefix of the chunks of a group's task spec (a blob). */
   rolloutTask: (groupId: string): Deno.KvKey => ["rollout_task", groupId],
+  /** Prefix of the chunks of the work tree a group keeps in the store (a git bundle). */
+  rolloutTree: (groupId: string): Deno.KvKey => ["rollout_tree", groupId],
   /** A rollout job: its phase, attempts and outcome. */
   rolloutJob: (jobId: string): Deno.KvKey => ["rollout_job", jobId],
   /** Present while a job is not finished: what workers scan for work. */
@@ -194,8 +196,8 @@ export const keys = {
 
 /**
  * A key of `keys` taken apart: its family (`kind`, the key's first part) and its other parts by
- * name. The chunks of a blob (`reward_blob`, `rollout_task`, `rollout_blob`) are the blob's
- * prefix and the chunk's position. `other` is a key no family of `keys` has.
+ * name. The chunks of a blob (`reward_blob`, `rollout_task`, `rollout_tree`, `rollout_blob`) are
+ * the blob's prefix and the chunk's position. `other` is a key no family of `keys` has.
  */
 export type ParsedKey =
   | { readonly kind: "session"; readonly sessionId: string }
@@ -254,6 +256,7 @@ export type ParsedKey =
   | { readonly kind: "rollout_group"; readonly groupId: string }
   | { readonly kind: "rollout_group_time"; readonly createdAt: number; readonly groupId: string }
   | { readonly kind: "rollout_task"; readonly groupId: string; readonly chunk: number }
+  | { readonly kind: "rollout_tree"; readonly groupId: string; readonly chunk: number }
   | { readonly kind: "rollout_job"; readonly jobId: string }
   | { readonly kind: "rollout_active"; readonly jobId: string }
   | { readonly kind: "rollout_lease"; readonly jobId: string }
@@ -366,6 +369,9 @@ export function parseKey(key: Deno.KvKey): ParsedKey {
       break;
     case "rollout_task":
       if (n === 3 && str(a) && num(b)) return { kind: "rollout_task", groupId: a, chunk: b };
+      break;
+    case "rollout_tree":
+      if (n === 3 && str(a) && num(b)) return { kind: "rollout_tree", groupId: a, chunk: b };
       break;
     case "rollout_job":
       if (n === 2 && str(a)) return { kind: "rollout_job", jobId: a };

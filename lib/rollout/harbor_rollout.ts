@@ -5,7 +5,12 @@
  *
  * @module
  */
-import { type HarborRef, type HarborResolveOptions, resolveHarborTask } from "../evaluate/mod.ts";
+import {
+  type HarborRef,
+  type HarborResolveOptions,
+  type ResolvedHarborTask,
+  resolveHarborTask,
+} from "../evaluate/mod.ts";
 
 /** Longest agent budget a Harbor task's timeout is taken as, in milliseconds (the schema's). */
 const MAX_AGENT_MS = 7 * 86_400_000;
@@ -13,8 +18,10 @@ const MAX_AGENT_MS = 7 * 86_400_000;
 const MIN_AGENT_MS = 1000;
 
 /**
- * The raw body `raw` with its Harbor task `ref` resolved: to be validated again whole, since the
- * instruction now fills the prompt, whose size is bounded.
+ * The raw body `raw` with its Harbor task `ref` resolved (`body`): to be validated again whole,
+ * since the instruction now fills the prompt, whose size is bounded. `environment` is the
+ * repository built here from the folder's `environment/`, which the group keeps in the store
+ * (`submitGroup`'s `environment`) so that any host runs its jobs.
  *
  * @throws {HarborTaskError} with a message starting `task.harbor: `.
  */
@@ -22,7 +29,7 @@ export async function resolveHarborRollout(
   raw: Readonly<Record<string, unknown>>,
   ref: HarborRef,
   options: HarborResolveOptions,
-): Promise<Record<string, unknown>> {
+): Promise<{ body: Record<string, unknown>; environment: ResolvedHarborTask["environment"] }> {
   const resolved = await resolveHarborTask(ref, options);
   const given = raw.budgets;
   const budgets = given !== null && typeof given === "object" && !Array.isArray(given)
@@ -31,5 +38,8 @@ export async function resolveHarborRollout(
   const agentMs = budgets.agent_ms === undefined && resolved.agentTimeoutMs !== null
     ? { agent_ms: Math.min(MAX_AGENT_MS, Math.max(MIN_AGENT_MS, resolved.agentTimeoutMs)) }
     : {};
-  return { ...raw, task: resolved.task, budgets: { ...budgets, ...agentMs } };
+  return {
+    body: { ...raw, task: resolved.task, budgets: { ...budgets, ...agentMs } },
+    environment: resolved.environment,
+  };
 }

@@ -14,6 +14,7 @@ export * from "./run_attempt.ts";
 export * from "./next_step.ts";
 export * from "./worker.ts";
 export * from "./submit.ts";
+export * from "./group_tree.ts";
 export * from "./job_view.ts";
 export * from "./cancel.ts";
 export * from "./work_tree.ts";

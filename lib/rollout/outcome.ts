@@ -68,6 +68,7 @@ export const OUTCOME_TABLE: ReadonlyMap<string, OutcomeRule> = new Map([
   ["worker_lost", rule("infra", true, "the gateway process running the job died")],
   ["shutdown", rule("infra", true, "the gateway process running the job shut down")],
   ["internal_error", rule("infra", true, "a gateway bug, logged")],
+  ["store_unavailable", rule("infra", true, "the store (PostgreSQL) did not answer")],
   [
     "repo_unavailable",
     rule("infra", false, "the task's repository or commit cannot be had: a retry changes nothing"),

@@ -99,8 +99,24 @@ export interface RolloutGroupRecord {
   readonly jobs: readonly string[];
   /** Chunks of the task spec blob. */
   readonly taskChunks: number;
+  /** The work tree the group keeps in the store, when its task's `repo` names one. */
+  readonly tree?: GroupTreeRecord;
   /** The request's settings besides the task (agent, sandbox, budgets, reward mode). */
   readonly settings: unknown;
+}
+
+/**
+ * A work tree kept with its group (a Harbor task's `environment/`, which only the submitting
+ * host could build): a git bundle of one commit in `chunks` chunks, unpacked by any host.
+ */
+export interface GroupTreeRecord {
+  /** The digest of its files: the task's `repo` is `tree:<digest>`. */
+  readonly digest: string;
+  /** The commit the bundle's `HEAD` is (the task's `base_commit`). */
+  readonly commit: string;
+  readonly chunks: number;
+  /** The bundle's size. */
+  readonly bytes: number;
 }
 
 /** The reward of an episode: the environment's, with how the episode ended. */

@@ -13,10 +13,18 @@ import {
   listPage,
   parseKey,
   readBlob,
+  readBytes,
   type Store,
   writeBlob,
+  writeBytes,
 } from "../kv/mod.ts";
-import type { FinalPhase, RolloutGroupRecord, RolloutJobRecord, RolloutPhase } from "./records.ts";
+import type {
+  FinalPhase,
+  GroupTreeRecord,
+  RolloutGroupRecord,
+  RolloutJobRecord,
+  RolloutPhase,
+} from "./records.ts";
 
 /**
  * Which phases take a job out of the index of unfinished jobs: the final ones, checked against
@@ -32,19 +40,38 @@ const LEAVES_ACTIVE_INDEX: { readonly [P in RolloutPhase]: P extends FinalPhase 
   aborted: true,
 };
 
+/** A work tree a group is written with: its digest, its commit and its git bundle. */
+export interface GroupTree {
+  readonly digest: string;
+  readonly commit: string;
+  readonly bundle: Uint8Array;
+}
+
 /**
- * Writes a group, its task and its queued jobs.
+ * Writes a group, its task, the work tree it keeps (when given) and its queued jobs.
  *
  * @throws {Error} when the group id is taken.
  */
 export async function createRolloutGroup(
   kv: Store,
-  group: Omit<RolloutGroupRecord, "taskChunks">,
+  group: Omit<RolloutGroupRecord, "taskChunks" | "tree">,
   task: unknown,
   jobs: readonly RolloutJobRecord[],
+  tree?: GroupTree,
 ): Promise<RolloutGroupRecord> {
+  // The blobs first: a reader never sees a group whose task or tree is missing.
+  const treeRecord: GroupTreeRecord | undefined = tree && {
+    digest: tree.digest,
+    commit: tree.commit,
+    chunks: await writeBytes(kv, keys.rolloutTree(group.id), tree.bundle),
+    bytes: tree.bundle.length,
+  };
   const taskChunks = await writeBlob(kv, keys.rolloutTask(group.id), task);
-  const record: RolloutGroupRecord = { ...group, taskChunks };
+  const record: RolloutGroupRecord = {
+    ...group,
+    taskChunks,
+    ...(treeRecord && { tree: treeRecord }),
+  };
   const result = await commit(() => {
     const op = kv.atomic()
       .check({ key: keys.rolloutGroup(group.id), versionstamp: null })
@@ -128,6 +155,15 @@ export async function listGroupJobs(
 /** A group's task spec. */
 export function readRolloutTask<T>(kv: Store, group: RolloutGroupRecord): Promise<T> {
   return readBlob<T>(kv, keys.rolloutTask(group.id), group.taskChunks);
+}
+
+/** The git bundle of the work tree a group keeps, or `null` when it keeps none. */
+export async function readGroupTree(
+  kv: Store,
+  group: RolloutGroupRecord,
+): Promise<Uint8Array | null> {
+  if (group.tree === undefined) return null;
+  return await readBytes(kv, keys.rolloutTree(group.id), group.tree.chunks);
 }
 
 /**
@@ -228,6 +264,7 @@ export async function sweepExpiredRollouts(kv: Store, at = Date.now()): Promise<
     if (!group) continue;
     if ((await listGroupJobs(kv, group)).length === 0) {
       await deleteBlob(kv, keys.rolloutTask(groupId));
+      await deleteBlob(kv, keys.rolloutTree(groupId));
       await commit(() =>
         kv.atomic()
           .delete(keys.rolloutGroup(groupId))

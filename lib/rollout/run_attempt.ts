@@ -47,7 +47,8 @@ import {
 import type { AgentOutcome, EpisodeReward, RolloutJobRecord, RolloutPhase } from "./records.ts";
 import type { RolloutSettings } from "./request.ts";
 import { collectPatch, installAgent, prepareWorkTree, SetupError } from "./work_tree.ts";
-import type { Store } from "../kv/mod.ts";
+import { withLocalTree } from "./group_tree.ts";
+import { type Store, StoreUnavailableError } from "../kv/mod.ts";
 
 /** What an attempt needs from the gateway. */
 export interface AttemptDeps {
@@ -194,6 +195,9 @@ export async function runAttempt(
   let agentLog: string | undefined;
   let patch: string | undefined;
   try {
+    // A work tree its group keeps in the store is unpacked here first (the host that built it
+    // may be another, or gone).
+    task = await withLocalTree(deps.kv, job.groupId, task, deps.evaluate.cacheDir);
     const binds = lent ? install.local!.binds : [];
     // A forwarded agent reaches the gateway and nothing else (no host loopback, no engine); a
     // networked one (a machine of its own) reaches the gateway over the network.
@@ -346,6 +350,7 @@ export function failureReason(error: unknown): string {
   if (error instanceof SandboxUnavailableError) return "sandbox_unavailable";
   if (error instanceof SetupError) return "setup_failed";
   if (error instanceof RepoError) return "repo_unavailable";
+  if (error instanceof StoreUnavailableError) return "store_unavailable";
   if (error instanceof JudgerError) return "judger_failed";
   console.error("Rollout attempt failed:", error);
   return "internal_error";

@@ -4,7 +4,9 @@
  *
  * @module
  */
-import { createRolloutGroup } from "./rollout_store.ts";
+import { bundleRepo, treeRepo } from "../evaluate/mod.ts";
+import { isEnvTask } from "./env_task.ts";
+import { createRolloutGroup, type GroupTree } from "./rollout_store.ts";
 import type { RolloutJobRecord } from "./records.ts";
 import type { RolloutRequest, RolloutSettings } from "./request.ts";
 import type { Store } from "../kv/mod.ts";
@@ -13,6 +15,18 @@ import type { Store } from "../kv/mod.ts";
 export interface SubmittedGroup {
   readonly groupId: string;
   readonly jobIds: string[];
+}
+
+/** How a group is submitted. */
+export interface SubmitOptions {
+  /** The group's creation time (now). */
+  readonly now?: number;
+  /**
+   * The repository the task's `repo` names on this host only (a Harbor task's `environment/`
+   * built here): kept in the store with the group, the stored task naming it `tree:<digest>`,
+   * so that any host runs the jobs.
+   */
+  readonly environment?: { readonly digest: string; readonly path: string } | null;
 }
 
 /**
@@ -38,10 +52,21 @@ export interface SubmittedGroup {
 export async function submitGroup(
   kv: Store,
   request: RolloutRequest,
-  now = Date.now(),
+  options: SubmitOptions = {},
 ): Promise<SubmittedGroup> {
+  const now = options.now ?? Date.now();
   const groupId = `grp_${randomHex(12)}`;
-  const { task, ...settings } = request;
+  const { task: given, ...settings } = request;
+  let task = given;
+  let tree: GroupTree | undefined;
+  if (options.environment) {
+    if (isEnvTask(given) || "harbor" in given) {
+      throw new TypeError("Only a repository task keeps a work tree in the store");
+    }
+    const { digest, path } = options.environment;
+    tree = { digest, commit: given.base_commit, bundle: await bundleRepo(path) };
+    task = { ...given, repo: treeRepo(digest) };
+  }
   const jobs = Array.from({ length: request.n }, (_, index) =>
     queuedJob({
       id: `job_${randomHex(12)}`,
@@ -60,6 +85,7 @@ export async function submitGroup(
     },
     task,
     jobs,
+    tree,
   );
   return { groupId, jobIds: jobs.map((job) => job.id) };
 }

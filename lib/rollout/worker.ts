@@ -6,7 +6,14 @@
  *
  * @module
  */
-import { commit, deleteBlob, type HeldLease, keys, tryLease } from "../kv/mod.ts";
+import {
+  commit,
+  deleteBlob,
+  type HeldLease,
+  keys,
+  StoreUnavailableError,
+  tryLease,
+} from "../kv/mod.ts";
 import { logBackgroundFailure } from "../errors/mod.ts";
 import {
   getRolloutGroup,
@@ -149,6 +156,8 @@ export class RolloutWorker {
       try {
         group = await this.#taskOf(job.groupId);
       } catch (error) {
+        // A store that did not answer will: the job stays for a later scan.
+        if (error instanceof StoreUnavailableError) throw error;
         // A group that cannot be read will not become readable: finish the job, do not spin.
         const detail = `Cannot read the job's group: ${(error as Error)?.message ?? error}`;
         await this.#finish(job, "failed", "internal_error", detail);

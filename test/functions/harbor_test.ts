@@ -185,6 +185,9 @@ Deno.test("POST /rollout solves a Harbor task folder with a stdlib agent: done, 
     const stored = await readRolloutTask<Record<string, unknown>>(gw.kv, record!);
     assert.equal(stored.harbor, undefined);
     assert.equal((stored.harbor_tests as unknown[]).length, 2);
+    // Its work tree, environment/ as a repository, is kept with the group for any host to run.
+    assert.equal(stored.repo, `tree:${record!.tree!.digest}`);
+    assert.equal(record!.tree!.commit, stored.base_commit);
   } finally {
     await gw.close();
   }

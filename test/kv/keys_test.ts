@@ -100,6 +100,10 @@ const CASES: {
     key: [...keys.rolloutTask("grp_1"), 2],
     parsed: { kind: "rollout_task", groupId: "grp_1", chunk: 2 },
   },
+  rolloutTree: {
+    key: [...keys.rolloutTree("grp_1"), 0],
+    parsed: { kind: "rollout_tree", groupId: "grp_1", chunk: 0 },
+  },
   rolloutJob: { key: keys.rolloutJob("job_a"), parsed: { kind: "rollout_job", jobId: "job_a" } },
   rolloutActive: {
     key: keys.rolloutActive("job_a"),

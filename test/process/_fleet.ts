@@ -24,8 +24,10 @@ export interface Fleet {
   readonly store: PostgresStore;
   /** The database's URL. */
   readonly url: string;
-  /** Starts host `name` again (after a kill), in its own folder. */
-  spawn(name: string): Promise<GatewayProcess>;
+  /** Starts host `name` (again, after a kill) in a new folder of its own, `env` added to the fleet's. */
+  spawn(name: string, env?: Record<string, string>): Promise<GatewayProcess>;
+  /** Each host's working folder, by name (its latest). */
+  readonly folders: ReadonlyMap<string, string>;
   close(): Promise<void>;
 }
 
@@ -42,12 +44,14 @@ export async function fleet(
   const cluster = shared ?? await startPostgres();
   const url = await cluster.database();
   const engine = await startScriptedEngine({ tokenizer: await qwen3(), script });
-  const folders: string[] = [];
+  const folders = new Map<string, string>();
+  const made: string[] = [];
   const processes: GatewayProcess[] = [];
-  const spawn = async (name: string) => {
+  const spawn = async (name: string, extra: Record<string, string> = {}) => {
     // A host of its own: its working folder, its sandboxes, nothing shared but the store.
     const folder = await Deno.makeTempDir({ prefix: `rg-${name}-` });
-    folders.push(folder);
+    folders.set(name, folder);
+    made.push(folder);
     const gateway = await spawnGateway({
       STORE_URL: url,
       STORE_POOL_SIZE: "4",
@@ -56,6 +60,7 @@ export async function fleet(
       SANDBOX_ROOT: `${folder}/sandboxes`,
       LEASE_TTL_MS: "3000",
       ...env,
+      ...extra,
     }, folder);
     processes.push(gateway);
     return gateway;
@@ -74,11 +79,17 @@ export async function fleet(
     store,
     url,
     spawn,
+    folders,
     async close() {
       for (const gateway of processes) await gateway.close();
       await store.end();
       await engine.close();
-      for (const folder of folders) await Deno.remove(folder, { recursive: true });
+      for (const folder of made) {
+        // A test may have removed a dead host's folder itself.
+        await Deno.remove(folder, { recursive: true }).catch((error) => {
+          if (!(error instanceof Deno.errors.NotFound)) throw error;
+        });
+      }
       if (!shared) await cluster.close();
     },
   };

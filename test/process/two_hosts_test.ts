@@ -18,6 +18,8 @@ import { bashCall, fleet, turn } from "./_fleet.ts";
 import { processesWith, waitFor } from "../_host.ts";
 import { fixtureTask } from "../evaluate/_tasks.ts";
 import { awaitJob, submit } from "../rollout/_rollout.ts";
+import { harborFixture } from "../evaluate/_harbor.ts";
+import { hostCommand } from "../../lib/sandbox/mod.ts";
 
 /** One cluster for the file's tests, each on a database of its own. */
 let cluster: PostgresCluster | null = null;
@@ -174,6 +176,40 @@ Deno.test("a rollout group submitted to one host completes on another after the 
     })).json();
     assert.equal(group.complete, true, JSON.stringify(group));
   } finally {
+    await f.close();
+    await cluster?.close();
+    cluster = null;
+  }
+});
+
+Deno.test("a Harbor group submitted to a host that then dies, its folders and the task folder gone, runs on another host from the store", async () => {
+  cluster ??= await startPostgres();
+  const f = await fleet(() => ({ text: "Done." }), { ROLLOUT_POLL_MS: "100" }, cluster, []);
+  const harbor = await Deno.makeTempDir({ prefix: "rg-harbor-task-" });
+  try {
+    await hostCommand("cp", ["-R", `${harborFixture("fizzbuzz")}/.`, harbor]);
+    // The submitting host runs no jobs: it builds environment/ as a repository in its own cache.
+    const a = await f.spawn("gw-a", { ROLLOUT_WORKER: "false" });
+    const { jobs } = await submit(a, { task: { harbor }, n: 1 });
+    const built = `${f.folders.get("gw-a")}/sandboxes/cache/harbor`;
+    assert.equal([...Deno.readDirSync(built)].length, 1, "the work tree was built on gw-a");
+    await a.kill("SIGKILL");
+    await Deno.remove(f.folders.get("gw-a")!, { recursive: true });
+    await Deno.remove(harbor, { recursive: true });
+
+    const b = await f.spawn("gw-b");
+    const view = await awaitJob(b, jobs[0].id);
+    assert.equal(view.phase, "done", JSON.stringify(view));
+    assert.equal(view.attempt, 1);
+    // Graded by the task's own tests in the tree gw-b unpacked: the agent fixed nothing.
+    assert.deepEqual([view.result.reward.score, view.result.reward.verifier.file], [
+      0,
+      "reward.txt",
+    ]);
+    const unpacked = [...Deno.readDirSync(`${f.folders.get("gw-b")}/sandboxes/cache/harbor`)];
+    assert.equal(unpacked.length, 1);
+  } finally {
+    await Deno.remove(harbor, { recursive: true }).catch(() => {});
     await f.close();
     await cluster?.close();
     cluster = null;

@@ -19,6 +19,7 @@ Deno.test("each reason an attempt ends with is the agent's or the infrastructure
     ["worker_lost", "infra", true],
     ["shutdown", "infra", true],
     ["internal_error", "infra", true],
+    ["store_unavailable", "infra", true],
     ["repo_unavailable", "infra", false],
     ["agent_unavailable", "infra", false],
     ["wall_clock_timeout", "infra", false],

@@ -8,6 +8,7 @@ import {
   listRolloutGroups,
   modifyRolloutJob,
   queuedJob,
+  readGroupTree,
   readRolloutBlob,
   readRolloutTask,
   type RolloutJobRecord,
@@ -77,15 +78,30 @@ Deno.test("updateRolloutJob() is compare-and-set, and a final phase leaves the a
   }
 });
 
-Deno.test("sweepExpiredRollouts() deletes expired jobs with their blobs, then their emptied group", async () => {
+Deno.test("sweepExpiredRollouts() deletes expired jobs with their blobs, then their emptied group and its work tree", async () => {
   const kv = await Deno.openKv(":memory:");
   try {
-    await createRolloutGroup(
+    // A work tree of several chunks, kept with the group.
+    const tree = {
+      digest: "d".repeat(32),
+      commit: "c".repeat(40),
+      bundle: new Uint8Array(150_000),
+    };
+    crypto.getRandomValues(tree.bundle.subarray(70_000, 130_000));
+    const group = await createRolloutGroup(
       kv,
       { id: "grp_1", createdAt: 1, jobs: ["job_a", "job_b"], settings: {} },
-      { repo: "/r" },
+      { repo: "tree:" + "d".repeat(32) },
       [job("job_a", 1), job("job_b", 2)],
+      tree,
     );
+    assert.deepEqual(group.tree, {
+      digest: tree.digest,
+      commit: tree.commit,
+      chunks: 3,
+      bytes: 150_000,
+    });
+    assert.deepEqual(await readGroupTree(kv, group), tree.bundle);
     const finish = async (id: string, expiresAt: number) => {
       const chunks = await writeRolloutBlob(kv, id, 1, "patch", "diff");
       await modifyRolloutJob(kv, id, (current) => ({

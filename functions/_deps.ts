@@ -63,6 +63,7 @@ import {
   JudgerConfigError,
   loadJudgers,
   Slots,
+  storeBaseRuns,
 } from "../lib/evaluate/mod.ts";
 import { agentInstalls, RolloutWorker } from "../lib/rollout/mod.ts";
 import type { LifecycleDeps } from "../lib/session/mod.ts";
@@ -267,6 +268,13 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     outputBytes: config.sandboxOutputBytes,
     cacheDir: `${config.sandboxRoot}/cache`,
     metrics,
+    baseRuns: storeBaseRuns(kv, {
+      ttlMs: config.evalBaseRunTtlMs,
+      holder,
+      leaseTtlMs: config.leaseTtlMs,
+      // A run takes at most its time limit, after its boot.
+      waitMs: config.evalTimeoutMs + 10 * 60_000,
+    }),
   };
   const agents = await agentInstalls(config.rollout);
   const load = new TurnLoad();

@@ -98,7 +98,9 @@ function rewardCell(reward: EvaluationResult | EpisodeReward | null): Html {
   if (isEvaluation(reward)) {
     const { passed, failed } = reward.tests;
     return html`<details class="evaluation"><summary><span class="badge b-${reward.reason}">${reward.reason}</span>
-score ${reward.score} · ${passed.length} passed · ${failed.length} failed</summary>
+score ${
+      reward.score ?? "none (the task's fault)"
+    } · ${passed.length} passed · ${failed.length} failed</summary>
 <table class="tests"><tbody>${[
       ...failed.map((name) =>
         html`

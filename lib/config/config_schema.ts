@@ -427,6 +427,15 @@ export const ConfigSchema = z.object({
     fallback: String(30 * 60_000),
     meaning: "time limit of an evaluation whose task sets no `timeout_ms`",
   }),
+  /**
+   * How long the verdict of a task's base-commit run is kept (the control of an evaluation whose
+   * tests show no sign of having run), in milliseconds.
+   */
+  evalBaseRunTtlMs: variable("EVAL_BASE_RUN_TTL_MS", int(1000, 30 * 86_400_000), {
+    fallback: String(10 * 60_000),
+    meaning: "how long the verdict of a task's run at its base commit is kept: the control " +
+      "that tells a patch that stopped the tests from a task whose tests never run",
+  }),
   /** Evaluations one process runs at once; more wait their turn. */
   evalConcurrency: variable("EVAL_CONCURRENCY", int(1, 1024), {
     fallback: "4",

@@ -15,7 +15,8 @@ import {
   type Sandbox,
   type SandboxBackend,
 } from "../sandbox/mod.ts";
-import { type EvaluationReason, type Evidence, logTail } from "./evidence.ts";
+import { type BaseRuns, UNKEPT_BASE_RUNS } from "./base_runs.ts";
+import { type EvaluationReason, type Evidence, logTail, TASK_FAULTS } from "./evidence.ts";
 import { fixtureRepo } from "./fixture_repos.ts";
 import {
   HARBOR_SANDBOX_DIRS,
@@ -28,6 +29,7 @@ import {
 import { type Judger, type Reward } from "./judgers.ts";
 import { checkPatchPaths, PatchPathError, patchPaths } from "./patch_paths.ts";
 import { restoreProtected } from "./protect.ts";
+import { type MissingEvidence, missingEvidence } from "./test_evidence.ts";
 import { parseTestOutput } from "./test_report.ts";
 import { gradingMode, runnerCommand, scriptCommand, shellQuote, type Task } from "./task.ts";
 
@@ -44,6 +46,11 @@ export interface EvaluateDeps {
   readonly cacheDir: string;
   /** Counts evaluations by outcome. */
   readonly metrics?: GatewayMetrics;
+  /**
+   * Where the base commit's runs of tasks are kept, the control of a run without evidence that
+   * its tests ran (none: each is run when needed).
+   */
+  readonly baseRuns?: BaseRuns;
 }
 
 /** One evaluation request. */
@@ -55,9 +62,13 @@ export interface EvaluateRequest {
   readonly signal?: AbortSignal;
 }
 
-/** The result of `/evaluate`: the judger's reward over the evidence, with timings. */
-export type EvaluationResult = Evidence & Reward & {
-  readonly score: number;
+/**
+ * The result of `/evaluate`: the judger's reward over the evidence, with timings. `score` is
+ * `null` when the evidence is that the task is at fault ({@linkcode TASK_FAULTS}): no judger is
+ * asked for a score of tests that never ran.
+ */
+export type EvaluationResult = Evidence & Omit<Reward, "score"> & {
+  readonly score: number | null;
   readonly duration_ms: number;
   readonly judger: string;
   readonly sandbox: { readonly backend: string; readonly id: string | null };
@@ -127,10 +138,51 @@ async function evaluateWith(
     : request.patch;
   const started = performance.now();
   const timings = { boot_ms: 0, pre_ms: 0, apply_ms: 0, test_ms: 0 };
-  let sandbox: Sandbox | null = null;
-  let evidence: Evidence;
+  let run: TestsRun;
   try {
     checkPatchPaths(patch);
+    run = await runTests(deps, task, patch, timings, signal);
+  } catch (error) {
+    if (!(error instanceof PatchPathError)) throw error;
+    run = { evidence: failure("patch_rejected", error.message, false), missing: null, id: null };
+  }
+  const evidence = run.missing === null
+    ? run.evidence
+    : await blame(deps, task, patch, run.evidence, run.missing, signal);
+  // The judger's own fields sit beside the evidence, the score first; tests that never ran
+  // because of the task have no score.
+  const { score, ...extra }: { score: number | null } = TASK_FAULTS.has(evidence.reason)
+    ? { score: null }
+    : await judger.judge({ task, patch, evidence });
+  deps.metrics?.evaluations.inc(evidence.reason);
+  return {
+    score,
+    ...evidence,
+    ...extra,
+    duration_ms: Math.round(performance.now() - started),
+    judger: judger.name,
+    sandbox: { backend: deps.backend.name, id: run.id },
+    timings,
+  };
+}
+
+/** One run of a task's tests: its evidence, what the evidence lacks, and its sandbox's id. */
+interface TestsRun {
+  readonly evidence: Evidence;
+  readonly missing: MissingEvidence | null;
+  readonly id: string | null;
+}
+
+/** Grades `patch` for `task` in a fresh sandbox, killed whatever happens. */
+async function runTests(
+  deps: EvaluateDeps,
+  task: Task,
+  patch: string,
+  timings: EvaluationResult["timings"],
+  signal: AbortSignal | undefined,
+): Promise<TestsRun> {
+  let sandbox: Sandbox | null = null;
+  try {
     const repo = await repoSource(task, deps.cacheDir);
     const timeoutMs = task.timeout_ms ?? deps.timeoutMs;
     const booting = performance.now();
@@ -145,30 +197,65 @@ async function evaluateWith(
       lifetimeMs: timeoutMs + 60_000,
       signal,
     });
-    timings.boot_ms = since(booting);
-    evidence = await grade(sandbox, task, patch, deps, timeoutMs, timings, signal);
-  } catch (error) {
-    if (!(error instanceof PatchPathError)) throw error;
-    evidence = failure("patch_rejected", error.message, false);
+    timings.boot_ms = Math.round(performance.now() - booting);
+    const graded = await grade(sandbox, task, patch, deps, timeoutMs, timings, signal);
+    const ran = "evidence" in graded ? graded : { evidence: graded, missing: null };
+    return { ...ran, id: sandbox.id };
   } finally {
     await sandbox?.kill();
   }
-  // The judger's own fields sit beside the evidence, the score first.
-  const { score, ...extra } = await judger.judge({ task, patch, evidence });
-  deps.metrics?.evaluations.inc(evidence.reason);
-  return {
-    score,
-    ...evidence,
-    ...extra,
-    duration_ms: since(started),
-    judger: judger.name,
-    sandbox: { backend: deps.backend.name, id: sandbox?.id ?? null },
-    timings,
-  };
+}
 
-  function since(from: number): number {
-    return Math.round(performance.now() - from);
+/**
+ * Whose fault a run without evidence that the tests ran is: the task's when the base commit's
+ * run (no patch) has none either, or the patch's, which stopped tests that run without it (then
+ * the evidence keeps its own reason, a zero the judger gives). A run without a patch is the base
+ * commit's run.
+ */
+async function blame(
+  deps: EvaluateDeps,
+  task: Task,
+  patch: string,
+  evidence: Evidence,
+  missing: MissingEvidence,
+  signal: AbortSignal | undefined,
+): Promise<Evidence> {
+  if (patch.trim().length === 0) {
+    return { ...evidence, reason: missing.reason, detail: missing.detail };
   }
+  const runs = deps.baseRuns ?? UNKEPT_BASE_RUNS;
+  const base = await runs.get(task, deps.backend.name, async () => {
+    const control = await runTests(deps, task, "", {
+      boot_ms: 0,
+      pre_ms: 0,
+      apply_ms: 0,
+      test_ms: 0,
+    }, signal);
+    const { reason, detail } = control.evidence;
+    const fault = control.missing ??
+      (TASK_FAULTS.has(reason) ? { reason, detail: detail ?? reason } : null);
+    return { missing: fault, reason, at: Date.now() };
+  });
+  const base_run = { reason: base.reason, detail: base.missing?.detail ?? null };
+  if (base.missing !== null) {
+    const same = base.missing.detail === missing.detail;
+    return {
+      ...evidence,
+      reason: base.missing.reason,
+      detail: same
+        ? `${missing.detail} (at the base commit too)`
+        : `${missing.detail}; at the base commit: ${base.missing.detail}`,
+      base_run,
+    };
+  }
+  return {
+    ...evidence,
+    // A pass with no test run is no pass.
+    reason: evidence.reason === "passed" ? "tests_failed" : evidence.reason,
+    detail: `No test ran with the patch (${missing.detail}); at the base commit they do ` +
+      `(${base.reason}): the patch stopped them`,
+    base_run,
+  };
 }
 
 /**
@@ -183,7 +270,7 @@ async function grade(
   timeoutMs: number,
   timings: EvaluationResult["timings"],
   signal: AbortSignal | undefined,
-): Promise<Evidence> {
+): Promise<Graded> {
   const deadline = performance.now() + timeoutMs;
   const run = async (command: string, as: Pick<ExecOptions, "user" | "readOnly"> = {}) => {
     const remaining = Math.max(1, Math.round(deadline - performance.now()));
@@ -284,24 +371,38 @@ async function grade(
   const result = await run(command, mode === "harbor" ? HARBOR_VERIFIER_RIGHTS : {});
   timings.test_ms = Math.round(performance.now() - phase);
   if (result.timedOut) return timedOut(result, "the tests ran past the time limit", true);
+  const report = parseTestOutput(result.stdout);
+  const asked = (passed: boolean, rewardError: string | null) =>
+    missingEvidence({
+      mode,
+      task,
+      exitCode: result.exitCode,
+      output: result.stdout,
+      report,
+      rewardError,
+      passed,
+    });
   if (mode === "harbor") {
     // The score is the reward file's, never the exit status: `reason` says whether it is > 0.
     // A verifier stopped by a signal (the code under test killing it) wrote no reward of its own.
     const reward = verifierFinished(result) ?? await readHarborReward(sandbox, signal);
-    const missing = "error" in reward;
+    const none = "error" in reward;
+    const reason = none ? "no_reward" : reward.reward > 0 ? "passed" : "tests_failed";
     return {
-      applied_cleanly: true,
-      reason: missing ? "no_reward" : reward.reward > 0 ? "passed" : "tests_failed",
-      detail: missing ? reward.error : null,
-      tests: parseTestOutput(result.stdout),
-      tampered,
-      exit_code: result.exitCode,
-      log_tail: logTail(result.stdout),
-      ...(missing ? {} : { verifier: reward }),
+      evidence: {
+        applied_cleanly: true,
+        reason,
+        detail: none ? reward.error : null,
+        tests: report,
+        tampered,
+        exit_code: result.exitCode,
+        log_tail: logTail(result.stdout),
+        ...(none ? {} : { verifier: reward }),
+      },
+      missing: asked(reason === "passed", none ? reward.error : null),
     };
   }
 
-  const report = parseTestOutput(result.stdout);
   let tests = report;
   let passed = result.exitCode === 0;
   if (mode === "f2p_script") {
@@ -317,15 +418,21 @@ async function grade(
     passed = tests.failed.length === 0;
   }
   return {
-    applied_cleanly: true,
-    reason: passed ? "passed" : "tests_failed",
-    detail: null,
-    tests,
-    tampered,
-    exit_code: result.exitCode,
-    log_tail: logTail(result.stdout),
+    evidence: {
+      applied_cleanly: true,
+      reason: passed ? "passed" : "tests_failed",
+      detail: null,
+      tests,
+      tampered,
+      exit_code: result.exitCode,
+      log_tail: logTail(result.stdout),
+    },
+    missing: asked(passed, null),
   };
 }
+
+/** A run's evidence, and what it lacks to show that the tests ran (once the tests ran). */
+type Graded = Evidence | { readonly evidence: Evidence; readonly missing: MissingEvidence | null };
 
 /**
  * The repository of a task as a sandbox source, with the task's work-tree alias; fixtures are

@@ -22,8 +22,37 @@ export type EvaluationReason =
   | "pre_command_failed"
   /** The task's `test_patch` did not apply over the patch: the task is at fault. */
   | "test_patch_failed"
-  /** A Harbor task's `test.sh` left no reward file, or one that does not parse. */
-  | "no_reward";
+  /**
+   * A Harbor task's `test.sh` left no reward file, or one that does not parse, with the patch;
+   * at the base commit it writes one (the patch's fault).
+   */
+  | "no_reward"
+  /** The test command or its runner could not run, at the base commit too: the task's fault. */
+  | "runner_failed"
+  /**
+   * The test command ran, but no test did (none collected, a listed test missing, no reward
+   * written), at the base commit too: the task's fault.
+   */
+  | "no_tests_ran";
+
+/**
+ * The reasons that are the task's (or its environment's) fault, never the patch's: such an
+ * evaluation has no score, and a rollout attempt ending with one is the infrastructure's.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { TASK_FAULTS } from "./evidence.ts";
+ * assert.ok(TASK_FAULTS.has("runner_failed"));
+ * assert.ok(!TASK_FAULTS.has("tests_failed"));
+ * ```
+ */
+export const TASK_FAULTS: ReadonlySet<EvaluationReason> = new Set<EvaluationReason>([
+  "pre_command_failed",
+  "test_patch_failed",
+  "runner_failed",
+  "no_tests_ran",
+]);
 
 /** The evidence of one evaluation. Field names are those of the `/evaluate` response. */
 export interface Evidence {
@@ -41,6 +70,11 @@ export interface Evidence {
   readonly log_tail: string;
   /** A Harbor task's reward as its verifier wrote it; only on Harbor tasks that left one. */
   readonly verifier?: VerifierReward;
+  /**
+   * How the tests fared at the base commit (no patch), when this run showed no evidence that they
+   * ran and the base commit was asked whose fault that was (`detail`: what it lacked, if anything).
+   */
+  readonly base_run?: { readonly reason: EvaluationReason; readonly detail: string | null };
 }
 
 /** Longest log tail kept in a result, in characters. */

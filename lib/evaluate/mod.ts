@@ -1,4 +1,5 @@
 /** Grading patches: task specs, evaluation in a sandbox, test reports and judgers. @module */
+export * from "./base_runs.ts";
 export * from "./evaluate.ts";
 export * from "./evidence.ts";
 export * from "./fixture_repos.ts";
@@ -11,5 +12,6 @@ export * from "./patch_paths.ts";
 export * from "./slots.ts";
 export * from "./stored_tree.ts";
 export * from "./task.ts";
+export * from "./test_evidence.ts";
 export * from "./test_report.ts";
 export * from "./protect.ts";

@@ -181,6 +181,10 @@ export const keys = {
    * is backed off from by every process at once.
    */
   rolloutBootBackoff: (scope: string): Deno.KvKey => ["rollout_boot_backoff", scope],
+  /** How a task's tests fared at its base commit, by task digest (`expireIn`: the verdict's life). */
+  taskBaseRun: (digest: string): Deno.KvKey => ["task_base_run", digest],
+  /** The lease of the process running a task's base run. */
+  taskBaseRunLease: (digest: string): Deno.KvKey => ["task_base_run_lease", digest],
   /**
    * One of the boot slots of `scope` (a host's local sandboxes, or one remote backend's), shared
    * by every gateway process that boots there.
@@ -252,6 +256,8 @@ export type ParsedKey =
   | { readonly kind: "engine_failures"; readonly sessionId: string }
   | { readonly kind: "rollout_retries"; readonly groupId: string }
   | { readonly kind: "rollout_boot_backoff"; readonly scope: string }
+  | { readonly kind: "task_base_run"; readonly digest: string }
+  | { readonly kind: "task_base_run_lease"; readonly digest: string }
   | { readonly kind: "expiry"; readonly expiresAt: number; readonly sessionId: string }
   | { readonly kind: "rollout_group"; readonly groupId: string }
   | { readonly kind: "rollout_group_time"; readonly createdAt: number; readonly groupId: string }
@@ -355,6 +361,12 @@ export function parseKey(key: Deno.KvKey): ParsedKey {
       break;
     case "rollout_boot_backoff":
       if (n === 2 && str(a)) return { kind: "rollout_boot_backoff", scope: a };
+      break;
+    case "task_base_run":
+      if (n === 2 && str(a)) return { kind: "task_base_run", digest: a };
+      break;
+    case "task_base_run_lease":
+      if (n === 2 && str(a)) return { kind: "task_base_run_lease", digest: a };
       break;
     case "expiry":
       if (n === 3 && num(a) && str(b)) return { kind: "expiry", expiresAt: a, sessionId: b };

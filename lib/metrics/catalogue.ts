@@ -90,6 +90,8 @@ export const EVALUATION_OUTCOMES = [
   "pre_command_failed",
   "test_patch_failed",
   "no_reward",
+  "runner_failed",
+  "no_tests_ran",
   "error",
 ] as const;
 

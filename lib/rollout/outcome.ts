@@ -70,6 +70,31 @@ export const OUTCOME_TABLE: ReadonlyMap<string, OutcomeRule> = new Map([
   ["internal_error", rule("infra", true, "a gateway bug, logged")],
   ["store_unavailable", rule("infra", true, "the store (PostgreSQL) did not answer")],
   [
+    "runner_failed",
+    rule(
+      "infra",
+      false,
+      "the task's test command or runner cannot run, at the base commit too: the task's fault",
+    ),
+  ],
+  [
+    "no_tests_ran",
+    rule(
+      "infra",
+      false,
+      "the task's tests ran no test (none collected, a listed one missing, no reward written), " +
+        "at the base commit too: the task's fault",
+    ),
+  ],
+  [
+    "pre_command_failed",
+    rule("infra", false, "a pre-command of the task failed while grading: the task's fault"),
+  ],
+  [
+    "test_patch_failed",
+    rule("infra", false, "the task's `test_patch` does not apply: the task's fault"),
+  ],
+  [
     "repo_unavailable",
     rule("infra", false, "the task's repository or commit cannot be had: a retry changes nothing"),
   ],

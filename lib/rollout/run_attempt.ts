@@ -99,6 +99,8 @@ export type AttemptOutcome =
     readonly agent?: AgentOutcome;
     readonly agentLog?: string;
     readonly patch?: string;
+    /** The evaluation that found the task at fault (its tests never ran), with its log. */
+    readonly evaluation?: EvaluationResult;
   };
 
 /** Why an attempt was stopped from outside: the abort reason the worker gives its signal. */
@@ -288,7 +290,20 @@ export async function runAttempt(
       { task: graded, patch, signal },
     );
     signal.throwIfAborted();
-    await setReward(deps.lifecycle, session.session.id, reward);
+    if (reward.score === null) {
+      // The task's tests did not run, at the base commit either: no reward, the task's fault.
+      await closeSession(deps.lifecycle, session.session.id, { as: "aborted" });
+      return {
+        phase: "failed",
+        reason: reward.reason,
+        detail: reward.detail ?? reward.reason,
+        agent,
+        agentLog,
+        patch,
+        evaluation: reward,
+      };
+    }
+    await setReward(deps.lifecycle, session.session.id, { ...reward, score: reward.score });
     await closeSession(deps.lifecycle, session.session.id);
     return { phase: "done", agent, agentLog, patch, reward };
   } catch (error) {

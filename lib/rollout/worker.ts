@@ -283,7 +283,7 @@ export class RolloutWorker {
     };
     await put("patch", outcome.patch ?? undefined);
     await put("agent_log", outcome.agentLog);
-    if (outcome.phase === "done") await put("reward", outcome.reward);
+    await put("reward", outcome.phase === "done" ? outcome.reward : outcome.evaluation);
     // The summary is for the viewer and metrics: a count that cannot be read never loses the job.
     const toolTurns = outcome.phase === "done" && job.sessionId !== null
       ? await sessionToolTurns(kv, job.sessionId).catch((error) => {

@@ -236,10 +236,11 @@ Deno.test("evaluate() runs pre_commands before the patch, and reports one that f
       pre_commands: ["true", "echo setup broke; exit 3"],
     });
     const failed = await evaluate(deps, { task: broken, patch });
+    // The task's fault, not the patch's: no score.
     assert.deepEqual(
       [failed.score, failed.reason, failed.applied_cleanly, failed.exit_code, failed.detail],
       [
-        0,
+        null,
         "pre_command_failed",
         false,
         3,

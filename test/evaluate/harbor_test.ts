@@ -419,29 +419,59 @@ Deno.test("a reward.json planted by the code under test cannot raise the reward.
   });
 });
 
-Deno.test("a verifier that writes no reward, or a malformed one, scores 0 with reason no_reward", async () => {
+Deno.test("a verifier that writes no reward, or a malformed one, at the base commit is the task's fault: no_tests_ran, no score", async () => {
   await withLocal(async (deps, dir) => {
     const none = await evaluate(deps, {
       task: await scriptTask(dir, "echo checked"),
       patch: "",
     });
-    assert.deepEqual([none.score, none.reason, none.verifier], [0, "no_reward", undefined]);
-    assert.match(none.detail!, /test\.sh wrote no reward: neither \/logs\/verifier\/reward\.json/);
+    assert.deepEqual([none.score, none.reason, none.verifier], [null, "no_tests_ran", undefined]);
+    assert.match(
+      none.detail!,
+      /^the verifier wrote no reward: test\.sh wrote no reward: neither \/logs\/verifier\/reward\.json/,
+    );
     assert.equal(none.log_tail, "checked\n");
 
     const bad = await evaluate(deps, {
       task: await scriptTask(dir, "echo passed > /logs/verifier/reward.txt"),
       patch: "",
     });
-    assert.deepEqual([bad.score, bad.reason], [0, "no_reward"]);
+    assert.deepEqual([bad.score, bad.reason], [null, "no_tests_ran"]);
     assert.match(bad.detail!, /\/logs\/verifier\/reward\.txt holds "passed\\n", not a number/);
 
     const huge = await evaluate(deps, {
       task: await scriptTask(dir, "head -c 200000 /dev/zero > /logs/verifier/reward.json"),
       patch: "",
     });
-    assert.deepEqual([huge.score, huge.reason], [0, "no_reward"]);
+    assert.deepEqual([huge.score, huge.reason], [null, "no_tests_ran"]);
     assert.match(huge.detail!, /larger than 65536 bytes/);
+  });
+});
+
+Deno.test("a patch that keeps a verifier from writing the reward it writes at the base commit scores 0, reason no_reward", async () => {
+  await withLocal(async (deps, dir) => {
+    // The verifier gives up without a reward when the work tree has a file named `broken`.
+    const task = await scriptTask(
+      dir,
+      "test -f broken && exit 0\necho 0 > /logs/verifier/reward.txt\n",
+    );
+    const patch = [
+      "diff --git a/broken b/broken",
+      "new file mode 100644",
+      "--- /dev/null",
+      "+++ b/broken",
+      "@@ -0,0 +1 @@",
+      "+x",
+      "",
+    ].join("\n");
+    const result = await evaluate(deps, { task, patch });
+    assert.deepEqual([result.score, result.reason], [0, "no_reward"]);
+    assert.deepEqual(result.base_run, { reason: "tests_failed", detail: null });
+    assert.match(result.detail!, /^No test ran with the patch \(the verifier wrote no reward: /);
+    assert.match(
+      result.detail!,
+      /at the base commit they do \(tests_failed\): the patch stopped them$/,
+    );
   });
 });
 

@@ -105,9 +105,7 @@ Deno.test("unbundledRepo() refuses a bundle that is not one, or not the commit n
       RepoError,
     );
     // No repository, no staging folder, no bundle file left in the cache.
-    const left = [];
-    for await (const entry of Deno.readDir(`${there}/harbor`)) left.push(entry.name);
-    assert.deepEqual(left, []);
+    assert.deepEqual(namesIn(`${there}/harbor`), []);
   }));
 
 Deno.test("unbundledRepo() run by several processes at once on one target ends with one whole repository", () =>
@@ -121,7 +119,5 @@ Deno.test("unbundledRepo() run by several processes at once on one target ends w
     );
     assert.deepEqual(paths, Array(6).fill(target));
     assert.deepEqual(await contents(target), await contents(source));
-    const left = [];
-    for await (const entry of Deno.readDir(`${there}/harbor`)) left.push(entry.name);
-    assert.deepEqual(left, ["c".repeat(32)]);
+    assert.deepEqual(namesIn(`${there}/harbor`), ["c".repeat(32)]);
   }));

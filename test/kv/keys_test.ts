@@ -100,6 +100,11 @@ const CASES: {
     key: [...keys.rolloutTask("grp_1"), 2],
     parsed: { kind: "rollout_task", groupId: "grp_1", chunk: 2 },
   },
+  taskBaseRun: { key: keys.taskBaseRun("d1"), parsed: { kind: "task_base_run", digest: "d1" } },
+  taskBaseRunLease: {
+    key: keys.taskBaseRunLease("d1"),
+    parsed: { kind: "task_base_run_lease", digest: "d1" },
+  },
   rolloutTree: {
     key: [...keys.rolloutTree("grp_1"), 0],
     parsed: { kind: "rollout_tree", groupId: "grp_1", chunk: 0 },

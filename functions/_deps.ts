@@ -58,10 +58,13 @@ import {
 } from "../lib/template/mod.ts";
 import { type ScriptedEngine, startScriptedEngine } from "../lib/scripted_engine/mod.ts";
 import {
+  describeRunners,
   type EvaluateDeps,
   type Judger,
   JudgerConfigError,
   loadJudgers,
+  type RunnersHere,
+  runnersHere,
   Slots,
   storeBaseRuns,
 } from "../lib/evaluate/mod.ts";
@@ -551,6 +554,7 @@ export function banner(
   deps: Deps,
   listening: string,
   title = `Rollout Gateway listening on ${listening}`,
+  runners: RunnersHere | null = null,
 ): string {
   const lines = [
     title,
@@ -580,9 +584,16 @@ export function banner(
         : "worker off (API only)"
     }`,
     `  agents:     ${
-      Object.entries(deps.rollout.deps.agents).map(([name, install]) =>
+      [...deps.rollout.deps.agents].map(([name, install]) =>
         `${name} ${install.local === null ? "(not installed here)" : "ready"}`
       ).join(", ")
+    }`,
+    `  runners:    ${
+      deps.sandbox.capabilities.placement === "remote"
+        ? "the sandbox image's (not checked from here)"
+        : runners === null
+        ? "not checked"
+        : describeRunners(runners)
     }`,
   ];
   if (!deps.config.adminToken) {
@@ -634,9 +645,9 @@ let fromEnv: Promise<Deps> | null = null;
 export function lazyApp(create: (deps: Deps) => Hono): Hono {
   let real: Promise<Hono> | null = null;
   const build = (origin: string) => {
-    fromEnv ??= buildDeps(resolveConfig(Deno.env.toObject())).then((deps) => {
+    fromEnv ??= buildDeps(resolveConfig(Deno.env.toObject())).then(async (deps) => {
       deps.setListening(origin);
-      console.log(banner(deps, origin));
+      console.log(banner(deps, origin, undefined, await runnersHere()));
       return deps;
     });
     return real ??= fromEnv.then((deps) => atEdge(create(deps), errorOptions(deps)));

@@ -306,6 +306,14 @@ function describeIssue(issue: Issue, base: PropertyKey[]): string {
     );
     if (furthest.length > 0) return describeIssue(furthest[0], path);
   }
+  if (issue.code === "unrecognized_keys") {
+    // A mistyped field is refused, never dropped; its name is the client's, so shown bounded.
+    const shown = issue.keys.slice(0, 5).map((key) =>
+      [...path.map(String), key.length > 64 ? `${key.slice(0, 64)}…` : key].join(".")
+    );
+    const more = issue.keys.length > 5 ? ` (and ${issue.keys.length - 5} more)` : "";
+    return `unknown field${issue.keys.length > 1 ? "s" : ""} ${shown.join(", ")}${more}`;
+  }
   let message = issue.message;
   if (issue.code === "invalid_union" && "options" in issue && Array.isArray(issue.options)) {
     message = `unknown type; expected one of ${issue.options.join(", ")}`;

@@ -23,7 +23,7 @@ import { sessionJson } from "./_views.ts";
 export type SamplesDeps = Pick<Deps, "kv" | "config" | "control" | "tokenizer">;
 
 /** The query of a samples export. */
-export const SamplesQuery = z.object({
+export const SamplesQuery = z.strictObject({
   /** A registered export format, or `raw` (the session as recorded). */
   format: z.enum(["raw", ...EXPORT_FORMATS.map((format) => format.name)])
     .default(EXPORT_FORMATS[0].name),

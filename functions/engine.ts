@@ -17,7 +17,7 @@ import { admin } from "./_admin.ts";
 import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
 import { errorOptions, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
 
-const VersionBody = z.object({
+const VersionBody = z.strictObject({
   /** The name of the weights served from now on: an integer for `max_staleness` to compare. */
   version: z.string().min(1).max(128).regex(/^[\w.:-]+$/, "letters, digits, _ . : and -"),
   /** Also abort running requests (the gateway resumes them, under the new version). */
@@ -34,7 +34,7 @@ export function createEngineApp(deps: EngineDeps): Hono {
   // The dialect's own pause modes, its default first (SGLang: abort, retract, in_place; vLLM:
   // abort, wait, keep).
   const modes = deps.dialect.pauseModes as [PauseMode, ...PauseMode[]];
-  const PauseBody = z.object({ mode: z.enum(modes).default(modes[0]) });
+  const PauseBody = z.strictObject({ mode: z.enum(modes).default(modes[0]) });
   app.use("/engine/*", admin(deps));
   const body = async <T>(request: Request, schema: z.ZodType<T>) =>
     validate(schema, await readJson(request, deps.config, { empty: {} }));
@@ -44,7 +44,7 @@ export function createEngineApp(deps: EngineDeps): Hono {
     return c.json({ mode, workers: await control.pause(mode) });
   });
   app.post("/engine/continue", async (c) => {
-    await body(c.req.raw, z.object({}));
+    await body(c.req.raw, z.strictObject({}));
     return c.json({ workers: await control.continue() });
   });
   app.get("/engine/weight_version", async (c) => {

@@ -15,7 +15,7 @@ import { admin } from "./_admin.ts";
 import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
 import { errorOptions, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
 
-const EvaluateBody = z.object({
+const EvaluateBody = z.strictObject({
   task: TaskSchema,
   /** A unified diff against the base commit; empty when the agent changed nothing. */
   patch: z.string(),

@@ -34,7 +34,9 @@ import { errorOptions, errorResponse, newRequestId, readJson, validate } from ".
 import { exportSamples, type SamplesDeps, SamplesQuery } from "./_samples.ts";
 import { jobJson } from "./_views.ts";
 
-const GroupQuery = z.object({ group_id: z.string().regex(/^grp_[0-9a-f]{24}$/, "a group id") });
+const GroupQuery = z.strictObject({
+  group_id: z.string().regex(/^grp_[0-9a-f]{24}$/, "a group id"),
+});
 
 /** What the rollout app uses. */
 export type RolloutAppDeps =

@@ -21,6 +21,7 @@ import { createUiApp } from "./ui.ts";
 import { sweepExpiredSessions } from "../lib/session/mod.ts";
 import { storeUnreachable, writeMetricsSnapshot } from "../lib/kv/mod.ts";
 import { sweepExpiredRollouts } from "../lib/rollout/mod.ts";
+import { runnersHere } from "../lib/evaluate/mod.ts";
 import { METRICS_FRESH_MS, startPublishing, takeSnapshot } from "../lib/metrics/mod.ts";
 import { logBackgroundFailure } from "../lib/errors/mod.ts";
 import { stopWhenOrphaned, supervise, workerIndex } from "./_workers.ts";
@@ -98,6 +99,8 @@ async function serveWorker(config: Config, index: number | null): Promise<void> 
     throw error;
   }
   const app = createGatewayApp(deps, index);
+  // What a local sandbox can grade with, said at start-up (worker 0 and a lone process say it).
+  const runners = index === null || index === 0 ? await runnersHere() : null;
   const server = Deno.serve({
     hostname: config.host,
     port: config.port,
@@ -109,12 +112,12 @@ async function serveWorker(config: Config, index: number | null): Promise<void> 
       const url = `http://${local.includes(":") ? `[${local}]` : local}:${port}`;
       deps.setListening(url);
       if (index === null) {
-        console.log(banner(deps, `http://${hostname}:${port}`));
+        console.log(banner(deps, `http://${hostname}:${port}`, undefined, runners));
         return;
       }
       // The supervisor waits for this line (WORKER_READY); worker 0 adds the details.
       const ready = `Worker ${index} (pid ${Deno.pid}) ready on ${url}`;
-      console.log(index === 0 ? banner(deps, url, ready) : ready);
+      console.log(index === 0 ? banner(deps, url, ready, runners) : ready);
     },
   }, app.fetch);
   if (config.rollout.worker) deps.rollout.start();

@@ -26,7 +26,7 @@ import { exportSamples, type SamplesDeps, SamplesQuery } from "./_samples.ts";
 import { errorOptions, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
 import { SealedCursor, sessionJson, sessionPageJson, SESSIONS_LISTING } from "./_views.ts";
 
-const OpenSessionBody = z.object({
+const OpenSessionBody = z.strictObject({
   id: z.string().regex(SESSION_ID, "letters, digits, _ and -, up to 128 characters").optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
   /** How this session's reward is shared among its segments. */
@@ -38,7 +38,7 @@ const OpenSessionBody = z.object({
 /** A reward: a finite numeric `score`, and any evidence beside it. */
 const RewardBody = z.looseObject({ score: z.number().finite() });
 
-const ListQuery = z.object({
+const ListQuery = z.strictObject({
   status: z.enum(["open", "closed"]).optional(),
   /** Sessions whose reward's score is at least this (a session with no reward is left out). */
   reward_min: z.string().min(1, "expected a number").transform(Number).pipe(z.number().finite())
@@ -75,12 +75,17 @@ export function createSessionsApp(deps: SessionsDeps): Hono {
   });
 
   app.get("/sessions", async (c) => {
-    const query = validate(ListQuery, c.req.query());
-    // Keys come from the client: a Map, so `metadata.__proto__` is a key like any other.
+    // Keys come from the client: a Map, so `metadata.__proto__` is a key like any other. The
+    // metadata filters are open-ended; every other parameter must be one the listing knows.
     const metadata = new Map<string, string>();
-    for (const [name, value] of Object.entries(c.req.query())) {
-      if (name.startsWith("metadata.")) metadata.set(name.slice("metadata.".length), value);
+    const named = new URLSearchParams();
+    for (const [name, value] of new URL(c.req.url).searchParams) {
+      // A parameter given twice counts once, its first value.
+      const key = name.startsWith("metadata.") ? name.slice("metadata.".length) : null;
+      if (key !== null && !metadata.has(key)) metadata.set(key, value);
+      else if (key === null && !named.has(name)) named.set(name, value);
     }
+    const query = validate(ListQuery, Object.fromEntries(named));
     const filter = {
       status: query.status,
       metadata,

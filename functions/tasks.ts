@@ -16,7 +16,7 @@ import { type AdminDeps, lazyApp } from "./_deps.ts";
 import { errorOptions, errorResponse, newRequestId, validate } from "./_http.ts";
 import { taskListJson } from "./_views.ts";
 
-const TasksQuery = z.object({
+const TasksQuery = z.strictObject({
   /** The folder holding task folders. */
   dir: z.string().max(4096).regex(/^\//, "expected an absolute path").refine(
     (path) => !path.split("/").some((part) => part === "." || part === ".."),

@@ -26,7 +26,7 @@ const LAYERS: ReadonlyMap<string, readonly string[]> = new Map([
   ["kv", ["cache", "errors", "metrics", "timing"]],
   ["sandbox", ["config", "errors", "metrics", "timing"]],
   ["template", ["cache", "chat", "engine", "errors", "limits"]],
-  ["evaluate", ["errors", "limits", "metrics", "sandbox"]],
+  ["evaluate", ["errors", "kv", "limits", "metrics", "sandbox"]],
   ["scripted_engine", ["template", "vision"]],
   ["chain", ["chat", "engine", "kv"]],
   [

@@ -3,7 +3,8 @@
  * for what is already there, so the `serve` and `test` tasks run it every time:
  *
  * - Debian packages, with apt-get (as root, or through sudo): `git` and `bubblewrap` (local
- *   sandboxes) for serving; with `--tests` also `python3-pytest` (a fixture task's runner),
+ *   sandboxes) and `python3-pytest` (the test runner of the shipped fixture tasks and the docs'
+ *   examples: without it their rollouts grade nothing) for serving; with `--tests` also
  *   `chromium` (the viewer's browser test), `postgresql` (the shared-store tests start
  *   throwaway clusters of their own: installing it starts no service, `policy-rc.d` says no) and
  *   `haproxy` (the load balancer of docs/deploy.md, tested in front of two hosts).
@@ -44,9 +45,9 @@ const PACKAGES: SystemPackage[] = [
   { name: "git", present: () => runs("git", ["--version"]) },
   { name: "bubblewrap", present: () => runs("bwrap", ["--version"]) },
   // Sandboxes see Debian's /usr/bin/python3, whatever python3 the host's PATH finds first.
+  { name: "python3-pytest", present: () => runs("/usr/bin/python3", ["-c", "import pytest"]) },
   ...(tests
     ? [
-      { name: "python3-pytest", present: () => runs("/usr/bin/python3", ["-c", "import pytest"]) },
       // The viewer's browser test drives Debian's headless Chromium.
       { name: "chromium", present: () => runs("/usr/bin/chromium", ["--version"]) },
       // The shared-store tests run Debian's PostgreSQL programs (test/_postgres.ts).

@@ -15,3 +15,4 @@ export * from "./task.ts";
 export * from "./test_evidence.ts";
 export * from "./test_report.ts";
 export * from "./protect.ts";
+export * from "./runners_here.ts";

@@ -87,7 +87,7 @@ export const HarborTestFileSchema = z.strictObject({
 export type HarborTestFile = z.output<typeof HarborTestFileSchema>;
 
 /** The task spec, as a request carries it. */
-export const TaskSchema = z.object({
+export const TaskSchema = z.strictObject({
   /** An absolute path of a git repository on the gateway's machine, `fixture:<name>`, or a git URL. */
   repo: z.string().min(1).max(4096).refine(
     (repo) => repo.startsWith("/") || GIT_URL.test(repo) || /^fixture:/.test(repo),
@@ -268,17 +268,39 @@ export function scriptCommand(filename: string): string | null {
   return null;
 }
 
+/** A test runner a task's test lists can name: how it runs them, and how to tell it is there. */
+export interface TaskRunner {
+  /** Its command, `{tests}` standing for the test ids. */
+  readonly command: string;
+  /** A command that succeeds where the runner can run (in a sandbox's `PATH`). */
+  readonly probe: readonly [string, ...string[]];
+  /** How to install it on a Debian host when it is not there. */
+  readonly install: string;
+}
+
+/** The registered test runners. */
+export const TASK_RUNNERS: { readonly [R in Runner]: TaskRunner } = {
+  unittest: {
+    command: "python3 -m unittest -v {tests}",
+    probe: ["python3", "-c", "import unittest"],
+    install: "apt-get install python3",
+  },
+  pytest: {
+    command: "python3 -m pytest -rA {tests}",
+    probe: ["python3", "-c", "import pytest"],
+    install: "apt-get install python3-pytest",
+  },
+  node: {
+    // node --test selects files, not names: every test runs and the lists pick the results.
+    command: "node --test --test-reporter=tap",
+    probe: ["node", "--version"],
+    install: "apt-get install nodejs",
+  },
+};
+
 /** The command of a runner, `{tests}` standing for the test ids. */
 export function runnerCommand(runner: Runner): string {
-  switch (runner) {
-    case "unittest":
-      return "python3 -m unittest -v {tests}";
-    case "pytest":
-      return "python3 -m pytest -rA {tests}";
-    case "node":
-      // node --test selects files, not names: every test runs and the lists pick the results.
-      return "node --test --test-reporter=tap";
-  }
+  return TASK_RUNNERS[runner].command;
 }
 
 /** Bytes of `values` quoted for a POSIX shell, one space apart. */

@@ -131,7 +131,7 @@ const RolloutTaskSchema = z.record(z.string(), z.unknown()).transform((value, ct
  */
 export function rolloutRequestSchema(harnesses: readonly AnyHarness[] = CLI_HARNESSES) {
   const byName = new Map(harnesses.map((harness) => [harness.name as string, harness]));
-  return z.object({
+  return z.strictObject({
     task: RolloutTaskSchema,
     /** Jobs in the group: runs of the task, each with its own session. */
     n: z.number().int().min(1).max(256).default(1),

@@ -272,7 +272,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     cacheDir: `${config.sandboxRoot}/cache`,
     metrics,
     baseRuns: storeBaseRuns(kv, {
-      ttlMs: config.evalBaseRunTtlMs,
+      ttlMs: config.evalVerdictTtlMs,
       holder,
       leaseTtlMs: config.leaseTtlMs,
       // A run takes at most its time limit, after its boot.

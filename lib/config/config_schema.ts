@@ -428,13 +428,14 @@ export const ConfigSchema = z.object({
     meaning: "time limit of an evaluation whose task sets no `timeout_ms`",
   }),
   /**
-   * How long the verdict of a task's base-commit run is kept (the control of an evaluation whose
-   * tests show no sign of having run), in milliseconds.
+   * How long a verdict on a task is kept, in milliseconds: its base-commit run (the control of an
+   * evaluation whose tests show no sign of having run) and its validation.
    */
-  evalBaseRunTtlMs: variable("EVAL_BASE_RUN_TTL_MS", int(1000, 30 * 86_400_000), {
+  evalVerdictTtlMs: variable("EVAL_VERDICT_TTL_MS", int(1000, 30 * 86_400_000), {
     fallback: String(10 * 60_000),
-    meaning: "how long the verdict of a task's run at its base commit is kept: the control " +
-      "that tells a patch that stopped the tests from a task whose tests never run",
+    meaning: "how long a verdict on a task is kept: its validation, and its run at its base " +
+      "commit (the control that tells a patch that stopped the tests from a task whose tests " +
+      "never run)",
   }),
   /** Evaluations one process runs at once; more wait their turn. */
   evalConcurrency: variable("EVAL_CONCURRENCY", int(1, 1024), {

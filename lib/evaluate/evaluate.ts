@@ -15,7 +15,7 @@ import {
   type Sandbox,
   type SandboxBackend,
 } from "../sandbox/mod.ts";
-import { type BaseRuns, UNKEPT_BASE_RUNS } from "./base_runs.ts";
+import { type BaseRuns, UNKEPT_BASE_RUNS } from "./task_verdicts.ts";
 import { type EvaluationReason, type Evidence, logTail, TASK_FAULTS } from "./evidence.ts";
 import { fixtureRepo } from "./fixture_repos.ts";
 import {

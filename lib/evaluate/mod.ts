@@ -1,5 +1,5 @@
 /** Grading patches: task specs, evaluation in a sandbox, test reports and judgers. @module */
-export * from "./base_runs.ts";
+export * from "./task_verdicts.ts";
 export * from "./evaluate.ts";
 export * from "./evidence.ts";
 export * from "./fixture_repos.ts";

@@ -4,7 +4,7 @@
  * a verifier that wrote nothing — each gives a run that failed without a test having run, and that
  * is nobody's score. What counts as evidence per grading mode is the table `EVIDENCE_RULES`
  * (docs/evaluation.md prints it): an evaluation that fails one of these rules is asked again at
- * the base commit (`base_runs.ts`), and blamed on the task when it fails there too.
+ * the base commit (`task_verdicts.ts`), and blamed on the task when it fails there too.
  *
  * @module
  */

@@ -181,10 +181,17 @@ export const keys = {
    * is backed off from by every process at once.
    */
   rolloutBootBackoff: (scope: string): Deno.KvKey => ["rollout_boot_backoff", scope],
-  /** How a task's tests fared at its base commit, by task digest (`expireIn`: the verdict's life). */
-  taskBaseRun: (digest: string): Deno.KvKey => ["task_base_run", digest],
-  /** The lease of the process running a task's base run. */
-  taskBaseRunLease: (digest: string): Deno.KvKey => ["task_base_run_lease", digest],
+  /**
+   * A verdict on a task kept for a while (`expireIn`): `base_run`, how its tests fared at its base
+   * commit; `validation`, whether it is a task to train on. By digest of what decided it.
+   */
+  taskVerdict: (kind: string, digest: string): Deno.KvKey => ["task_verdict", kind, digest],
+  /** The lease of the process reaching a task verdict. */
+  taskVerdictLease: (kind: string, digest: string): Deno.KvKey => [
+    "task_verdict_lease",
+    kind,
+    digest,
+  ],
   /**
    * One of the boot slots of `scope` (a host's local sandboxes, or one remote backend's), shared
    * by every gateway process that boots there.
@@ -256,8 +263,8 @@ export type ParsedKey =
   | { readonly kind: "engine_failures"; readonly sessionId: string }
   | { readonly kind: "rollout_retries"; readonly groupId: string }
   | { readonly kind: "rollout_boot_backoff"; readonly scope: string }
-  | { readonly kind: "task_base_run"; readonly digest: string }
-  | { readonly kind: "task_base_run_lease"; readonly digest: string }
+  | { readonly kind: "task_verdict"; readonly verdict: string; readonly digest: string }
+  | { readonly kind: "task_verdict_lease"; readonly verdict: string; readonly digest: string }
   | { readonly kind: "expiry"; readonly expiresAt: number; readonly sessionId: string }
   | { readonly kind: "rollout_group"; readonly groupId: string }
   | { readonly kind: "rollout_group_time"; readonly createdAt: number; readonly groupId: string }
@@ -362,11 +369,11 @@ export function parseKey(key: Deno.KvKey): ParsedKey {
     case "rollout_boot_backoff":
       if (n === 2 && str(a)) return { kind: "rollout_boot_backoff", scope: a };
       break;
-    case "task_base_run":
-      if (n === 2 && str(a)) return { kind: "task_base_run", digest: a };
+    case "task_verdict":
+      if (n === 3 && str(a) && str(b)) return { kind: "task_verdict", verdict: a, digest: b };
       break;
-    case "task_base_run_lease":
-      if (n === 2 && str(a)) return { kind: "task_base_run_lease", digest: a };
+    case "task_verdict_lease":
+      if (n === 3 && str(a) && str(b)) return { kind: "task_verdict_lease", verdict: a, digest: b };
       break;
     case "expiry":
       if (n === 3 && num(a) && str(b)) return { kind: "expiry", expiresAt: a, sessionId: b };

@@ -100,10 +100,13 @@ const CASES: {
     key: [...keys.rolloutTask("grp_1"), 2],
     parsed: { kind: "rollout_task", groupId: "grp_1", chunk: 2 },
   },
-  taskBaseRun: { key: keys.taskBaseRun("d1"), parsed: { kind: "task_base_run", digest: "d1" } },
-  taskBaseRunLease: {
-    key: keys.taskBaseRunLease("d1"),
-    parsed: { kind: "task_base_run_lease", digest: "d1" },
+  taskVerdict: {
+    key: keys.taskVerdict("base_run", "d1"),
+    parsed: { kind: "task_verdict", verdict: "base_run", digest: "d1" },
+  },
+  taskVerdictLease: {
+    key: keys.taskVerdictLease("validation", "d1"),
+    parsed: { kind: "task_verdict_lease", verdict: "validation", digest: "d1" },
   },
   rolloutTree: {
     key: [...keys.rolloutTree("grp_1"), 0],

@@ -217,7 +217,7 @@ Deno.test("env_loop: a harness and a task that do not go together are refused wi
         task: { environment: env.url, task_index: -1, x: 1 },
         agent: { harness: "env_loop" },
       }),
-      [400, 'task.task_index: Too small: expected number to be >=0; task: Unrecognized key: "x"'],
+      [400, "task.task_index: Too small: expected number to be >=0; unknown field task.x"],
     );
   });
 });

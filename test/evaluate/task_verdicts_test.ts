@@ -43,7 +43,7 @@ Deno.test("two processes asking at once for one task's base run share one run", 
     };
     const asks = [one, two, one, two, one, two].map((runsOf) => runsOf.get(TASK, "local", run));
     // The run goes on under its lease while the others ask; then it finishes.
-    const lease = keys.taskBaseRunLease(await taskDigest(TASK, "local"));
+    const lease = keys.taskVerdictLease("base_run", await taskDigest(TASK, "local"));
     assert.ok(
       await pollUntil(async () => (await kv.get(lease)).value !== null, {
         timeoutMs: 10_000,
@@ -67,7 +67,7 @@ Deno.test("a verdict past its life is run again; a run that throws keeps nothing
   try {
     const runs = storeBaseRuns(kv, { ...OPTIONS, holder: "p1" });
     const digest = await taskDigest(TASK, "local");
-    await kv.set(keys.taskBaseRun(digest), {
+    await kv.set(keys.taskVerdict("base_run", digest), {
       missing: null,
       reason: "tests_failed",
       at: Date.now() - OPTIONS.ttlMs - 1,
@@ -81,7 +81,10 @@ Deno.test("a verdict past its life is run again; a run that throws keeps nothing
 
     const other = TaskSchema.parse({ ...TASK, base_commit: "def5678" });
     await assert.rejects(runs.get(other, "local", () => Promise.reject(new Error("boot failed"))));
-    assert.equal((await kv.get(keys.taskBaseRun(await taskDigest(other, "local")))).value, null);
+    assert.equal(
+      (await kv.get(keys.taskVerdict("base_run", await taskDigest(other, "local")))).value,
+      null,
+    );
     // Nor does it hold the lease: the next ask runs.
     const again = await runs.get(
       other,

@@ -1,7 +1,8 @@
 /**
  * `deno task bench` (third part): how long an evaluation takes on the local backend, phase by
- * phase, and how many a process finishes per second as more run at once. The fixture tasks'
- * gold patches, real bubblewrap, git, python3 and node.
+ * phase, how many a process finishes per second as more run at once, and what proving a task
+ * (`/evaluate/validate`) costs, first and kept. The fixture tasks' gold patches, real bubblewrap,
+ * git, python3 and node.
  *
  * Environment: BENCH_EVAL_ROUNDS=N (default 5 per fixture), BENCH_EVAL_CONCURRENCY=1,2,4,10.
  *
@@ -11,8 +12,13 @@ import {
   evaluate,
   type EvaluationResult,
   FIXTURE_TASKS_DIR,
+  keptVerdicts,
   loadJudgers,
+  Slots,
   TaskSchema,
+  type TaskValidation,
+  type ValidateDeps,
+  validateTask,
 } from "../lib/evaluate/mod.ts";
 import { LocalBackend } from "../lib/sandbox/mod.ts";
 import { median } from "./_harness.ts";
@@ -38,6 +44,45 @@ const tasks = await Promise.all(FIXTURES.map(async (name) => ({
   ),
   patch: await Deno.readTextFile(`${FIXTURE_TASKS_DIR}${name}/gold.patch`),
 })));
+
+/**
+ * What proving a task costs: its tests twice at base and twice with the gold patch (four sandboxes,
+ * run two at a time here), and a second ask answered from the kept verdict (a store read).
+ */
+async function validation(): Promise<void> {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const options = { ttlMs: 600_000, holder: "bench", leaseTtlMs: 5000, waitMs: 600_000 };
+    const slots = new Slots(2);
+    const validating: ValidateDeps = {
+      ...deps,
+      validations: keptVerdicts<TaskValidation>(kv, "validation", options),
+      slot: (work) => slots.run(work),
+    };
+    console.log("Validating a task (2 runs at base, 2 with its gold patch, 2 at a time), ms:");
+    console.log("  task               first  kept (median of 20)");
+    for (const { name, task, patch } of tasks) {
+      const gold = { patch, source: "request" as const };
+      const started = performance.now();
+      const { verdict } = await validateTask(validating, { task, gold });
+      if (!verdict.valid) throw new Error(`${name}: ${verdict.problems.join("; ")}`);
+      const first = performance.now() - started;
+      const kept: number[] = [];
+      for (let round = 0; round < 20; round++) {
+        const at = performance.now();
+        if (!(await validateTask(validating, { task, gold })).kept) throw new Error("not kept");
+        kept.push(performance.now() - at);
+      }
+      console.log(
+        `  ${name.padEnd(17)} ${String(Math.round(first)).padStart(6)}  ${
+          median(kept).toFixed(2).padStart(6)
+        }  (${Math.round(first / median(kept))}× the kept)`,
+      );
+    }
+  } finally {
+    kv.close();
+  }
+}
 
 async function once(index: number): Promise<EvaluationResult> {
   const { task, patch, name } = tasks[index % tasks.length];
@@ -78,6 +123,7 @@ try {
       }× the first)`,
     );
   }
+  await validation();
 } finally {
   await backend.close();
   await Deno.remove(root, { recursive: true });

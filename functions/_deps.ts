@@ -59,14 +59,16 @@ import {
 import { type ScriptedEngine, startScriptedEngine } from "../lib/scripted_engine/mod.ts";
 import {
   describeRunners,
-  type EvaluateDeps,
   type Judger,
   JudgerConfigError,
+  keptVerdicts,
   loadJudgers,
   type RunnersHere,
   runnersHere,
   Slots,
   storeBaseRuns,
+  type TaskValidation,
+  type ValidateDeps,
 } from "../lib/evaluate/mod.ts";
 import { agentInstalls, RolloutWorker } from "../lib/rollout/mod.ts";
 import type { LifecycleDeps } from "../lib/session/mod.ts";
@@ -99,7 +101,7 @@ export interface Deps extends TurnDeps {
   /** Every sandbox backend this gateway can use, by name (`e2b` when configured). */
   readonly sandboxes: ReadonlyMap<string, SandboxBackend>;
   /** How `/evaluate` (and rollouts' grading) run. */
-  readonly evaluation: EvaluateDeps;
+  readonly evaluation: ValidateDeps;
   /** Session lifecycle settings of the trainer API and rollouts. */
   readonly lifecycle: LifecycleDeps;
   /** The rollout worker of this process; started by `serve.ts` once it listens. */
@@ -263,7 +265,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     retentionMs: config.sessionRetentionMs,
     ...(released ? { released } : {}),
   };
-  const evaluation: EvaluateDeps = {
+  const evaluation: ValidateDeps = {
     backend: sandbox,
     judgers,
     defaultJudger: config.defaultJudger,
@@ -277,6 +279,13 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       leaseTtlMs: config.leaseTtlMs,
       // A run takes at most its time limit, after its boot.
       waitMs: config.evalTimeoutMs + 10 * 60_000,
+    }),
+    validations: keptVerdicts<TaskValidation>(kv, "validation", {
+      ttlMs: config.evalVerdictTtlMs,
+      holder,
+      leaseTtlMs: config.leaseTtlMs,
+      // A solution's run, then two runs of the tests with it, each after its boot.
+      waitMs: 3 * config.evalTimeoutMs + 10 * 60_000,
     }),
   };
   const agents = await agentInstalls(config.rollout);

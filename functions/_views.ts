@@ -7,7 +7,12 @@
  * @module
  */
 import { z } from "zod";
-import type { HarborTaskFacts, HarborTaskList, HarborTaskProblem } from "../lib/evaluate/mod.ts";
+import type {
+  HarborTaskFacts,
+  HarborTaskList,
+  HarborTaskProblem,
+  TaskValidation,
+} from "../lib/evaluate/mod.ts";
 import type { JobSummary } from "../lib/rollout/mod.ts";
 import type { ChainSummary, SessionSummary } from "../lib/session/mod.ts";
 
@@ -299,4 +304,40 @@ export function taskListJson(list: HarborTaskList): {
     tasks: list.tasks.map((task) => "error" in task ? task : harborTaskJson(task)),
     truncated: list.truncated,
   };
+}
+
+/** A task's validation as `POST /evaluate/validate` answers it. */
+export type ValidationJson = Omit<TaskValidation, "at"> & {
+  /** When the verdict was reached (ISO 8601): a kept one may be older than the request. */
+  checked_at: string;
+  /** Whether it was kept from an earlier validation (no sandbox booted for this one). */
+  cached: boolean;
+};
+
+/**
+ * The answer of `POST /evaluate/validate`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { validationJson } from "./_views.ts";
+ * const verdict = {
+ *   valid: true,
+ *   problems: [],
+ *   flaky: [],
+ *   flaky_count: 0,
+ *   base: [],
+ *   gold: null,
+ *   gold_source: null,
+ *   digest: "d",
+ *   backend: "local",
+ *   at: 0,
+ *   duration_ms: 5,
+ * };
+ * assert.equal(validationJson(verdict, true).checked_at, "1970-01-01T00:00:00.000Z");
+ * ```
+ */
+export function validationJson(verdict: TaskValidation, cached: boolean): ValidationJson {
+  const { at, ...rest } = verdict;
+  return { ...rest, checked_at: new Date(at).toISOString(), cached };
 }

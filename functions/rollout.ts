@@ -11,7 +11,13 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { InvalidRequestError } from "../lib/anthropic/mod.ts";
-import type { HarborRef } from "../lib/evaluate/mod.ts";
+import {
+  harborGold,
+  type HarborRef,
+  type Task,
+  TaskInvalidError,
+  validateTask,
+} from "../lib/evaluate/mod.ts";
 import {
   checkJobId,
   FINAL_PHASES,
@@ -21,12 +27,13 @@ import {
   readJobSummary,
   requestCancel,
   resolveHarborRollout,
+  type RolloutRequest,
   RolloutRequestSchema,
   submitGroup,
   summarizeJob,
   waitFinished,
 } from "../lib/rollout/mod.ts";
-import { sandboxBackendKind } from "../lib/sandbox/mod.ts";
+import { type SandboxBackend, sandboxBackendKind } from "../lib/sandbox/mod.ts";
 import { SessionNotFoundError } from "../lib/session/mod.ts";
 import { admin } from "./_admin.ts";
 import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
@@ -42,7 +49,7 @@ const GroupQuery = z.strictObject({
 export type RolloutAppDeps =
   & AdminDeps
   & SamplesDeps
-  & Pick<Deps, "evaluation" | "rollout" | "sandbox" | "sandboxes">;
+  & Pick<Deps, "evaluation" | "evalSlots" | "rollout" | "sandbox" | "sandboxes">;
 
 /** The rollout app over `deps`. */
 export function createRolloutApp(deps: RolloutAppDeps): Hono {
@@ -61,8 +68,9 @@ export function createRolloutApp(deps: RolloutAppDeps): Hono {
       );
     }
     let environment = null;
+    const sandbox = deps.sandboxes.get(backend ?? deps.sandbox.name) ?? deps.sandbox;
+    const harbor = "harbor" in body.task ? (body.task as HarborRef).harbor : null;
     if ("harbor" in body.task) {
-      const sandbox = deps.sandboxes.get(backend ?? deps.sandbox.name) ?? deps.sandbox;
       const resolved = await resolveHarborRollout(
         raw as Record<string, unknown>,
         body.task as HarborRef,
@@ -71,6 +79,7 @@ export function createRolloutApp(deps: RolloutAppDeps): Hono {
       body = validate(RolloutRequestSchema, resolved.body);
       environment = resolved.environment;
     }
+    if (body.validate) await validateFirst(deps, body, sandbox, harbor, c.req.raw.signal);
     const { groupId, jobIds } = await submitGroup(deps.kv, body, { environment });
     deps.metrics.rolloutJobs.add(jobIds.length, "queued");
     deps.rollout.kick();
@@ -140,4 +149,30 @@ function groupOutcome(
     agent_jobs: agent,
     infra_jobs: jobs.filter((job) => job.outcome === "infra").map((job) => job.id),
   };
+}
+
+/**
+ * Validates a rollout's task on the backend its jobs run on (a kept verdict is used), with the
+ * request's gold patch, else a Harbor folder's `solution/solve.sh`.
+ *
+ * @throws {TaskInvalidError} when the task is not valid: nothing is queued.
+ */
+async function validateFirst(
+  deps: RolloutAppDeps,
+  body: RolloutRequest,
+  backend: SandboxBackend,
+  harbor: string | null,
+  signal: AbortSignal,
+): Promise<void> {
+  const task = body.task as Task; // a tool environment's task was refused by the schema
+  const evaluation = { ...deps.evaluation, backend };
+  const given = typeof body.validate === "object" ? body.validate.gold_patch : null;
+  const gold = given !== null
+    ? { patch: given, source: "request" as const }
+    : harbor !== null
+    ? await harborGold(evaluation, task, harbor, signal)
+    : null;
+  const slot = <T>(work: () => Promise<T>) => deps.evalSlots.run(work, signal);
+  const { verdict } = await validateTask({ ...evaluation, slot }, { task, gold, signal });
+  if (!verdict.valid) throw new TaskInvalidError(verdict);
 }

@@ -100,6 +100,11 @@ class OverloadedError(GatewayError):
         self.retry_after = retry_after
 
 
+class TaskInvalidError(GatewayError):
+    """422: a rollout asked to validate its task first (``validate``), and the task is not valid:
+    ``message`` names its problems and flaky tests; nothing was queued."""
+
+
 class UnavailableError(GatewayError):
     """503: the gateway cannot make sandboxes (bubblewrap missing, E2B unreachable), or some
     engine workers refused a pause, continue or weight-version call."""
@@ -112,6 +117,7 @@ _ERRORS = {
     404: NotFoundError,
     409: ConflictError,
     413: RequestTooLargeError,
+    422: TaskInvalidError,
     503: UnavailableError,
     529: OverloadedError,
 }
@@ -337,6 +343,26 @@ class Gateway:
         text = self._request("POST", "/evaluate", body=body, timeout=timeout)
         return json.loads(text.decode("utf-8"))
 
+    def validate_task(
+        self,
+        task: Mapping[str, Any],
+        gold_patch: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> Dict[str, Any]:
+        """Proves ``task`` (the spec of :meth:`evaluate`, or ``{"harbor": "/abs/dir"}``) before
+        rollouts are spent on it: its tests run twice at the base commit, where they must run and
+        fail as the task says, and twice with ``gold_patch`` (a Harbor folder's
+        ``solution/solve.sh`` when not given), where they must pass. Returns ``valid``,
+        ``problems`` (in words), ``flaky`` (tests whose outcome changed between two runs),
+        the runs (``base``, ``gold``), ``digest``, ``checked_at`` and ``cached`` (the verdict
+        was kept from an earlier ask). ``timeout`` should cover four runs of the tests.
+        """
+        body: Dict[str, Any] = {"task": dict(task)}
+        if gold_patch is not None:
+            body["gold_patch"] = gold_patch
+        text = self._request("POST", "/evaluate/validate", body=body, timeout=timeout)
+        return json.loads(text.decode("utf-8"))
+
     def submit_rollout(
         self,
         task: Mapping[str, Any],
@@ -351,6 +377,7 @@ class Gateway:
         reward_mode: Optional[str] = None,
         retry_budget: Optional[int] = None,
         retry_backoff_ms: Optional[int] = None,
+        validate: Union[bool, str] = False,
     ) -> RolloutGroup:
         """Queues ``n`` episodes of ``task`` (the same spec as :meth:`evaluate`, with a
         ``problem_statement``; a Harbor task folder ``{"harbor": "/abs/dir"}``; or, with
@@ -364,9 +391,13 @@ class Gateway:
         ``"final_only"``; ``reward_mode`` is its old name, still taken) and ``metadata`` (kept on
         every job's session) default to the gateway's settings. ``max_attempts`` (3),
         ``retry_budget`` (``n``) and ``retry_backoff_ms`` (1000) say how jobs the infrastructure
-        fails are tried again (docs/rollouts.md, "Whose failure").
+        fails are tried again (docs/rollouts.md, "Whose failure"). ``validate`` (``True``, or
+        the task's gold patch) proves the task first, as :meth:`validate_task` does (a kept
+        verdict is used): an invalid task raises :class:`TaskInvalidError` and queues nothing.
         """
         body: Dict[str, Any] = {"task": dict(task), "n": n}
+        if validate is True or isinstance(validate, str):
+            body["validate"] = True if validate is True else {"gold_patch": validate}
         for name, value in (
             ("agent", agent), ("sandbox", sandbox), ("budgets", budgets),
             ("reward_allocation", _one_allocation(reward_allocation, reward_mode)),

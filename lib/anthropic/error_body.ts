@@ -8,8 +8,9 @@ import type { ErrorType } from "../errors/mod.ts";
 /**
  * Anthropic error types and the HTTP status each one travels with, plus the gateway's own
  * `unavailable_error` (503), which only the trainer's routes send (a sandbox backend that
- * cannot work: bubblewrap missing, E2B unreachable), and `request_timeout` (408: a request body
- * that did not arrive in time).
+ * cannot work: bubblewrap missing, E2B unreachable), `request_timeout` (408: a request body
+ * that did not arrive in time) and `unprocessable_error` (422: a rollout's task its validation
+ * found invalid).
  */
 export const ERROR_STATUS: Readonly<Record<ErrorType, number>> = {
   invalid_request_error: 400,
@@ -19,6 +20,7 @@ export const ERROR_STATUS: Readonly<Record<ErrorType, number>> = {
   request_timeout: 408,
   conflict_error: 409,
   request_too_large: 413,
+  unprocessable_error: 422,
   rate_limit_error: 429,
   api_error: 500,
   timeout_error: 504,

@@ -9,7 +9,8 @@
 
 /**
  * Error types as the API names them: Anthropic's, plus the gateway's own `unavailable_error` (the
- * trainer routes') and `request_timeout` (a body that did not arrive).
+ * trainer routes'), `request_timeout` (a body that did not arrive) and `unprocessable_error` (a
+ * rollout's task found invalid).
  */
 export type ErrorType =
   | "invalid_request_error"
@@ -19,6 +20,7 @@ export type ErrorType =
   | "conflict_error"
   | "request_too_large"
   | "request_timeout"
+  | "unprocessable_error"
   | "rate_limit_error"
   | "api_error"
   | "timeout_error"
@@ -64,6 +66,11 @@ export const ERROR_TABLE = {
   route_not_found: row(404, "not_found_error"),
   /** A folder the request names does not exist (`GET /tasks?dir=`). */
   dir_not_found: row(404, "not_found_error"),
+  /**
+   * A rollout asked to validate its task (`validate`), and the task is not valid: its tests do
+   * not run, fail as they should not, or are flaky; nothing was queued.
+   */
+  task_invalid: row(422, "unprocessable_error"),
   session_exists: row(409, "conflict_error"),
   session_closed: row(409, "conflict_error"),
   /** The chain or its lease moved on while the turn generated; nothing was recorded. */

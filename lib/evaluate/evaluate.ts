@@ -15,7 +15,7 @@ import {
   type Sandbox,
   type SandboxBackend,
 } from "../sandbox/mod.ts";
-import { type BaseRuns, UNKEPT_BASE_RUNS } from "./task_verdicts.ts";
+import { type BaseRun, type BaseRuns, UNKEPT_BASE_RUNS } from "./task_verdicts.ts";
 import { type EvaluationReason, type Evidence, logTail, TASK_FAULTS } from "./evidence.ts";
 import { fixtureRepo } from "./fixture_repos.ts";
 import {
@@ -138,14 +138,7 @@ async function evaluateWith(
     : request.patch;
   const started = performance.now();
   const timings = { boot_ms: 0, pre_ms: 0, apply_ms: 0, test_ms: 0 };
-  let run: TestsRun;
-  try {
-    checkPatchPaths(patch);
-    run = await runTests(deps, task, patch, timings, signal);
-  } catch (error) {
-    if (!(error instanceof PatchPathError)) throw error;
-    run = { evidence: failure("patch_rejected", error.message, false), missing: null, id: null };
-  }
+  const run = await runTaskTests(deps, task, patch, signal, timings);
   const evidence = run.missing === null
     ? run.evidence
     : await blame(deps, task, patch, run.evidence, run.missing, signal);
@@ -167,10 +160,32 @@ async function evaluateWith(
 }
 
 /** One run of a task's tests: its evidence, what the evidence lacks, and its sandbox's id. */
-interface TestsRun {
+export interface TestsRun {
   readonly evidence: Evidence;
+  /** What the evidence lacks to show that the tests ran, once they were run; else `null`. */
   readonly missing: MissingEvidence | null;
   readonly id: string | null;
+}
+
+/**
+ * Runs `task`'s tests with `patch` applied (`""`: none) in a fresh sandbox, killed whatever
+ * happens, and no judger asked: the evidence alone. A patch touching paths outside the repository
+ * is never applied (`patch_rejected`).
+ */
+export async function runTaskTests(
+  deps: EvaluateDeps,
+  task: Task,
+  patch: string,
+  signal?: AbortSignal,
+  timings: EvaluationResult["timings"] = { boot_ms: 0, pre_ms: 0, apply_ms: 0, test_ms: 0 },
+): Promise<TestsRun> {
+  try {
+    checkPatchPaths(patch);
+  } catch (error) {
+    if (!(error instanceof PatchPathError)) throw error;
+    return { evidence: failure("patch_rejected", error.message, false), missing: null, id: null };
+  }
+  return await runTests(deps, task, patch, timings, signal);
 }
 
 /** Grades `patch` for `task` in a fresh sandbox, killed whatever happens. */
@@ -224,18 +239,11 @@ async function blame(
     return { ...evidence, reason: missing.reason, detail: missing.detail };
   }
   const runs = deps.baseRuns ?? UNKEPT_BASE_RUNS;
-  const base = await runs.get(task, deps.backend.name, async () => {
-    const control = await runTests(deps, task, "", {
-      boot_ms: 0,
-      pre_ms: 0,
-      apply_ms: 0,
-      test_ms: 0,
-    }, signal);
-    const { reason, detail } = control.evidence;
-    const fault = control.missing ??
-      (TASK_FAULTS.has(reason) ? { reason, detail: detail ?? reason } : null);
-    return { missing: fault, reason, at: Date.now() };
-  });
+  const base = await runs.get(
+    task,
+    deps.backend.name,
+    async () => baseRunOf(await runTaskTests(deps, task, "", signal)),
+  );
   const base_run = { reason: base.reason, detail: base.missing?.detail ?? null };
   if (base.missing !== null) {
     const same = base.missing.detail === missing.detail;
@@ -252,10 +260,23 @@ async function blame(
     ...evidence,
     // A pass with no test run is no pass.
     reason: evidence.reason === "passed" ? "tests_failed" : evidence.reason,
-    detail: `No test ran with the patch (${missing.detail}); at the base commit they do ` +
-      `(${base.reason}): the patch stopped them`,
+    detail: `No test ran with the patch (${missing.detail}); ` +
+      (base.gold
+        ? `with the task's gold patch they do: the task is not at fault`
+        : `at the base commit they do (${base.reason}): the patch stopped them`),
     base_run,
   };
+}
+
+/**
+ * The base run verdict of a run of the tests with no patch: what it lacks to show that the tests
+ * ran, a task fault counting as such.
+ */
+export function baseRunOf(run: TestsRun): BaseRun {
+  const { reason, detail } = run.evidence;
+  const fault = run.missing ??
+    (TASK_FAULTS.has(reason) ? { reason, detail: detail ?? reason } : null);
+  return { missing: fault, reason, at: Date.now() };
 }
 
 /**

@@ -166,6 +166,45 @@ export async function loadHarborTask(dir: string): Promise<HarborTask> {
   };
 }
 
+/**
+ * The folder's reference solution, `solution/` (bounded as `tests/` is), to be written to
+ * `/solution` and run as `bash /solution/solve.sh` in the work tree; `null` when the folder has
+ * no `solution/solve.sh`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { loadHarborSolution } from "./harbor_folder.ts";
+ * const files = await loadHarborSolution(
+ *   new URL("../../fixtures/harbor/fizzbuzz", import.meta.url).pathname,
+ * );
+ * assert.deepEqual(files?.map((file) => file.path), ["solve.sh"]);
+ * ```
+ * @throws {HarborTaskError} saying what is wrong with the folder.
+ */
+export async function loadHarborSolution(dir: string): Promise<HarborTestFile[] | null> {
+  const { facts } = await readTaskToml(dir);
+  const files = await tree(facts.path, "solution", {
+    files: MAX_HARBOR_TEST_FILES,
+    bytes: MAX_HARBOR_TESTS_BYTES,
+    fileBytes: MAX_HARBOR_TEST_FILE_BYTES,
+    optional: true,
+  });
+  if (!files.some((file) => file.path === "solve.sh")) return null;
+  const plain = /^[\w.-]+(?:\/[\w.-]+)*$/;
+  const odd = files.find((file) => !plain.test(file.path));
+  if (odd) {
+    throw new HarborTaskError(
+      `${facts.path}/solution/${odd.path}: solution file names may hold only letters, digits, ., _ and -`,
+    );
+  }
+  return await Promise.all(files.map(async (file) => ({
+    path: file.path,
+    base64: Buffer.from(await Deno.readFile(file.host)).toString("base64"),
+    executable: file.executable,
+  })));
+}
+
 /** `task.toml` of the folder, read, parsed and checked, with the required files present. */
 async function readTaskToml(
   dir: string,

@@ -22,6 +22,11 @@ export interface BaseRun {
   readonly reason: EvaluationReason;
   /** When it ran, in milliseconds since the epoch. */
   readonly at: number;
+  /**
+   * The tests run with the task's gold patch (its validation said so): when they do not at the
+   * base commit, that is the task unsolved (a test file importing what the fix adds), not broken.
+   */
+  readonly gold?: boolean;
 }
 
 /** A verdict and when it was reached, in milliseconds since the epoch. */
@@ -33,16 +38,23 @@ export interface Dated {
 export interface KeptVerdicts<T extends Dated> {
   /** The verdict kept for `digest`, else the one `reach` gives (kept, unless it throws). */
   get(digest: string, reach: () => Promise<T>): Promise<{ verdict: T; kept: boolean }>;
+  /** Keeps `verdict` for `digest`, in place of any kept. */
+  set(digest: string, verdict: T): Promise<void>;
 }
 
 /** Base runs by task: one run per task and backend while its verdict is kept. */
 export interface BaseRuns {
   /** The base run of `task` on the backend named `backend`, running `run` when none is kept. */
   get(task: Task, backend: string, run: () => Promise<BaseRun>): Promise<BaseRun>;
+  /** Keeps `run` as the base run of `task` on `backend`, in place of any kept. */
+  keep(task: Task, backend: string, run: BaseRun): Promise<void>;
 }
 
 /** Base runs not kept anywhere: each asked for is run. */
-export const UNKEPT_BASE_RUNS: BaseRuns = { get: (_task, _backend, run) => run() };
+export const UNKEPT_BASE_RUNS: BaseRuns = {
+  get: (_task, _backend, run) => run(),
+  keep: () => Promise.resolve(),
+};
 
 /** How verdicts are kept. */
 export interface KeptVerdictsOptions {
@@ -121,6 +133,9 @@ export function keptVerdicts<T extends Dated>(
       }
       return await verdict;
     },
+    async set(digest, verdict) {
+      await kv.set(keys.taskVerdict(kind, digest), verdict, { expireIn: options.ttlMs });
+    },
   };
 }
 
@@ -151,6 +166,9 @@ export function storeBaseRuns(kv: Store, options: KeptVerdictsOptions): BaseRuns
   return {
     async get(task, backend, run) {
       return (await verdicts.get(await taskDigest(task, backend), run)).verdict;
+    },
+    async keep(task, backend, run) {
+      await verdicts.set(await taskDigest(task, backend), run);
     },
   };
 }

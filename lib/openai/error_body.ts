@@ -20,6 +20,7 @@ const TYPES: Partial<Record<ErrorType, string>> = {
   unavailable_error: "server_error",
   request_too_large: "invalid_request_error",
   request_timeout: "invalid_request_error",
+  unprocessable_error: "invalid_request_error",
 };
 
 /**

@@ -10,6 +10,7 @@ import {
   type HarborRef,
   HarborRefSchema,
   MAX_COMMAND_BYTES,
+  MAX_SOLUTION_PATCH_BYTES,
   shellQuote,
   TaskSchema,
 } from "../evaluate/mod.ts";
@@ -155,8 +156,16 @@ export function rolloutRequestSchema(harnesses: readonly AnyHarness[] = CLI_HARN
     metadata: z.record(z.string(), z.unknown()).default({}),
     /** Each job's session keeps its turns' request messages (`POST /sessions`' option). */
     record_messages: z.boolean().default(false),
+    /**
+     * Validate the task before anything is queued (`POST /evaluate/validate`; a kept verdict is
+     * used): `true`, or with the task's gold patch. An invalid task is refused (422).
+     */
+    validate: z.union([
+      z.boolean(),
+      z.strictObject({ gold_patch: z.string().min(1).max(MAX_SOLUTION_PATCH_BYTES) }),
+    ]).optional(),
   }).superRefine((request, ctx) => {
-    const { task, ...settings } = request;
+    const { task, validate: _validate, ...settings } = request;
     const issue = (path: PropertyKey[], message: string) =>
       ctx.addIssue({ code: "custom", path, message });
     const { reward_allocation: allocation, reward_mode: oldName } = request;
@@ -184,6 +193,9 @@ export function rolloutRequestSchema(harnesses: readonly AnyHarness[] = CLI_HARN
         `the settings besides the task take ${chars} characters of JSON, ` +
           `at most ${MAX_ROLLOUT_SETTINGS_CHARS}`,
       );
+    }
+    if (request.validate && isEnvTask(task)) {
+      issue(["validate"], "a tool environment's task has no tests to validate");
     }
     const loop = request.agent.harness === "env_loop";
     if (loop !== isEnvTask(task)) {

@@ -56,7 +56,8 @@ export async function submitGroup(
 ): Promise<SubmittedGroup> {
   const now = options.now ?? Date.now();
   const groupId = `grp_${randomHex(12)}`;
-  const { task: given, ...settings } = request;
+  // Validation happened before submission: a gold patch is not kept with every group.
+  const { task: given, validate: _validate, ...settings } = request;
   let task = given;
   let tree: GroupTree | undefined;
   if (options.environment) {

@@ -14,6 +14,7 @@ import {
   DirNotFoundError,
   HarborTaskError,
   JudgerError,
+  TaskInvalidError,
   UnknownJudgerError,
 } from "../../lib/evaluate/mod.ts";
 import { InvalidCursorError, LeaseTimeoutError, StoreUnavailableError } from "../../lib/kv/mod.ts";
@@ -66,6 +67,23 @@ const CASES: [Error, number, string][] = [
   [new ImageNotFoundError("s1", "ab"), 404, "not_found_error"],
   [new RouteNotFoundError("GET", "/nope"), 404, "not_found_error"],
   [new DirNotFoundError("/srv/nope"), 404, "not_found_error"],
+  [
+    new TaskInvalidError({
+      valid: false,
+      problems: ["the tests pass at the base commit"],
+      flaky: [],
+      flaky_count: 0,
+      base: [],
+      gold: null,
+      gold_source: null,
+      digest: "d",
+      backend: "local",
+      at: 0,
+      duration_ms: 1,
+    }),
+    422,
+    "unprocessable_error",
+  ],
   [new SessionExistsError("s1"), 409, "conflict_error"],
   [new SessionClosedError("s1"), 409, "conflict_error"],
   [new ChainConflictError("s1", "c0"), 409, "conflict_error"],

@@ -70,3 +70,23 @@ export async function scratchRepo(
   await git(path, "commit", "--quiet", "-m", "base");
   return { path, commit: (await git(path, "rev-parse", "HEAD")).trim() };
 }
+
+/** `backend` with its sandbox boots counted. */
+export function counting(
+  backend: SandboxBackend,
+): { backend: SandboxBackend; boots: () => number } {
+  let boots = 0;
+  const counted = new Proxy(backend, {
+    get(target, name) {
+      if (name === "create") {
+        return (...args: Parameters<SandboxBackend["create"]>) => {
+          boots++;
+          return target.create(...args);
+        };
+      }
+      const value = Reflect.get(target, name);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { backend: counted, boots: () => boots };
+}

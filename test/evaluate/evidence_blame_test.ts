@@ -12,26 +12,8 @@ import {
   type Task,
   TaskSchema,
 } from "../../lib/evaluate/mod.ts";
-import { LocalBackend, type SandboxBackend } from "../../lib/sandbox/mod.ts";
-import { evaluateDeps, fixtureTask } from "./_tasks.ts";
-
-/** `backend` with its sandbox boots counted. */
-function counting(backend: SandboxBackend): { backend: SandboxBackend; boots: () => number } {
-  let boots = 0;
-  const counted = new Proxy(backend, {
-    get(target, name) {
-      if (name === "create") {
-        return (...args: Parameters<SandboxBackend["create"]>) => {
-          boots++;
-          return target.create(...args);
-        };
-      }
-      const value = Reflect.get(target, name);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-  return { backend: counted, boots: () => boots };
-}
+import { LocalBackend } from "../../lib/sandbox/mod.ts";
+import { counting, evaluateDeps, fixtureTask } from "./_tasks.ts";
 
 /** Evaluation deps on a local backend whose boots are counted, base runs kept in memory KV. */
 async function withDeps(

@@ -28,6 +28,7 @@ from rollout_gateway import (
     RequestTooLargeError,
     RolloutGroup,
     Session,
+    TaskInvalidError,
     UnavailableError,
 )
 
@@ -545,6 +546,28 @@ class EvaluateTest(unittest.TestCase):
         with self.assertRaises(InvalidRequestError) as caught:
             gateway().evaluate({"repo": "fixture:python_unittest", "base_commit": "abc1234"}, "")
         self.assertIn("exactly one of eval_cmd", str(caught.exception))
+
+
+class ValidateTest(unittest.TestCase):
+    """POST /evaluate/validate and /rollout's validate through the client: a fixture task proven
+    with its gold patch and the verdict kept, and a rollout of a broken task refused."""
+
+    def test_the_fixture_task_is_valid_and_a_second_ask_is_kept(self):
+        gw = gateway()
+        task = json.loads(read_fixture("task.json"))
+        first = gw.validate_task(task, read_fixture("gold.patch"), timeout=120)
+        self.assertEqual((first["valid"], first["problems"], first["flaky"]), (True, [], []))
+        self.assertEqual([run["reason"] for run in first["gold"]], ["passed", "passed"])
+        again = gw.validate_task(task, read_fixture("gold.patch"), timeout=120)
+        self.assertEqual((again["cached"], again["digest"]), (True, first["digest"]))
+
+    def test_a_rollout_of_a_task_with_a_mistyped_test_is_refused(self):
+        task = json.loads(read_fixture("task.json"))
+        task["fail_to_pass"] = task["fail_to_pass"] + ["tests.test_calc.TestCalc.test_mean_fractoin"]
+        with self.assertRaises(TaskInvalidError) as caught:
+            gateway().submit_rollout(task, n=8, validate=True)
+        self.assertEqual(caught.exception.status, 422)
+        self.assertIn("at the base commit no test ran (no_tests_ran)", caught.exception.message)
 
 
 class RolloutTest(unittest.TestCase):

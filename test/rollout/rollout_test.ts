@@ -8,7 +8,7 @@ import type { Script } from "../../lib/scripted_engine/mod.ts";
 import { assertChainExact } from "../_chain_exact.ts";
 import { claudeTarball, pinnedTarball } from "../_claude.ts";
 import { ADMIN_HEADERS, startGateway, type TestGateway } from "../_gateway.ts";
-import { listDir, processesWith } from "../_host.ts";
+import { listDir, processesWith, waitFor } from "../_host.ts";
 import { fixtureTask } from "../evaluate/_tasks.ts";
 import {
   awaitJob,
@@ -420,7 +420,12 @@ Deno.test("a gateway that shuts down hands its running job back, and another one
       ["queued", 1, "Attempt 1 was stopped by a shutdown"],
     );
     assert.deepEqual(await processesWith(marker), []);
-    assert.equal(first.engine.inFlight(), 0);
+    // The agent's turn ends when the gateway sees its connection gone and aborts the generation,
+    // a moment after the agent is killed: nothing is left generating for it.
+    await waitFor(
+      () => Promise.resolve(first.engine.inFlight() === 0),
+      "the agent's generation to end",
+    );
     second.deps.rollout.start();
     const view = await awaitJob(second, id);
     assert.deepEqual([view.phase, view.attempt, view.result.reward.score], ["done", 2, 1]);

@@ -45,6 +45,44 @@ export interface E2bBackendOptions {
 /** Longest one setup command (clone, checkout) may take inside the sandbox. */
 const SETUP_TIMEOUT_MS = 10 * 60_000;
 
+/** What a command that could not make its folders read-only prints, before it exits 125. */
+const READ_ONLY_FAILED = "rollout-gateway: cannot make read-only:";
+
+/**
+ * `command` run with `dirs` read-only to it and everything it starts, root included: in a mount
+ * namespace of its own (util-linux's `unshare`) each folder is bound over itself and remounted
+ * read-only, then the command runs without the capabilities that could undo that or reach the
+ * folders another way (`setpriv`: no `CAP_SYS_ADMIN` to remount, unmount or enter another mount
+ * namespace; no `CAP_SYS_PTRACE` to write through another process's `/proc/<pid>/root`; no
+ * `CAP_SYS_MODULE`). The namespace ends with the command: the folders are writable again after.
+ * An image without the tools, or a folder that cannot be bound, exits 125 naming what failed.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { readOnlyCommand } from "./e2b.ts";
+ * const command = readOnlyCommand("bash /tests/test.sh", ["/tests"]);
+ * assert.match(command, /\nexec unshare --mount --propagation private -- bash -c '/);
+ * assert.match(command, / bash 'bash \/tests\/test\.sh' '\/tests'$/);
+ * ```
+ */
+export function readOnlyCommand(command: string, dirs: readonly string[]): string {
+  const q = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
+  const script = [
+    "cmd=$1; shift",
+    `command -v setpriv >/dev/null || { echo "${READ_ONLY_FAILED} setpriv (util-linux) is not installed" >&2; exit 125; }`,
+    'for d in "$@"; do',
+    `  mount --bind -- "$d" "$d" && mount -o remount,bind,ro -- "$d" || { echo "${READ_ONLY_FAILED} $d" >&2; exit 125; }`,
+    "done",
+    "caps=-sys_admin,-sys_ptrace,-sys_module",
+    'exec setpriv --bounding-set "$caps" --inh-caps "$caps" -- bash -c "$cmd"',
+  ].join("\n");
+  return `command -v unshare >/dev/null || { echo "${READ_ONLY_FAILED} unshare (util-linux) is not installed" >&2; exit 125; }\n` +
+    `exec unshare --mount --propagation private -- bash -c ${q(script)} bash ${q(command)} ${
+      dirs.map(q).join(" ")
+    }`;
+}
+
 /** The E2B backend's kind: there when `E2B_API_KEY` is set. */
 export const E2B_BACKEND: SandboxBackendKind = {
   name: "e2b",
@@ -240,6 +278,24 @@ class RemoteSandbox implements Sandbox {
 
   async exec(command: string, options: ExecOptions): Promise<ExecResult> {
     if (this.#killed) throw new Error(`Sandbox ${this.id} was killed`);
+    const readOnly = options.readOnly ?? [];
+    if (readOnly.length === 0) return await this.#run(command, options);
+    // Only root may make a mount namespace of its own (E2B's user has no capabilities).
+    if (options.user !== "root") {
+      throw new Error("E2B sandboxes make folders read-only only for commands run as root");
+    }
+    const result = await this.#run(readOnlyCommand(command, readOnly), options);
+    const said = `${result.stderr}\n${result.stdout}`.split("\n")
+      .find((line) => line.startsWith(READ_ONLY_FAILED));
+    if (result.exitCode === 125 && said) {
+      // The template's fault (as a setup command failing is), not the command's: it never ran.
+      throw new RepoError(`E2B sandbox ${this.id}: ${said.slice(0, 300)}`);
+    }
+    return result;
+  }
+
+  /** Runs `command` as given, `options.readOnly` aside. */
+  async #run(command: string, options: ExecOptions): Promise<ExecResult> {
     const started = performance.now();
     const cap = options.outputBytes ?? DEFAULT_OUTPUT_BYTES;
     const stdout = new OutputTail(cap);

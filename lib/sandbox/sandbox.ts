@@ -86,8 +86,9 @@ export interface ExecOptions {
   readonly user?: SandboxUser;
   /**
    * Folders of the sandbox made read-only for this command and everything it starts, root
-   * included, where the backend can enforce it (local: a read-only remount that no capability
-   * left can undo; E2B: not enforced).
+   * included (local: a read-only remount that no capability left can undo; E2B: the same in a
+   * mount namespace of the command's own, its capabilities to undo it dropped, root commands
+   * only).
    */
   readonly readOnly?: readonly string[];
   /** Bytes of stdout and of stderr kept, each; the last bytes are kept. */

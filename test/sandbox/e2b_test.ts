@@ -204,3 +204,67 @@ Deno.test("E2bBackend reports a sandbox that died under it as unavailable, not a
     }
   });
 });
+
+Deno.test("E2bBackend makes folders read-only to a root command and all it starts, which cannot undo it, and writable again after", async () => {
+  await withFake({}, async (_fake, backend, repo) => {
+    const sandbox = await backend.create(
+      spec({ repo: { kind: "path", path: repo.path }, commit: "HEAD" }),
+    );
+    try {
+      const tests = `${sandbox.tmpdir}/tests`;
+      await sandbox.writeFile(`${tests}/test.sh`, "echo graded\n");
+      // What code under test would try, as root: write, remount, unmount, go through another
+      // process's view of the file system, and from a child it started.
+      const attack = [
+        `echo cheat > ${tests}/test.sh || echo "write refused"`,
+        `mount -o remount,rw ${tests} 2>/dev/null || echo "remount refused"`,
+        `umount ${tests} 2>/dev/null || echo "umount refused"`,
+        `echo cheat > /proc/1/root${tests}/test.sh 2>/dev/null || echo "proc root refused"`,
+        `sh -c 'echo cheat > ${tests}/test.sh' 2>/dev/null || echo "child refused"`,
+        `echo fine > ${sandbox.tmpdir}/elsewhere.txt && echo "elsewhere written"`,
+        `bash ${tests}/test.sh`,
+      ].join("\n");
+      const result = await sandbox.exec(attack, {
+        timeoutMs: 30_000,
+        user: "root",
+        readOnly: [tests],
+      });
+      assert.deepEqual(result.stdout.split("\n"), [
+        "write refused",
+        "remount refused",
+        "umount refused",
+        "proc root refused",
+        "child refused",
+        "elsewhere written",
+        "graded",
+        "",
+      ]);
+      assert.equal(
+        new TextDecoder().decode(await sandbox.readFile(`${tests}/test.sh`)),
+        "echo graded\n",
+      );
+      // The read-only view ends with the command.
+      const after = await sandbox.exec(`echo later > ${tests}/test.sh && cat ${tests}/test.sh`, {
+        timeoutMs: 30_000,
+        user: "root",
+      });
+      assert.deepEqual([after.exitCode, after.stdout], [0, "later\n"]);
+      // A folder that cannot be made read-only fails the call: the command never ran.
+      await assert.rejects(
+        sandbox.exec("echo ran", {
+          timeoutMs: 30_000,
+          user: "root",
+          readOnly: [`${sandbox.tmpdir}/missing`],
+        }),
+        (error: Error) =>
+          error instanceof RepoError && /cannot make read-only: .*\/missing$/.test(error.message),
+      );
+      await assert.rejects(
+        sandbox.exec("echo ran", { timeoutMs: 30_000, readOnly: [tests] }),
+        /only for commands run as root/,
+      );
+    } finally {
+      await sandbox.kill();
+    }
+  });
+});

@@ -26,6 +26,23 @@ export const TOOLS = [{
   },
 }];
 
+/**
+ * Whether the bench runs small (`BENCH_FAST=1`): each step shrinks its load to a few seconds, still
+ * running its code paths and printing its figures, which then say little. The test suite runs the
+ * whole bench so (`test/process/bench_test.ts`), so that a step that hangs or throws fails it.
+ */
+export function isFast(): boolean {
+  return Deno.env.get("BENCH_FAST") === "1";
+}
+
+/**
+ * A step's setting: variable `name` when it is set, else the step's `small` value under
+ * `BENCH_FAST=1`, else its `full` one.
+ */
+export function setting(name: string, full: string | number, small: string | number): string {
+  return Deno.env.get(name) ?? String(isFast() ? small : full);
+}
+
 /** A running bench gateway. */
 export interface BenchGateway {
   readonly deps: Deps;

@@ -25,13 +25,13 @@ const CONCURRENCY = 4;
 /** A turn as the raw export shows it (the fields the check reads). */
 export type RawTurn = Pick<
   RawRecord["chains"][number]["turns"][number],
-  "rid" | "index" | "inputLen" | "aborts" | "discarded" | "tokens"
+  "rid" | "index" | "input_len" | "aborts" | "discarded" | "tokens"
 >;
 
 /** A chain as the raw export shows it. */
 export interface RawChain {
   readonly id: string;
-  readonly wipedAt: number | null;
+  readonly wiped_at: number | null;
   readonly turns: RawTurn[];
 }
 
@@ -114,7 +114,7 @@ function checkEpisode(
     note(`${episode.id}: recorded turns never accepted: ${unacknowledged.map((t) => t.rid)}`);
   }
   const discarded = chains.flatMap((chain) => chain.turns.filter((turn) => turn.discarded));
-  const forked = chains.length > 1 || chains.some((chain) => chain.wipedAt !== null) ||
+  const forked = chains.length > 1 || chains.some((chain) => chain.wiped_at !== null) ||
     discarded.length > 0 || live.map((turn) => turn.rid).join() !== episode.rids.join();
   if (episode.rids.length > 0 || chains.length > 0) {
     if (forked || chains.length !== 1) {
@@ -133,7 +133,7 @@ function checkEpisode(
     }
   }
   check.aborts += live.reduce((sum, turn) => sum + turn.aborts, 0);
-  const prompt = live.at(-1)?.inputLen ?? 0;
+  const prompt = live.at(-1)?.input_len ?? 0;
   check.promptTokens += prompt;
   check.largestPrompt = Math.max(check.largestPrompt, prompt);
 }
@@ -149,8 +149,8 @@ export function inexactTurns(
   for (const turn of live) {
     const label = `turn ${turn.index} (${turn.rid})`;
     prefix.update(turn.tokens.delta);
-    if (turn.inputLen !== prefix.length) {
-      problems.push(`${label}: inputLen ${turn.inputLen}, chain so far ${prefix.length}`);
+    if (turn.input_len !== prefix.length) {
+      problems.push(`${label}: input_len ${turn.input_len}, chain so far ${prefix.length}`);
     }
     let call = engine.answered(turn.rid);
     if (!call) {

@@ -4,15 +4,29 @@
  * own process). Prints turns per second and the p50/p99 gateway time per turn (the turn minus
  * the engine's own account of it), then the bytes KV holds per recorded chain token.
  *
+ * `BENCH_SESSIONS` (1,16,64,256), `BENCH_SWEEP_TURNS` (8); `BENCH_FAST=1` (see `_harness.ts`): 1
+ * and 4 sessions of 2 turns, after a warm-up round of 4.
+ *
  * @module
  */
 import type { MessageParam } from "../lib/anthropic/mod.ts";
 import type { ChainHeader, TurnRecord } from "../lib/chain/mod.ts";
 import { keys, parseKey } from "../lib/kv/mod.ts";
-import { ADMIN, answer, filler, percentile, request, startBenchGateway } from "./_harness.ts";
+import {
+  ADMIN,
+  answer,
+  filler,
+  isFast,
+  percentile,
+  request,
+  setting,
+  startBenchGateway,
+} from "./_harness.ts";
 
-const SESSIONS = (Deno.env.get("BENCH_SESSIONS") ?? "1,16,64,256").split(",").map(Number);
-const TURNS = Number(Deno.env.get("BENCH_SWEEP_TURNS") ?? 8);
+const SESSIONS = setting("BENCH_SESSIONS", "1,16,64,256", "1,4").split(",").map(Number);
+const TURNS = Number(setting("BENCH_SWEEP_TURNS", 8, 2));
+/** Sessions of the warm-up round (JIT, caches, connection pool). */
+const WARMUP_SESSIONS = isFast() ? 4 : 16;
 
 const gateway = await startBenchGateway();
 const { deps, call } = gateway;
@@ -43,7 +57,7 @@ async function sweep(count: number) {
   return { ids, times, elapsed: (performance.now() - started) / 1000 };
 }
 
-await sweep(16); // warm-up: JIT, caches, connection pool
+await sweep(WARMUP_SESSIONS);
 
 for (const count of SESSIONS) {
   const { ids, times, elapsed } = await sweep(count);

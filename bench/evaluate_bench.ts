@@ -4,7 +4,8 @@
  * (`/evaluate/validate`) costs, first and kept. The fixture tasks' gold patches, real bubblewrap,
  * git, python3 and node.
  *
- * Environment: BENCH_EVAL_ROUNDS=N (default 5 per fixture), BENCH_EVAL_CONCURRENCY=1,2,4,10.
+ * Environment: BENCH_EVAL_ROUNDS=N (default 5 per fixture), BENCH_EVAL_CONCURRENCY=1,2,4,10;
+ * `BENCH_FAST=1` (see `_harness.ts`): 1 round, 1 and 2 at once, 3 asks of a kept verdict.
  *
  * @module
  */
@@ -21,10 +22,12 @@ import {
   validateTask,
 } from "../lib/evaluate/mod.ts";
 import { LocalBackend } from "../lib/sandbox/mod.ts";
-import { median } from "./_harness.ts";
+import { isFast, median, setting } from "./_harness.ts";
 
-const ROUNDS = Number(Deno.env.get("BENCH_EVAL_ROUNDS") ?? 5);
-const LEVELS = (Deno.env.get("BENCH_EVAL_CONCURRENCY") ?? "1,2,4,10").split(",").map(Number);
+const ROUNDS = Number(setting("BENCH_EVAL_ROUNDS", 5, 1));
+const LEVELS = setting("BENCH_EVAL_CONCURRENCY", "1,2,4,10", "1,2").split(",").map(Number);
+/** Asks of a task already proven, answered from its kept verdict. */
+const KEPT_ROUNDS = isFast() ? 3 : 20;
 const FIXTURES = ["python_unittest", "python_pytest", "node_test"];
 
 const root = await Deno.makeTempDir({ prefix: "bench-eval-" });
@@ -60,7 +63,7 @@ async function validation(): Promise<void> {
       slot: (work) => slots.run(work),
     };
     console.log("Validating a task (2 runs at base, 2 with its gold patch, 2 at a time), ms:");
-    console.log("  task               first  kept (median of 20)");
+    console.log(`  task               first  kept (median of ${KEPT_ROUNDS})`);
     for (const { name, task, patch } of tasks) {
       const gold = { patch, source: "request" as const };
       const started = performance.now();
@@ -68,7 +71,7 @@ async function validation(): Promise<void> {
       if (!verdict.valid) throw new Error(`${name}: ${verdict.problems.join("; ")}`);
       const first = performance.now() - started;
       const kept: number[] = [];
-      for (let round = 0; round < 20; round++) {
+      for (let round = 0; round < KEPT_ROUNDS; round++) {
         const at = performance.now();
         if (!(await validateTask(validating, { task, gold })).kept) throw new Error("not kept");
         kept.push(performance.now() - at);

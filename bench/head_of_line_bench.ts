@@ -13,28 +13,42 @@
  * answered; the others are refused), and the gateway main thread's CPU per Claude-Code-sized turn
  * with 64 sessions at once (the median of several rounds).
  *
+ * `BENCH_HOL_SESSIONS` (8), `BENCH_HOL_TURNS` (240); `BENCH_FAST=1` (see `_harness.ts`): 2
+ * sessions, 16 turns alone, tool results of 0.5 and 1.5 MB, and the CPU step 4 sessions × 2 turns,
+ * 1 round.
+ *
  * @module
  */
-import { ADMIN, filler, median, percentile, startEngineProcess } from "./_harness.ts";
+import {
+  ADMIN,
+  filler,
+  isFast,
+  median,
+  percentile,
+  setting,
+  startEngineProcess,
+} from "./_harness.ts";
 import { body, opening, RESULT_LINES, sweep } from "./_claude_code_load.ts";
 import { BASE64, blob } from "./_random.ts";
 import { spawnGateway } from "../test/process/_gateway_process.ts";
 import type { MessageParam } from "../lib/anthropic/mod.ts";
 
-const SESSIONS = Number(Deno.env.get("BENCH_HOL_SESSIONS") ?? 8);
+const SESSIONS = Number(setting("BENCH_HOL_SESSIONS", 8, 2));
 /** Turns each other session runs before it starts over (its history stays Claude-Code-sized). */
 const TURNS_PER_SESSION = 8;
 /** Turns the other sessions run alone, in all. */
-const ALONE_TURNS = Number(Deno.env.get("BENCH_HOL_TURNS") ?? 240);
-const SIZES_MB = [0.5, 1.5, 4];
+const ALONE_TURNS = Number(setting("BENCH_HOL_TURNS", 240, 16));
+const SIZES_MB = isFast() ? [0.5, 1.5] : [0.5, 1.5, 4];
 /** Sessions at once, and turns each, of the main-thread CPU step. */
-const CPU_SESSIONS = 64;
-const CPU_TURNS = 6;
+const CPU_SESSIONS = isFast() ? 4 : 64;
+const CPU_TURNS = isFast() ? 2 : 6;
 /**
  * Rounds of the CPU step, after one not counted; its figure is their median. One round's reading
  * moved by ±15% between rounds here (the kernel's 10 ms ticks, the JIT, the collector's timing).
  */
-const CPU_ROUNDS = 7;
+const CPU_ROUNDS = isFast() ? 1 : 7;
+/** Sessions of the warm-up round. */
+const WARMUP_SESSIONS = isFast() ? 2 : 8;
 
 const LETTERS = "abcdefghijklmnopqrstuvwxyz";
 
@@ -142,7 +156,8 @@ for (const workers of [0, 2]) {
     ROLLOUT_WORKER: "false",
   });
   try {
-    await sweep(gateway.url, 8, 3, 1_000); // warm-up: JIT, caches, the tokenizer workers
+    // Warm-up: JIT, caches, the tokenizer workers.
+    await sweep(gateway.url, WARMUP_SESSIONS, 3, 1_000);
     const alone = await others(gateway.url, SESSIONS, () => true, ALONE_TURNS);
     console.log(`\nTOKENIZER_WORKERS=${workers}`);
     console.log(`  other sessions' turns, ms           p50     p99    worst  (turns)`);

@@ -15,28 +15,37 @@
  * Last, one worker's RSS as rounds of 64 new sessions accumulate, none closed, with the default
  * chain cache and with a small one.
  *
+ * `BENCH_LOAD_SESSIONS` (1,16,64,256), `BENCH_LOAD_WORKERS` (1,2), `BENCH_LOAD_TURNS` (6),
+ * `BENCH_OPEN_ROUNDS` (10); `BENCH_FAST=1` (see `_harness.ts`): 1 and 4 sessions of 2 turns (10
+ * for one alone) on 1 and 2 workers, and 1 round of 8 new sessions per chain cache.
+ *
  * @module
  */
 import type { TurnRecord } from "../lib/chain/mod.ts";
 import { keys } from "../lib/kv/mod.ts";
 import { defaultTokenizerPath } from "../lib/config/mod.ts";
 import { libraryTokenizer, loadTokenizer } from "../lib/template/mod.ts";
-import { ADMIN, filler, percentile, startEngineProcess } from "./_harness.ts";
+import { ADMIN, filler, isFast, percentile, setting, startEngineProcess } from "./_harness.ts";
 import { body, opening, RESULT_LINES, sweep } from "./_claude_code_load.ts";
 import { cpuMs, residentMiB } from "../lib/sandbox/mod.ts";
 import { servingPids, spawnGateway } from "../test/process/_gateway_process.ts";
 
-const SESSIONS = (Deno.env.get("BENCH_LOAD_SESSIONS") ?? "1,16,64,256").split(",").map(Number);
-const WORKERS = (Deno.env.get("BENCH_LOAD_WORKERS") ?? "1,2").split(",").map(Number);
-const TURNS = Number(Deno.env.get("BENCH_LOAD_TURNS") ?? 6);
+const SESSIONS = setting("BENCH_LOAD_SESSIONS", "1,16,64,256", "1,4").split(",").map(Number);
+const WORKERS = setting("BENCH_LOAD_WORKERS", "1,2", "1,2").split(",").map(Number);
+const TURNS = Number(setting("BENCH_LOAD_TURNS", 6, 2));
 /** Rounds of new sessions, and sessions per round, of the open-sessions memory step. */
-const OPEN_ROUNDS = Number(Deno.env.get("BENCH_OPEN_ROUNDS") ?? 10);
-const OPEN_PER_ROUND = 64;
+const OPEN_ROUNDS = Number(setting("BENCH_OPEN_ROUNDS", 10, 1));
+const OPEN_PER_ROUND = isFast() ? 8 : 64;
 /**
  * Turns of the one-session step: its median moved by ±0.2 ms between runs with 30; with 120
  * (the history grows to ~95k tokens) by a few hundredths.
  */
-const SOLO_TURNS = 120;
+const SOLO_TURNS = isFast() ? 10 : 120;
+/** Sessions of the warm-up round. */
+const WARMUP_SESSIONS = isFast() ? 2 : 8;
+/** Encodes of a tool result not timed, then timed, for the encode figures. */
+const ENCODE_WARMUP = isFast() ? 10 : 100;
+const ENCODE_RUNS = isFast() ? 20 : 200;
 /** Fewest turns in a step for its CPU time per turn to be shown. */
 const MIN_CPU_TURNS = 60;
 /** This machine's cores. */
@@ -79,8 +88,8 @@ const libraryEncodeMs = encodeTime((text) => library.encode(text, { add_special_
  * by 2× between runs with less).
  */
 function encodeTime(encode: (text: string) => number[]): number {
-  for (let i = 0; i < 100; i++) encode(filler(RESULT_LINES, i));
-  const times = Array.from({ length: 200 }, (_, i) => {
+  for (let i = 0; i < ENCODE_WARMUP; i++) encode(filler(RESULT_LINES, i));
+  const times = Array.from({ length: ENCODE_RUNS }, (_, i) => {
     const text = filler(RESULT_LINES, 100 + i);
     const at = performance.now();
     encode(text);
@@ -114,7 +123,7 @@ for (const workers of WORKERS) {
   const gateway = await startGateway(workers, engine.url);
   // Warm-up: JIT, caches, connection pools; a lone session too, whose small texts the event
   // loop encodes itself (under load they go to the tokenizer workers).
-  await sweep(gateway.url, 8, TURNS, 1_000);
+  await sweep(gateway.url, WARMUP_SESSIONS, TURNS, 1_000);
   await sweep(gateway.url, 1, SOLO_TURNS, 2_000);
   for (const count of SESSIONS) {
     // One session alone gives the gateway's time of a turn without queueing, the figure set

@@ -18,20 +18,23 @@
  * turns did not all land on one chain, appended in order). The gateway runs in this process, the
  * workers and the routers too; nothing here is timed.
  *
+ * `BENCH_PLACEMENT_SESSIONS` (256), `BENCH_PLACEMENT_TURNS` (20); `BENCH_FAST=1` (see
+ * `_harness.ts`): 8 sessions × 4 turns.
+ *
  * @module
  */
-import type { TurnRecord } from "../lib/chain/mod.ts";
+import type { RawTurn } from "../lib/segment/mod.ts";
 import { resolveConfig } from "../lib/config/mod.ts";
 import { type EngineCall, startScriptedFleet } from "../lib/scripted_engine/mod.ts";
 import { loadTokenizer } from "../lib/template/mod.ts";
 import { buildDeps } from "../functions/_deps.ts";
 import { createGatewayApp } from "../functions/serve.ts";
-import { ADMIN, percentile, REPLY } from "./_harness.ts";
+import { ADMIN, percentile, REPLY, setting } from "./_harness.ts";
 import { answered, body, opening } from "./_claude_code_load.ts";
 import { startRouter } from "./_router.ts";
 
-const SESSIONS = Number(Deno.env.get("BENCH_PLACEMENT_SESSIONS") ?? 256);
-const TURNS = Number(Deno.env.get("BENCH_PLACEMENT_TURNS") ?? 20);
+const SESSIONS = Number(setting("BENCH_PLACEMENT_SESSIONS", 256, 8));
+const TURNS = Number(setting("BENCH_PLACEMENT_TURNS", 20, 4));
 const WORKERS = 8;
 /** Tokens each worker's prefix cache holds. */
 const CACHE_TOKENS = 2_000_000;
@@ -141,7 +144,7 @@ async function run(mode: Mode): Promise<Outcome> {
       }),
     );
     const { chains } = await response.json();
-    const turns: TurnRecord[] = chains[0]?.turns ?? [];
+    const turns: RawTurn[] = chains[0]?.turns ?? [];
     const appended = turns.every((turn, i) =>
       i === 0 ? turn.route === "start" : turn.route === "append"
     );
@@ -149,9 +152,9 @@ async function run(mode: Mode): Promise<Outcome> {
     for (const turn of turns) {
       if (turn.flags.includes("engine_failover")) failovers++;
       if (turn.index === 0) continue;
-      sampled += turn.outputLen;
-      prompt += turn.inputLen;
-      cached += turn.cachedTokens ?? 0;
+      sampled += turn.output_len;
+      prompt += turn.input_len;
+      cached += turn.cached_tokens ?? 0;
       const call = calls.get(turn.rid);
       if (call?.bodyBytes !== undefined) bytes.push(call.bodyBytes);
     }

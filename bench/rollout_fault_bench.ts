@@ -6,7 +6,8 @@
  * that came back complete, attempts per job, the wall-clock against the fault-free run, and the
  * jobs the infrastructure failed after their attempts (0 expected within the budget).
  *
- * `BENCH_FAULT_GROUPS`, `BENCH_FAULT_N` and `BENCH_FAULT_OUTAGE_MS` change the load.
+ * `BENCH_FAULT_GROUPS`, `BENCH_FAULT_N` and `BENCH_FAULT_OUTAGE_MS` change the load;
+ * `BENCH_FAST=1` (see `_harness.ts`) makes it 1 group × n=2 and a 1 s outage from 0.5 s on.
  *
  * @module
  */
@@ -15,14 +16,18 @@ import type { Fault } from "../lib/scripted_engine/mod.ts";
 import { ADMIN_HEADERS, startGateway, type TestGateway } from "../test/_gateway.ts";
 import { fixtureTask } from "../test/evaluate/_tasks.ts";
 import { FIX_CALC, miniSweAgent, oneCommand, toolCall } from "../test/rollout/_rollout.ts";
+import { isFast, setting } from "./_harness.ts";
 
-const GROUPS = Number(Deno.env.get("BENCH_FAULT_GROUPS") ?? 4);
-const N = Number(Deno.env.get("BENCH_FAULT_N") ?? 16);
-const OUTAGE_MS = Number(Deno.env.get("BENCH_FAULT_OUTAGE_MS") ?? 20_000);
+const GROUPS = Number(setting("BENCH_FAULT_GROUPS", 4, 1));
+const N = Number(setting("BENCH_FAULT_N", 16, 2));
+const OUTAGE_MS = Number(setting("BENCH_FAULT_OUTAGE_MS", 20_000, 1_000));
 /** The faults' seed: the same boots refused, the same sandboxes vanishing, run after run. */
 const SEED = 20261127;
-/** When the outage starts, after the groups are submitted. */
-const OUTAGE_AFTER_MS = 3_000;
+/**
+ * When the outage starts, after the groups are submitted: with `BENCH_FAST=1`, early enough to
+ * strike within the few seconds the jobs take.
+ */
+const OUTAGE_AFTER_MS = isFast() ? 500 : 3_000;
 
 /** What one run gives. */
 interface RunResult {
@@ -48,6 +53,8 @@ async function run(faulty: boolean): Promise<RunResult> {
     script: oneCommand(FIX_CALC, "Fixed.", undefined, (command) => toolCall("bash", { command })),
     worker: true,
     faultFor,
+    // Its workers stop with it: shared ones would keep this process alive once it is done.
+    ownWorkers: true,
     env: {
       SANDBOX_BACKEND: "e2b",
       ...fake.env,

@@ -12,20 +12,28 @@
  *    split between them. Every process shares this machine's two cores with the engine, the
  *    database and the driver: the two-host figure shows the store shared, not two machines' CPU.
  *
- * `BENCH_STORE_TURNS` (40), `BENCH_STORE_SESSIONS` (64).
+ * `BENCH_STORE_TURNS` (40), `BENCH_STORE_SESSIONS` (64); `BENCH_FAST=1` (see `_harness.ts`): 4
+ * turns, and 4 sessions of 2 turns.
  *
  * @module
  */
 import type { TurnRecord } from "../lib/chain/mod.ts";
 import { keys, type Store } from "../lib/kv/mod.ts";
-import { ADMIN, median, startBenchGateway, startEngineProcess } from "./_harness.ts";
+import {
+  ADMIN,
+  isFast,
+  median,
+  setting,
+  startBenchGateway,
+  startEngineProcess,
+} from "./_harness.ts";
 import { answered, body, opening, sweep } from "./_claude_code_load.ts";
 import { spawnGateway } from "../test/process/_gateway_process.ts";
 import { startPostgres } from "../test/_postgres.ts";
 
-const TURNS = Number(Deno.env.get("BENCH_STORE_TURNS") ?? 40);
-const SESSIONS = Number(Deno.env.get("BENCH_STORE_SESSIONS") ?? 64);
-const SWEEP_TURNS = 6;
+const TURNS = Number(setting("BENCH_STORE_TURNS", 40, 4));
+const SESSIONS = Number(setting("BENCH_STORE_SESSIONS", 64, 4));
+const SWEEP_TURNS = isFast() ? 2 : 6;
 
 /** Counts every store operation made through `kv` (each one round trip). */
 function counted(kv: Store): { count: number } {

@@ -8,6 +8,9 @@
  * - unstreamed: when the same turn's JSON reply arrives, for comparison (after the last token);
  * - abort: from the client cancelling its stream to the engine's call ending.
  *
+ * `BENCH_TURNS` (30), `BENCH_TOKEN_MS` (5); `BENCH_FAST=1` (see `_harness.ts`): 3 turns after 1
+ * warm-up turn.
+ *
  * @module
  */
 import { defaultTokenizerPath, resolveConfig } from "../lib/config/mod.ts";
@@ -15,10 +18,12 @@ import { loadTokenizer } from "../lib/template/mod.ts";
 import { buildDeps } from "../functions/_deps.ts";
 import { createGatewayApp } from "../functions/serve.ts";
 import { startScriptedEngine } from "../lib/scripted_engine/mod.ts";
-import { ADMIN, median, percentile } from "./_harness.ts";
+import { ADMIN, isFast, median, percentile, setting } from "./_harness.ts";
 
-const TURNS = Number(Deno.env.get("BENCH_TURNS") ?? 30);
+const TURNS = Number(setting("BENCH_TURNS", 30, 3));
 const TOKEN_MS = Number(Deno.env.get("BENCH_TOKEN_MS") ?? 5);
+/** Turns first run unmeasured (JIT, caches, connections). */
+const WARMUP_TURNS = isFast() ? 1 : 3;
 const REPLY = "Here is the answer, word by word: " + "word ".repeat(60);
 
 const dir = await Deno.makeTempDir({ prefix: "bench-stream-" });
@@ -61,8 +66,8 @@ const firstByte: number[] = [];
 const firstText: number[] = [];
 const unstreamed: number[] = [];
 const aborts: number[] = [];
-for (let turn = 0; turn < TURNS + 3; turn++) {
-  const measured = turn >= 3; // the first turns warm up
+for (let turn = 0; turn < TURNS + WARMUP_TURNS; turn++) {
+  const measured = turn >= WARMUP_TURNS;
   // Streamed: time the first byte and the first text against the engine's first token.
   let calls = engine.calls.length;
   let reader = (await post(await openSession(), true)).body!.getReader();

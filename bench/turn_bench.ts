@@ -10,6 +10,9 @@
  * gateway spends itself, which T4 is about; "naive" is only the re-render + re-tokenize of the
  * history that a naive gateway does per turn, without anything else.
  *
+ * `BENCH_FAST=1` (see `_harness.ts`): histories of about 1k and 30k tokens, 3 measured turns after
+ * 1 warm-up turn.
+ *
  * @module
  */
 import { lowerMessages, lowerSystem, lowerTools, type MessageParam } from "../lib/anthropic/mod.ts";
@@ -19,19 +22,20 @@ import {
   ADMIN,
   answer,
   filler,
+  isFast,
   median,
   request,
+  setting,
   startBenchGateway,
   SYSTEM,
   TOOLS,
 } from "./_harness.ts";
 
 /** History sizes measured, in tokens (`BENCH_TARGETS=1000,120000` to choose). */
-const TARGETS = (Deno.env.get("BENCH_TARGETS") ?? "1000,30000,120000,256000").split(",").map(
-  Number,
-);
-const MEASURED_TURNS = Number(Deno.env.get("BENCH_TURNS") ?? 40);
-const WARMUP_TURNS = 5;
+const TARGETS = setting("BENCH_TARGETS", "1000,30000,120000,256000", "1000,30000").split(",")
+  .map(Number);
+const MEASURED_TURNS = Number(setting("BENCH_TURNS", 40, 3));
+const WARMUP_TURNS = isFast() ? 1 : 5;
 const NAIVE_RUNS = 5;
 
 const gateway = await startBenchGateway();

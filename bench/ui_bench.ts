@@ -5,14 +5,26 @@
  * HTML). A page should cost its own tokens, not the chain's: the middle and last pages take about
  * what the first does.
  *
+ * `BENCH_UI_TOKENS` (190,000); `BENCH_FAST=1` (see `_harness.ts`): a chain of about 20k tokens,
+ * each page timed twice.
+ *
  * @module
  */
 import type { MessageParam } from "../lib/anthropic/mod.ts";
-import { ADMIN, answer, filler, median, request, startBenchGateway } from "./_harness.ts";
+import {
+  ADMIN,
+  answer,
+  filler,
+  isFast,
+  median,
+  request,
+  setting,
+  startBenchGateway,
+} from "./_harness.ts";
 import { createGatewayApp } from "../functions/serve.ts";
 
-const TARGET = Number(Deno.env.get("BENCH_UI_TOKENS") ?? 190_000);
-const RUNS = 7;
+const TARGET = Number(setting("BENCH_UI_TOKENS", 190_000, 20_000));
+const RUNS = isFast() ? 2 : 7;
 
 const gateway = await startBenchGateway({ CONTEXT_LENGTH: "200000" });
 const { call, deps } = gateway;

@@ -118,6 +118,8 @@ export interface Deps extends TurnDeps {
   readonly recurringFields: RecurringFields;
   /** How images reach the served vision-language model (`IMAGE_POLICY=vision`); else `null`. */
   readonly vision: VisionLowering | null;
+  /** The image processor's settings file beside the tokenizer, when there is one; else `null`. */
+  readonly imageProcessor: string | null;
   /** The tokenizer workers `encoder` sends texts to; `null` with `TOKENIZER_WORKERS=0`. */
   readonly encoderPool: EncoderPool | null;
   /** This process's metrics (one registry per process), counted by everything above. */
@@ -347,6 +349,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       accepts: (value) => jsonShapeProblem(value, MAX_JSON_DEPTH - 1) === null,
     }),
     vision,
+    imageProcessor: await imageProcessorOf(config.tokenizerPath),
     contextLength,
     roundtripPolicy: config.roundtripPolicy,
     routePolicy: {
@@ -425,6 +428,16 @@ export async function loadServedTokenizer(
   const tokenizer = servedTokenizer(loaded, config);
   checkServedTemplate(tokenizer, config);
   return tokenizer;
+}
+
+/** `preprocessor_config.json` in the tokenizer folder `dir`, when it is there. */
+async function imageProcessorOf(dir: string): Promise<string | null> {
+  const file = `${dir.replace(/\/+$/, "")}/preprocessor_config.json`;
+  try {
+    return (await Deno.stat(file)).isFile ? file : null;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -579,6 +592,7 @@ export function banner(
       deps.formats.reasoningParser ?? "none"
     }`,
     `  context:    ${deps.contextLength} tokens`,
+    `  images:     ${imagesLine(deps)}`,
     `  engine:     ${
       deps.config.enginePlacement === "gateway"
         ? `${deps.config.engineWorkers?.length} workers, placed by the gateway`
@@ -613,6 +627,54 @@ export function banner(
   }
   if (deps.scripted) lines.unshift(...SCRIPTED_WARNING);
   return lines.join("\n");
+}
+
+/**
+ * Where the socket listens, said as it is, and the URL this machine reaches it at (loopback for
+ * every interface: agents in local sandboxes share this machine's network).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { listeningOn } from "./_deps.ts";
+ * assert.deepEqual(listeningOn("0.0.0.0", 8080), {
+ *   url: "http://127.0.0.1:8080",
+ *   words: "http://127.0.0.1:8080 (every interface: HOST=0.0.0.0)",
+ * });
+ * assert.deepEqual(listeningOn("127.0.0.1", 8080), {
+ *   url: "http://127.0.0.1:8080",
+ *   words: "http://127.0.0.1:8080 (this machine only: HOST=0.0.0.0 listens on every interface)",
+ * });
+ * ```
+ */
+export function listeningOn(hostname: string, port: number): { url: string; words: string } {
+  const every = hostname === "0.0.0.0" || hostname === "::";
+  const local = every ? "127.0.0.1" : hostname;
+  const url = `http://${local.includes(":") ? `[${local}]` : local}:${port}`;
+  if (every) return { url, words: `${url} (every interface: HOST=${hostname})` };
+  const loopback = /^127\.|^::1$|^localhost$/.test(hostname);
+  return {
+    url,
+    words: loopback ? `${url} (this machine only: HOST=0.0.0.0 listens on every interface)` : url,
+  };
+}
+
+/**
+ * What the banner says of images: the policy in force, and when images become placeholders while
+ * the tokenizer folder holds an image processor (a vision-language model served blind), how to
+ * give them to the model.
+ */
+function imagesLine(deps: Deps): string {
+  const policy = deps.config.imagePolicy;
+  const said = {
+    placeholder: "placeholder (each image becomes a short text naming it)",
+    reject: "reject (a request with an image is a 400)",
+    vision: "vision (images go to the model)",
+  }[policy];
+  return policy !== "vision" && deps.imageProcessor !== null
+    ? `${said}; the tokenizer folder has an image processor (preprocessor_config.json): ` +
+      "IMAGE_POLICY=vision gives images to the model"
+    : said;
 }
 
 const BAR = "!".repeat(78);

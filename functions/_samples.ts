@@ -53,7 +53,8 @@ export type SamplesQuery = z.output<typeof SamplesQuery>;
 
 /**
  * The session's samples: `{samples, dropped}` in the JSON formats, the raw record for `raw`
- * (its `session` as `GET /sessions/:id` shows it, its chains' heads and turns as recorded), and
+ * (its `session` as `GET /sessions/:id` shows it, its chains' heads and turns as recorded, their
+ * keys in snake_case), and
  * `{records, dropped}` for `jsonl` (one xtuner-style record per sample) and `xtuner` (one
  * trajectory record per sample, message by message with token ids).
  */

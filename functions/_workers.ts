@@ -14,7 +14,7 @@
 import type { Config } from "../lib/config/mod.ts";
 import { sleep } from "../lib/timing/mod.ts";
 import { startScriptedEngine } from "../lib/scripted_engine/mod.ts";
-import { loadServedTokenizer, SCRIPTED_WARNING } from "./_deps.ts";
+import { listeningOn, loadServedTokenizer, SCRIPTED_WARNING } from "./_deps.ts";
 
 /** What a worker prints once it listens: `Worker <i> (pid <p>) ready on <url>`. */
 export const WORKER_READY = /^Worker (\d+) \(pid (\d+)\) ready on (\S+)/m;
@@ -142,12 +142,11 @@ export async function supervise(config: Config): Promise<number> {
   Deno.addSignalListener("SIGTERM", onSignal);
 
   allReady.promise.then(() => {
-    const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
-    const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+    const { words } = listeningOn(config.host, port);
     const pids = [...ready.entries()].sort(([a], [b]) => a - b).map(([, pid]) => pid);
     console.log([
       ...(scripted ? SCRIPTED_WARNING : []),
-      `Rollout Gateway listening on ${url} with ${config.workers} workers (pids ${
+      `Rollout Gateway listening on ${words} with ${config.workers} workers (pids ${
         pids.join(", ")
       }; worker 0's banner has the details)`,
     ].join("\n"));

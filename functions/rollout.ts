@@ -12,6 +12,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { InvalidRequestError } from "../lib/anthropic/mod.ts";
 import {
+  checkTaskRepo,
   harborGold,
   type HarborRef,
   type Task,
@@ -22,6 +23,7 @@ import {
   checkJobId,
   FINAL_PHASES,
   getRolloutGroup,
+  isEnvTask,
   JobNotFoundError,
   type JobSummary,
   readJobSummary,
@@ -79,6 +81,8 @@ export function createRolloutApp(deps: RolloutAppDeps): Hono {
       body = validate(RolloutRequestSchema, resolved.body);
       environment = resolved.environment;
     }
+    // What /evaluate would refuse at once is refused here, not by each job in turn.
+    if (!isEnvTask(body.task)) await checkTaskRepo(body.task as Task, deps.evaluation.cacheDir);
     if (body.validate) await validateFirst(deps, body, sandbox, harbor, c.req.raw.signal);
     const { groupId, jobIds } = await submitGroup(deps.kv, body, { environment });
     deps.metrics.rolloutJobs.add(jobIds.length, "queued");

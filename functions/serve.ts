@@ -6,13 +6,20 @@
  * @module
  */
 import { Hono } from "hono";
-import { type Config, ConfigError, resolveConfig } from "../lib/config/mod.ts";
-import { banner, buildDeps, type Deps } from "./_deps.ts";
+import {
+  type Config,
+  ConfigError,
+  configReport,
+  formatConfigReport,
+  resolveConfig,
+} from "../lib/config/mod.ts";
+import { banner, buildDeps, type Deps, listeningOn } from "./_deps.ts";
 import { atEdge } from "./_edge.ts";
 import { errorOptions } from "./_http.ts";
 import { createAgentsApp } from "./agents.ts";
 import { createSessionsApp } from "./sessions.ts";
 import { createEvaluateApp } from "./evaluate.ts";
+import { createHealthApp } from "./health.ts";
 import { createEngineApp } from "./engine.ts";
 import { createMetricsApp } from "./metrics.ts";
 import { createRolloutApp } from "./rollout.ts";
@@ -44,6 +51,7 @@ export function createGatewayApp(deps: Deps, worker: number | null = null): Hono
       if (host !== null) c.res.headers.set("x-gateway-host", host);
     });
   }
+  app.route("/", createHealthApp(deps));
   app.route("/", createAgentsApp(deps));
   app.route("/", createSessionsApp(deps));
   app.route("/", createEvaluateApp(deps));
@@ -55,7 +63,31 @@ export function createGatewayApp(deps: Deps, worker: number | null = null): Hono
   return atEdge(app, errorOptions(deps));
 }
 
+/** What `--help` prints. */
+export const USAGE = `Rollout Gateway: records every agent episode token for token.
+
+Usage:
+  deno task serve              run the gateway (every setting from the environment)
+  deno task serve --config     print the configuration in force, secrets masked, and exit
+  deno task serve --help       print this and exit
+  deno task config             the same as --config
+
+Settings are environment variables (docs/configuration.md lists each, with its default). Those a
+first run sets most: PORT (8080), HOST (127.0.0.1; 0.0.0.0 listens on every interface),
+ENGINE_URL (unset: the built-in scripted engine), ADMIN_TOKEN (unset: generated and printed),
+KV_PATH (./data/gateway.kv), STORE_URL (a PostgreSQL store shared by many hosts).
+
+Health: GET /health (the process answers) and GET /health/ready (the store and the engine answer).
+`;
+
 async function main(): Promise<void> {
+  if (Deno.args.includes("--help") || Deno.args.includes("-h")) {
+    console.log(USAGE);
+    return;
+  }
+  if (Deno.args.includes("--config")) {
+    Deno.exit(printConfig(Deno.env.toObject()));
+  }
   let config: Config;
   try {
     config = resolveConfig(Deno.env.toObject());
@@ -69,6 +101,23 @@ async function main(): Promise<void> {
   const worker = workerIndex(Deno.args);
   if (worker === null && config.workers > 1) Deno.exit(await supervise(config));
   await serveWorker(config, worker);
+}
+
+/**
+ * Prints the configuration `env` sets, variable by variable, then whether it is valid; the exit
+ * status: 0 when it is, 1 when it is not.
+ */
+export function printConfig(env: Record<string, string | undefined>): number {
+  console.log(formatConfigReport(configReport(env)));
+  try {
+    resolveConfig(env);
+    console.log("The configuration is valid.");
+    return 0;
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    console.log(`The configuration is not valid: ${error.message}`);
+    return 1;
+  }
 }
 
 /**
@@ -107,16 +156,14 @@ async function serveWorker(config: Config, index: number | null): Promise<void> 
     // Workers share the supervisor's port; the kernel spreads connections across them.
     reusePort: index !== null,
     onListen: ({ hostname, port }) => {
-      // Agents in local sandboxes share this machine's network: loopback reaches us.
-      const local = hostname === "0.0.0.0" || hostname === "::" ? "127.0.0.1" : hostname;
-      const url = `http://${local.includes(":") ? `[${local}]` : local}:${port}`;
+      const { url, words } = listeningOn(hostname, port);
       deps.setListening(url);
       if (index === null) {
-        console.log(banner(deps, `http://${hostname}:${port}`, undefined, runners));
+        console.log(banner(deps, url, `Rollout Gateway listening on ${words}`, runners));
         return;
       }
       // The supervisor waits for this line (WORKER_READY); worker 0 adds the details.
-      const ready = `Worker ${index} (pid ${Deno.pid}) ready on ${url}`;
+      const ready = `Worker ${index} (pid ${Deno.pid}) ready on ${words}`;
       console.log(index === 0 ? banner(deps, url, ready, runners) : ready);
     },
   }, app.fetch);

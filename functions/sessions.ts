@@ -26,17 +26,39 @@ import { exportSamples, type SamplesDeps, SamplesQuery } from "./_samples.ts";
 import { errorOptions, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
 import { SealedCursor, sessionJson, sessionPageJson, SESSIONS_LISTING } from "./_views.ts";
 
+/**
+ * Refuses a number JSON cannot show, wherever it is: a literal too large for a double (`1e999`)
+ * parses as an infinity, which would be kept and then shown as `null`.
+ */
+function finiteNumbers(value: unknown, ctx: z.core.$RefinementCtx): void {
+  const stack: { value: unknown; path: (string | number)[] }[] = [{ value, path: [] }];
+  while (stack.length > 0) {
+    const { value, path } = stack.pop()!;
+    if (typeof value === "number" && !Number.isFinite(value)) {
+      ctx.addIssue({
+        code: "custom",
+        path,
+        message: `expected a finite number, received ${value}`,
+      });
+      return;
+    }
+    if (typeof value !== "object" || value === null) continue;
+    const entries = Array.isArray(value) ? value.entries() : Object.entries(value);
+    for (const [key, inner] of entries) stack.push({ value: inner, path: [...path, key] });
+  }
+}
+
 const OpenSessionBody = z.strictObject({
   id: z.string().regex(SESSION_ID, "letters, digits, _ and -, up to 128 characters").optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  metadata: z.record(z.string(), z.unknown()).superRefine(finiteNumbers).optional(),
   /** How this session's reward is shared among its segments. */
   reward_allocation: z.enum(REWARD_ALLOCATIONS).optional(),
   /** Each turn keeps its request messages, shown by the raw export. */
   record_messages: z.boolean().optional(),
 });
 
-/** A reward: a finite numeric `score`, and any evidence beside it. */
-const RewardBody = z.looseObject({ score: z.number().finite() });
+/** A reward: a finite numeric `score`, and any evidence beside it, its numbers finite too. */
+const RewardBody = z.looseObject({ score: z.number().finite() }).superRefine(finiteNumbers);
 
 const ListQuery = z.strictObject({
   status: z.enum(["open", "closed"]).optional(),

@@ -19,19 +19,20 @@ back::
 import hashlib
 import http.client
 import json
+import math
 import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
 
 __all__ = [
     "Gateway", "Session", "GatewayError", "GatewayConnectionError", "InvalidRequestError",
     "AuthenticationError", "PermissionDeniedError", "NotFoundError", "ConflictError",
-    "RequestTooLargeError", "OverloadedError", "UnavailableError", "RolloutGroup",
-    "FINAL_PHASES",
+    "RequestTooLargeError", "OverloadedError", "UnavailableError", "RolloutGroup", "SampleList",
+    "JobList", "FINAL_PHASES",
 ]
 
 #: Phases a rollout job never leaves.
@@ -144,6 +145,56 @@ class RolloutGroup:
     job_ids: List[str]
 
 
+class SampleList(List[Dict[str, Any]]):
+    """An export's samples (or records), in order: a plain list of dicts, which also carries
+    ``dropped``, the segments the export left out, each ``{"chain_id", "kind", "reason"}``: a
+    side segment without ``include_side``, one over ``max_segments``, one past
+    ``max_segment_tokens`` with ``overlong="drop"``, a stale one with ``stale="drop"``.
+
+    ``dropped`` is the same list in every format but ``"jsonl"``, whose lines carry no such
+    field: there it is ``None`` (ask another format for it)::
+
+        samples = gw.samples(session.id, format="slime", max_segments=8)
+        for segment in samples.dropped:
+            log.warning("%s left out: %s", segment["chain_id"], segment["reason"])
+    """
+
+    def __init__(
+        self,
+        items: Iterable[Dict[str, Any]] = (),
+        dropped: Optional[List[Dict[str, Any]]] = None,
+    ) -> None:
+        super().__init__(items)
+        self.dropped = dropped
+
+
+class JobList(List[Dict[str, Any]]):
+    """A rollout group's job views, in job order: a plain list of dicts, which also carries the
+    group's outcome as the gateway reports it: ``group_id``; ``complete``, true when every job
+    ended with the agent's outcome (the group came back whole); ``agent_jobs``, how many did; and
+    ``infra_jobs``, the ids of those the infrastructure failed after their attempts (they have no
+    reward: drop a group that is not complete, or renormalize over its agent jobs)::
+
+        views = gw.wait_rollout(group)
+        if not views.complete:
+            log.warning("%s: infrastructure failed %s", views.group_id, views.infra_jobs)
+    """
+
+    def __init__(
+        self,
+        items: Iterable[Dict[str, Any]] = (),
+        group_id: str = "",
+        complete: bool = False,
+        agent_jobs: int = 0,
+        infra_jobs: Optional[List[str]] = None,
+    ) -> None:
+        super().__init__(items)
+        self.group_id = group_id
+        self.complete = complete
+        self.agent_jobs = agent_jobs
+        self.infra_jobs = list(infra_jobs or [])
+
+
 class Gateway:
     """The trainer API of one gateway, authenticated with its admin token.
 
@@ -164,20 +215,27 @@ class Gateway:
         id: Optional[str] = None,
         metadata: Optional[Mapping[str, Any]] = None,
         record_messages: bool = False,
+        reward_allocation: Optional[str] = None,
     ) -> Session:
         """Opens a session for one episode. Without ``id`` the gateway generates ``sess_<hex>``;
         ``metadata`` is any JSON object, kept with the session and filterable in listings.
         With ``record_messages`` each turn also keeps what its request added, as canonical
-        chat messages (see :meth:`record`).
+        chat messages (see :meth:`record`). ``reward_allocation`` says how the session's score is
+        shared among its segments in every export: ``"uniform"`` (score / K each), ``"copy"``
+        (the score each) or ``"final_only"`` (all to the final segment); unset, the gateway's
+        ``REWARD_ALLOCATION``. An export's own ``reward_allocation`` option overrides it.
 
         Raises :class:`ConflictError` when ``id`` is taken, :class:`InvalidRequestError` when it
-        is not letters, digits, ``_`` and ``-`` (up to 128 characters).
+        is not letters, digits, ``_`` and ``-`` (up to 128 characters) or ``reward_allocation``
+        is none of those, and ValueError, naming the key, for a NaN or infinity in ``metadata``.
         """
         body: Dict[str, Any] = {}
         if id is not None:
             body["id"] = id
         if metadata is not None:
             body["metadata"] = dict(metadata)
+        if reward_allocation is not None:
+            body["reward_allocation"] = reward_allocation
         if record_messages:
             body["record_messages"] = True
         opened = self._json("POST", "/sessions", body=body)
@@ -227,16 +285,24 @@ class Gateway:
         status: Optional[str] = None,
         metadata: Optional[Mapping[str, Any]] = None,
         page_size: int = 100,
+        reward_min: Optional[float] = None,
+        reward_max: Optional[float] = None,
     ) -> Iterator[Dict[str, Any]]:
         """Every session matching the filter, in id order, as views (see :meth:`get_session`).
 
         ``status`` is ``"open"`` or ``"closed"``; ``metadata`` keeps sessions whose metadata has
-        each key with an equal value (compared as strings, ``True`` as ``"true"``). Pages of up
-        to ``page_size`` (1 to 1000) sessions are fetched as the iterator is consumed.
+        each key with an equal value (compared as strings, ``True`` as ``"true"``);
+        ``reward_min`` and ``reward_max`` keep sessions whose reward's score is at least, at
+        most, that finite number (bounds included; a session with no reward is left out). Pages
+        of up to ``page_size`` (1 to 1000) sessions are fetched as the iterator is consumed.
+        A bound that is not a finite number raises ValueError, naming it, before any request.
         """
         query: Dict[str, str] = {"limit": str(page_size)}
         if status is not None:
             query["status"] = status
+        for name, bound in (("reward_min", reward_min), ("reward_max", reward_max)):
+            if bound is not None:
+                query[name] = _finite_bound(name, bound)
         for key, value in (metadata or {}).items():
             query[f"metadata.{key}"] = _query_value(value)
         while True:
@@ -250,7 +316,10 @@ class Gateway:
         """Scores the episode; returns the session's view. ``score`` is the finite number every
         exported sample carries as its reward; ``evidence`` (any JSON values, e.g. test results)
         is kept beside it in the ``reward`` payload. Setting it again replaces it. A score that is
-        not a number is refused (:class:`InvalidRequestError`); NaN or infinity raise ValueError.
+        not a number is refused (:class:`InvalidRequestError`, naming ``score``). NaN or infinity,
+        in ``score`` or anywhere in ``evidence``, raises ValueError naming where it is
+        (``score``, ``tests.durations[2]``) before anything is sent: JSON has no such numbers (an
+        integer too large for a double is refused by the gateway, naming it likewise).
         """
         body = {**evidence, "score": score}
         return self._json("POST", f"/sessions/{_quote(id)}/reward", body=body)
@@ -268,8 +337,9 @@ class Gateway:
 
     def samples(
         self, id: str, format: str = "samples", **options: Any
-    ) -> Union[List[Dict[str, Any]], Dict[str, Any]]:
-        """The session's recorded chains as training samples, one per chain with turns.
+    ) -> Union[SampleList, Dict[str, Any]]:
+        """The session's recorded chains as training samples, one per trainable segment, as a
+        :class:`SampleList`: a list, whose ``dropped`` names the segments the export left out.
 
         ``format`` is ``"samples"`` (``prompt_ids``, ``response_ids``, ``loss_mask``,
         ``logprobs``, ``version_spans``, ``turns``), ``"slime"`` (slime's ``Sample``),
@@ -278,7 +348,8 @@ class Gateway:
         ``prompt_len``, ``response_len``, ``raw_prompt``, ``reward`` ``{score, ...metrics}``,
         ``agent`` ``{messages, tools, tool_names, tool_turns}`` whose ``messages`` carry
         ``token_ids`` that join up to ``prompt_ids + response_ids``, and the arrays) or
-        ``"raw"`` (a dict ``{session, chains}`` of every turn ever recorded, for audits). A mask
+        ``"raw"`` (a dict ``{session, chains}`` of every turn ever recorded, for audits, its keys
+        snake_case: ``input_len``, ``finish_reason``, ``body_digest``, …). A mask
         value of 1 marks a token the engine sampled and is trained on; 0 marks tool output,
         template tokens and turns masked by policy. ``options`` are the export's other query
         parameters: ``reward_allocation``, ``include_side``, ``max_segments``, ``max_segment_tokens``,
@@ -288,10 +359,12 @@ class Gateway:
         params.update({key: _query_value(value) for key, value in options.items()})
         query = urllib.parse.urlencode(params)
         text = self._request("GET", f"/sessions/{_quote(id)}/samples?{query}").decode("utf-8")
-        if format == "jsonl":
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        if format == "jsonl":  # one record a line, and no ``dropped``
+            return SampleList(json.loads(line) for line in text.splitlines() if line.strip())
         parsed = json.loads(text)
-        return parsed if format == "raw" else parsed[_exported_key(format)]
+        if format == "raw":
+            return parsed
+        return SampleList(parsed[_exported_key(format)], dropped=parsed.get("dropped"))
 
     def image(self, id: str, digest: str) -> bytes:
         """The bytes of an image a sample names (its ``images[].digest``, or the ``url`` itself).
@@ -421,10 +494,19 @@ class Gateway:
         query = urllib.parse.urlencode({"format": format})
         return self._json("GET", f"/rollout/{_quote(job_id)}?{query}")
 
-    def rollout_group(self, group_id: str) -> List[Dict[str, Any]]:
-        """The views of a group's jobs (without samples), in job order."""
+    def rollout_group(self, group_id: str) -> JobList:
+        """The views of a group's jobs (without samples), in job order, as a :class:`JobList`:
+        a list, whose ``complete``, ``agent_jobs`` and ``infra_jobs`` say whether the group came
+        back whole (once every job has finished; until then ``complete`` is false)."""
         query = urllib.parse.urlencode({"group_id": group_id})
-        return self._json("GET", f"/rollout?{query}")["jobs"]
+        answer = self._json("GET", f"/rollout?{query}")
+        return JobList(
+            answer["jobs"],
+            group_id=answer.get("group_id", group_id),
+            complete=answer.get("complete", False),
+            agent_jobs=answer.get("agent_jobs", 0),
+            infra_jobs=answer.get("infra_jobs"),
+        )
 
     def cancel_rollout(self, job_id: str) -> Dict[str, Any]:
         """Cancels a job: its agent is stopped, its sandbox killed and its session closed as
@@ -439,8 +521,9 @@ class Gateway:
         timeout: Optional[float] = None,
         progress: Optional[Any] = sys.stderr,
         min_complete: Optional[int] = None,
-    ) -> List[Dict[str, Any]]:
-        """Waits until every job of ``group`` has finished; returns their views, in job order.
+    ) -> JobList:
+        """Waits until every job of ``group`` has finished; returns their views, in job order, as
+        a :class:`JobList` (``complete``, ``agent_jobs``, ``infra_jobs``: the group's outcome).
 
         Each finished job says whose its end was: ``outcome`` ``"agent"`` (the episode ran; its
         reward is real, 0 included) or ``"infra"`` (the infrastructure failed it after its
@@ -506,6 +589,7 @@ class Gateway:
         }
         data = None
         if body is not None:
+            _check_finite(body)
             data = json.dumps(body, allow_nan=False).encode("utf-8")
             headers["Content-Type"] = "application/json"
         request = urllib.request.Request(
@@ -575,6 +659,33 @@ def _retry_after(headers: Any) -> Optional[float]:
 def _exported_key(format: str) -> str:
     """Where an export's list is: ``records`` for xtuner's formats, ``samples`` for the rest."""
     return "records" if format in ("jsonl", "xtuner") else "samples"
+
+
+def _check_finite(body: Any) -> None:
+    """Raises ValueError naming the first NaN or infinity in ``body`` (``score``,
+    ``metadata.budget``, ``tests[2]``): JSON has no such numbers, and ``json`` would refuse them
+    without saying where."""
+    stack: List[Tuple[str, Any]] = [("", body)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{path or 'The body'} is {value}: expected a finite number")
+        if isinstance(value, Mapping):
+            items = [(f"{path}.{k}" if path else str(k), inner) for k, inner in value.items()]
+        elif isinstance(value, (list, tuple)):
+            items = [(f"{path}[{i}]", inner) for i, inner in enumerate(value)]
+        else:
+            continue
+        stack.extend(reversed(items))  # the first in document order is found first
+
+
+def _finite_bound(name: str, bound: Any) -> str:
+    """A score bound of a listing as its query value; ValueError naming ``name`` unless finite."""
+    if isinstance(bound, bool) or not isinstance(bound, (int, float)):
+        raise ValueError(f"{name} is {bound!r}: expected a finite number")
+    if isinstance(bound, float) and not math.isfinite(bound):
+        raise ValueError(f"{name} is {bound}: expected a finite number")
+    return repr(bound) if isinstance(bound, float) else str(bound)
 
 
 def _quote(id: str) -> str:

@@ -233,6 +233,13 @@ export async function startGateway(
     recurringFields?: RecurringFields;
     /** The clock its leases go by (another host's, running ahead or behind). */
     clock?: () => number;
+    /**
+     * Give this gateway tokenizer workers and an engine HTTP worker of its own, stopped by
+     * `close()`, not the ones this process's gateways share: those live as long as the process,
+     * and a Web Worker keeps a process alive. A script run by `deno run` (a bench) sets it, so
+     * that it ends once its gateways are closed; `deno test` ends its process itself.
+     */
+    ownWorkers?: boolean;
   } = {},
 ): Promise<TestGateway> {
   const tok = options.tokenizer ?? await qwen3();
@@ -273,9 +280,8 @@ export async function startGateway(
     kv,
     tokenizer: tok,
     sandbox: options.sandbox,
-    encoderPool: sharedPool,
+    ...(options.ownWorkers ? {} : { encoderPool: sharedPool, engineHttpWorker: sharedHttpWorker }),
     recurringFields: options.recurringFields,
-    engineHttpWorker: sharedHttpWorker,
     clock: options.clock,
   });
   const app = createGatewayApp(deps);

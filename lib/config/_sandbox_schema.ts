@@ -32,6 +32,7 @@ export const JudgersSchema = z.string().transform((raw, ctx) => {
 export const E2bSchema = z.object({
   /** E2B API key; `null` is refused when the sandbox backend is `e2b`. */
   apiKey: variable("E2B_API_KEY", z.string().min(1), {
+    secret: true,
     expected: "an E2B API key",
     shown: "unset",
     meaning: "E2B API key; required with `SANDBOX_BACKEND=e2b`",

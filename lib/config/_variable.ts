@@ -30,6 +30,8 @@ export interface VariableFacts {
   readonly meaning: string;
   /** The range of an integer variable. */
   readonly bounds?: Bounds;
+  /** Its value is a secret: never printed (an error, the configuration dump show `***`). */
+  readonly secret?: boolean;
 }
 
 /** A variable as the configuration schema declares it, and where its value lands. */
@@ -66,6 +68,8 @@ interface About {
   readonly expected?: string;
   /** What the variable means, for the documentation. */
   readonly meaning: string;
+  /** Its value is a secret, never printed. */
+  readonly secret?: boolean;
 }
 
 /**
@@ -93,10 +97,10 @@ export function variable(
   const expected = about.expected ??
     (bounds === undefined ? undefined : `an integer from ${bounds.min} to ${bounds.max}`);
   if (expected === undefined) throw new TypeError(`Variable ${name} does not say what it expects`);
-  const { fallback, meaning } = about;
+  const { fallback, meaning, secret } = about;
   const shown = about.shown ?? `\`${fallback}\``;
   const leaf = fallback === undefined ? schema.nullable() : schema.clone();
-  return leaf.register(registry, { name, expected, fallback, shown, meaning, bounds });
+  return leaf.register(registry, { name, expected, fallback, shown, meaning, bounds, secret });
 }
 
 /** Every variable `object` declares, nested objects included, in declaration order. */

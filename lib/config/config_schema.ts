@@ -25,8 +25,11 @@ export const ConfigSchema = z.object({
   /** Interface the gateway listens on. */
   host: variable("HOST", z.string(), {
     expected: "a host name or address",
-    fallback: "0.0.0.0",
-    meaning: "interface to listen on",
+    fallback: "127.0.0.1",
+    meaning: "interface to listen on; `0.0.0.0` for every interface (E2B sandboxes, other " +
+      "machines, a load balancer reach the gateway over the network). Loopback by default: " +
+      "the console shows a generated admin token, and local sandboxes reach the gateway through " +
+      "a socket of their own",
   }),
   /** The engine's worker or router URL; `null`: `SGLANG_URL`, else the scripted engine. */
   engineUrl: variable("ENGINE_URL", httpUrl, {
@@ -169,6 +172,7 @@ export const ConfigSchema = z.object({
   /** Bearer token of the trainer API; `null` lets the gateway generate one and keep it in KV. */
   adminToken: variable("ADMIN_TOKEN", z.string().min(16), {
     expected: "at least 16 characters",
+    secret: true,
     shown: "generated",
     meaning: "bearer token of the trainer API (≥ 16 characters); unset: generated once, kept in " +
       "KV, printed at start-up",
@@ -277,6 +281,7 @@ export const ConfigSchema = z.object({
   }),
   /** Secret for thinking-block signatures; `null` keeps a generated one in KV. */
   signingSecret: variable("SIGNING_SECRET", z.string().min(16), {
+    secret: true,
     expected: "at least 16 characters",
     shown: "generated",
     meaning: "secret of thinking-block signatures (≥ 16 characters); unset: generated once and " +

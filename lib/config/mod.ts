@@ -3,3 +3,4 @@ export * from "./reward_allocation.ts";
 export * from "./config_schema.ts";
 export * from "./config_table.ts";
 export * from "./resolve_config.ts";
+export * from "./config_report.ts";

@@ -50,7 +50,9 @@ export function resolveConfig(env: Record<string, string | undefined>): Readonly
   const parsed = ConfigSchema.safeParse(rawValues(env));
   if (!parsed.success) {
     const bad = firstBadVariable(parsed.error);
-    const message = `Invalid ${bad.name}: expected ${bad.expected}, got "${readRaw(env, bad)}"`;
+    const message = `Invalid ${bad.name}: expected ${bad.expected}, got ${
+      shownValue(bad, readRaw(env, bad) ?? "")
+    }`;
     throw new ConfigError(bad.name, message);
   }
   return joinVariables(parsed.data);
@@ -107,8 +109,31 @@ function hostName(): string {
   return (Deno.hostname().replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 64)) || "localhost";
 }
 
+/**
+ * `raw`, a value of `variable`, as it may be printed: quoted, a secret as `***` and its length,
+ * a URL's password as `***`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { CONFIG_DECLARATIONS } from "./config_schema.ts";
+ * import { shownValue } from "./resolve_config.ts";
+ * const named = (name: string) => CONFIG_DECLARATIONS.find((v) => v.name === name)!;
+ * assert.equal(shownValue(named("ADMIN_TOKEN"), "hunter2"), "*** (7 characters)");
+ * assert.equal(
+ *   shownValue(named("STORE_URL"), "postgres://gw:pw@db/rg"),
+ *   '"postgres://gw:***@db/rg"',
+ * );
+ * ```
+ */
+export function shownValue(variable: Pick<Declaration, "secret">, raw: string): string {
+  if (variable.secret) return `*** (${[...raw].length} characters)`;
+  // Any URL's password, wherever it sits (a list of URLs, a DSN).
+  return `"${raw.replace(/(\/\/[^\s/:@]*:)[^\s/@]*@/g, "$1***@")}"`;
+}
+
 /** A variable's trimmed value, or its fallback when it is unset or blank. */
-function readRaw(
+export function readRaw(
   env: Record<string, string | undefined>,
   variable: Declaration,
 ): string | undefined {

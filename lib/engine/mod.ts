@@ -17,3 +17,4 @@ export * from "./http_worker.ts";
 export * from "./dialects.ts";
 export * from "./placement.ts";
 export * from "./engine_sessions.ts";
+export * from "./health.ts";

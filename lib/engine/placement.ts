@@ -23,6 +23,7 @@
  *
  * @module
  */
+import { healthy } from "./health.ts";
 import { createHash } from "node:crypto";
 import type { GatewayMetrics } from "../metrics/mod.ts";
 import {
@@ -402,11 +403,4 @@ function lowerBound(ring: readonly (readonly [number, number])[], point: number)
 /** The first 32 bits of `text`'s SHA-256: a ring point. */
 function hash32(text: string): number {
   return createHash("sha256").update(text).digest().readUInt32BE(0);
-}
-
-/** Whether `url`'s `/health` answers 200 within `signal`. */
-async function healthy(url: string, signal: AbortSignal): Promise<boolean> {
-  const response = await fetch(`${url}/health`, { signal });
-  await response.body?.cancel();
-  return response.status === 200;
 }

@@ -18,3 +18,4 @@ export * from "./test_report.ts";
 export * from "./protect.ts";
 export * from "./runners_here.ts";
 export * from "./validate_task.ts";
+export * from "./repo_check.ts";

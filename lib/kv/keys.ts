@@ -199,6 +199,8 @@ export const keys = {
   rolloutBootSlot: (scope: string, slot: number): Deno.KvKey => ["rollout_boot_slot", scope, slot],
   /** A gateway-wide secret shared by every process on this KV. */
   secret: (name: string): Deno.KvKey => ["secret", name],
+  /** Never written: reading it proves the store answers (`GET /health/ready`). */
+  healthProbe: (): Deno.KvKey => ["health_probe"],
   /** The last metrics snapshot of worker `worker` (0 when it serves alone) on host `host`. */
   metrics: (host: string, worker: number): Deno.KvKey => ["metrics", host, worker],
   /** Prefix of every worker's metrics snapshot. */
@@ -283,6 +285,7 @@ export type ParsedKey =
   | { readonly kind: "rollout_expiry"; readonly expiresAt: number; readonly jobId: string }
   | { readonly kind: "rollout_boot_slot"; readonly scope: string; readonly slot: number }
   | { readonly kind: "secret"; readonly name: string }
+  | { readonly kind: "health_probe" }
   | { readonly kind: "metrics"; readonly host: string; readonly worker: number }
   | { readonly kind: "other"; readonly key: Deno.KvKey };
 
@@ -414,6 +417,9 @@ export function parseKey(key: Deno.KvKey): ParsedKey {
       break;
     case "secret":
       if (n === 2 && str(a)) return { kind: "secret", name: a };
+      break;
+    case "health_probe":
+      if (n === 1) return { kind: "health_probe" };
       break;
     case "metrics":
       if (n === 3 && str(a) && num(b)) return { kind: "metrics", host: a, worker: b };

@@ -1,6 +1,6 @@
 /**
  * The scripted engine: a stand-in for SGLang that speaks its wire protocol with scripted replies.
- * It is not a model. It serves `deno task serve` when no `SGLANG_URL` is set, so the gateway runs
+ * It is not a model. It serves `deno task serve` when no `ENGINE_URL` is set, so the gateway runs
  * on a machine without a GPU, and the tests and the bench drive every engine behaviour through it.
  *
  * @module

@@ -92,7 +92,7 @@ export type Fault =
 
 /** What the engine says when it has no script. */
 export const DEFAULT_REPLY =
-  "<think>\nNo script was given for this request.\n</think>\n\nThis is the built-in scripted engine, not a model. Set SGLANG_URL to serve a real SGLang engine.";
+  "<think>\nNo script was given for this request.\n</think>\n\nThis is the built-in scripted engine, not a model. Set ENGINE_URL to serve a real engine (SGLang or vLLM).";
 
 /** A script as given (a function, or replies used in order, then {@linkcode DEFAULT_REPLY}). */
 export function toScript(script: Script | readonly Reply[]): Script {

@@ -4,8 +4,11 @@ As in xtuner's agent loop, a judger is a callable given the rollout state (the c
 final response) that returns the reward as a dict, ``{"score": ..., **metrics}``. Here the rollout
 state is the episode's trajectory record read from the gateway (``format=xtuner``: the messages
 with their token ids, the lengths, the tool turns); the reward goes back through the trainer API
-(``set_reward``), so every sample of the episode carries it; the rewarded records are read back and
-written as xtuner's trajectory dump, one JSON object per line.
+(``set_reward``), so every sample of the episode carries it; the rewarded records (one per segment:
+the main conversation, each sub-agent's, each conversation a compaction replaced) are read back and
+written as xtuner's trajectory dump, one JSON object per line. ``--out`` is replaced, never
+appended to: the dump is written beside it and renamed over it once every episode is judged, so a
+re-run gives the same file and a run that fails leaves the old one as it was.
 
 The judger is rule-based: the final assistant message (its reasoning left out) contains the
 expected answer → 1, else 0, less a penalty for a response longer than a token budget; its
@@ -101,20 +104,33 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--session", required=True, action="append", help="repeatable")
     parser.add_argument("--answer", required=True, help="what the final response must contain")
-    parser.add_argument("--out", default="-", help="the trajectory JSONL file (default stdout)")
+    parser.add_argument(
+        "--out", default="-", help="the trajectory JSONL file, replaced (default stdout)"
+    )
     parser.add_argument("--max-response-tokens", type=int, default=4096)
     args = parser.parse_args()
     gw = Gateway(os.environ["GATEWAY_URL"], admin_token=os.environ["ADMIN_TOKEN"])
-    out = sys.stdout if args.out == "-" else open(args.out, "a", encoding="utf-8")
-    try:
+
+    def judge_all(out: TextIO) -> None:
         for session_id in args.session:
             judged = judge_episode(
                 gw, session_id, args.answer, out, max_response_tokens=args.max_response_tokens
             )
             print(json.dumps({"session": session_id, "reward": judged["reward"]}), file=sys.stderr)
+
+    if args.out == "-":
+        judge_all(sys.stdout)
+        return 0
+    # Written beside the target, then renamed over it (atomic on one filesystem): a re-run
+    # replaces the file instead of adding to it, and a failed run leaves no half-written one.
+    partial = f"{args.out}.{os.getpid()}.partial"
+    try:
+        with open(partial, "x", encoding="utf-8") as out:
+            judge_all(out)
+        os.replace(partial, args.out)
     finally:
-        if out is not sys.stdout:
-            out.close()
+        if os.path.exists(partial):
+            os.remove(partial)
     return 0
 
 

@@ -1,13 +1,14 @@
 /**
  * The start-up banner says what the operator must know before the first rollout: every
- * registered agent CLI and whether it is ready here, and which test runners a local sandbox can
- * grade with.
+ * registered agent CLI and whether it is ready here, which test runners a local sandbox can
+ * grade with, and what becomes of images.
  */
 import assert from "node:assert/strict";
 import { banner } from "../../functions/_deps.ts";
 import { runnersHere } from "../../lib/evaluate/mod.ts";
 import { CLI_HARNESSES } from "../../lib/rollout/mod.ts";
 import { startGateway } from "../_gateway.ts";
+import { PREPROCESSOR, visionGateway } from "../_vision.ts";
 
 /** The banner's line starting with `label`. */
 function line(text: string, label: string): string {
@@ -45,5 +46,41 @@ Deno.test("the banner says which test runners a local sandbox has, and how to in
     assert.equal(line(banner(gw.deps, gw.url), "runners"), "  runners:    not checked");
   } finally {
     await gw.close();
+  }
+});
+
+Deno.test("the banner says which image policy is in force, and how to turn vision on when the tokenizer folder has an image processor", async () => {
+  const gw = await startGateway();
+  const folder = await Deno.makeTempDir({ prefix: "rg-banner-vl-" });
+  try {
+    assert.equal(
+      line(banner(gw.deps, gw.url), "images"),
+      "  images:     placeholder (each image becomes a short text naming it)",
+    );
+    // A Qwen-VL folder served without IMAGE_POLICY=vision: images become placeholders, said so.
+    await Deno.writeTextFile(`${folder}/preprocessor_config.json`, PREPROCESSOR);
+    const blind = { ...gw.deps, imageProcessor: `${folder}/preprocessor_config.json` };
+    assert.equal(
+      line(banner(blind, gw.url), "images"),
+      "  images:     placeholder (each image becomes a short text naming it); the tokenizer " +
+        "folder has an image processor (preprocessor_config.json): IMAGE_POLICY=vision gives " +
+        "images to the model",
+    );
+  } finally {
+    await gw.close();
+    await Deno.remove(folder, { recursive: true });
+  }
+});
+
+Deno.test("a vision gateway's banner says images go to the model", async () => {
+  const { gw, close } = await visionGateway([]);
+  try {
+    assert.equal(gw.deps.imageProcessor?.endsWith("/preprocessor_config.json"), true);
+    assert.equal(
+      line(banner(gw.deps, gw.url), "images"),
+      "  images:     vision (images go to the model)",
+    );
+  } finally {
+    await close();
   }
 });

@@ -154,14 +154,14 @@ Deno.test("a killed worker's chains go on exactly on another: one re-prefill, th
         call.inputIds.length + call.output!.length,
       ),
     );
-    assert.equal(chain.turns[2].cachedTokens, 0);
+    assert.equal(chain.turns[2].cached_tokens, 0);
     // The chain stays there: the next turn too, with its prefix cached.
     gw.fleet!.worker(home)!.revive();
     await (gw.deps.engine as PlacedEngine).checkHealth();
     await turn(client, [...messages, { role: "user", content: "Last." }]);
     const last = (await raw(gw, id)).chains[0].turns[3];
     assert.equal(last.worker, other);
-    assert.ok(last.cachedTokens > call.inputIds.length);
+    assert.ok(last.cached_tokens > call.inputIds.length);
   } finally {
     await gw.close();
   }

@@ -115,7 +115,7 @@ for (const api of ENGINE_APIS) {
         const [chain] = (await raw.json()).chains;
         // The second turn's prompt starts with everything the first one read and sampled.
         assert.deepEqual(
-          chain.turns.map((turn: { cachedTokens?: number }) => turn.cachedTokens),
+          chain.turns.map((turn: { cached_tokens?: number }) => turn.cached_tokens),
           [0, one.inputIds.length + one.output!.length],
         );
         assert.ok(two.inputIds.length > one.inputIds.length + one.output!.length);

@@ -1,6 +1,7 @@
 /**
  * The rollout API's refusals: credentials, bodies, unknown jobs and groups, an unconfigured
- * backend — each with the error envelope and nothing queued.
+ * backend, a repository or commit that is not there — each with the error envelope and nothing
+ * queued.
  */
 import assert from "node:assert/strict";
 import { listActiveRolloutJobs } from "../../lib/rollout/mod.ts";
@@ -95,6 +96,34 @@ Deno.test("the rollout API refuses bad credentials, bad bodies and unknown ids, 
         400,
         "invalid_request_error",
         /^sandbox\.backend: "e2b" is not configured here/,
+      ],
+      // The repository, checked as /evaluate would refuse it, before any job is queued.
+      [
+        "POST",
+        "/rollout",
+        JSON.stringify({ task: { ...TASK, repo: "/nowhere/repo" } }),
+        ADMIN,
+        400,
+        "invalid_request_error",
+        /^Repository "\/nowhere\/repo" is not a git repository on this machine$/,
+      ],
+      [
+        "POST",
+        "/rollout",
+        JSON.stringify({ task: { ...TASK, base_commit: "deadbeef" } }),
+        ADMIN,
+        400,
+        "invalid_request_error",
+        /^Commit "deadbeef" is not in "fixture:python_unittest"$/,
+      ],
+      [
+        "POST",
+        "/rollout",
+        JSON.stringify({ task: { ...TASK, repo: "fixture:no_such_task" } }),
+        ADMIN,
+        400,
+        "invalid_request_error",
+        /^Unknown fixture "no_such_task"/,
       ],
       [
         "GET",

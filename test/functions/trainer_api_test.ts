@@ -111,6 +111,50 @@ async function admin(gw: TestGateway, method: string, path: string, body?: unkno
   return { status: response.status, body: text ? JSON.parse(text) : null, text };
 }
 
+Deno.test("a reward or metadata holding a number JSON cannot show (1e999 parses as Infinity) is refused, naming where it is", async () => {
+  const gw = await startGateway();
+  try {
+    const { id } = await gw.openSession();
+    const before = await kvSnapshot(gw.kv);
+    const refusals: [string, string, string][] = [
+      [
+        `/sessions/${id}/reward`,
+        '{"score": 1e999}',
+        "score: Invalid input: expected number, received Infinity",
+      ],
+      [
+        `/sessions/${id}/reward`,
+        '{"score": 1, "loss": 1e999}',
+        "loss: expected a finite number, received Infinity",
+      ],
+      [
+        `/sessions/${id}/reward`,
+        '{"score": 1, "tests": {"times": [0.5, -1e999]}}',
+        "tests.times.1: expected a finite number, received -Infinity",
+      ],
+      [
+        "/sessions",
+        '{"metadata": {"budget": {"tokens": 1e999}}}',
+        "metadata.budget.tokens: expected a finite number, received Infinity",
+      ],
+    ];
+    const answers = [];
+    for (const [path, body] of refusals) {
+      const response = await gw.fetch(path, { method: "POST", headers: ADMIN, body });
+      const { error } = await response.json();
+      answers.push([response.status, error.type, error.message]);
+    }
+    assert.deepEqual(
+      answers,
+      refusals.map(([, , message]) => [400, "invalid_request_error", message]),
+    );
+    assert.deepEqual(await kvSnapshot(gw.kv), before);
+    assert.equal((await gw.session(id)).reward, null);
+  } finally {
+    await gw.close();
+  }
+});
+
 Deno.test("sessions are listed by status and metadata, a page at a time", async () => {
   const gw = await startGateway();
   try {

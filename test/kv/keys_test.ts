@@ -138,6 +138,7 @@ const CASES: {
     parsed: { kind: "rollout_boot_slot", scope: "backend:e2b", slot: 4 },
   },
   secret: { key: keys.secret("hmac"), parsed: { kind: "secret", name: "hmac" } },
+  healthProbe: { key: keys.healthProbe(), parsed: { kind: "health_probe" } },
   metrics: { key: keys.metrics("h1", 1), parsed: { kind: "metrics", host: "h1", worker: 1 } },
   metricsAll: { key: keys.metricsAll(), parsed: "prefix" },
   turnReplays: {

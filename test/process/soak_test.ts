@@ -131,20 +131,20 @@ Deno.test("inexactTurns() holds a chain against the engine's calls, resumed abor
   const turn = (
     rid: string,
     index: number,
-    inputLen: number,
+    input_len: number,
     delta: number[],
     output: number[],
   ) => ({
     rid,
     index,
-    inputLen,
+    input_len,
     aborts: index,
     discarded: false,
     tokens: { delta, output, logprobs: output.map((t, i) => scriptedLogprob(t, i)), closing: [] },
   });
   const chain = () => ({
     id: "c0",
-    wipedAt: null,
+    wiped_at: null,
     turns: [turn("a", 0, 3, [1, 2, 3], [10, 11, EOS]), turn("b", 1, 8, [4, 5], [12, EOS])],
   });
   const engine = ledger([

@@ -100,7 +100,7 @@ Deno.test("two workers on one port serve one session alternately, and its chain 
   await withWorkers(async (gateway, engine) => {
     assert.match(
       gateway.output(),
-      /Rollout Gateway listening on http:\/\/127\.0\.0\.1:\d+ with 2 workers/,
+      /Rollout Gateway listening on http:\/\/127\.0\.0\.1:\d+ \(this machine only: [^)]*\) with 2 workers/,
     );
     const { id, token } = await openSession(gateway.url);
     const served = await driveAcrossWorkers(gateway, token, 3);

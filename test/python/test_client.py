@@ -26,7 +26,9 @@ from rollout_gateway import (
     OverloadedError,
     PermissionDeniedError,
     RequestTooLargeError,
+    JobList,
     RolloutGroup,
+    SampleList,
     Session,
     TaskInvalidError,
     UnavailableError,
@@ -150,6 +152,9 @@ class EpisodeTest(unittest.TestCase):
         self.assertEqual(chain["tokens"], len(sample["prompt_ids"]) + len(sample["response_ids"]))
 
     def test_04_default_samples_cover_three_turns(self):
+        self.assertIsInstance(self.default, SampleList)
+        self.assertIsInstance(self.default, list)
+        self.assertEqual(self.default.dropped, [])
         self.assertEqual(len(self.default), 1)
         sample = self.default[0]
         self.assertEqual(sample["kind"], "final")
@@ -211,6 +216,40 @@ class EpisodeTest(unittest.TestCase):
         self.assertEqual(raw["session"]["id"], self.session.id)
         self.assertEqual(len(raw["chains"][0]["turns"]), 3)
 
+    def test_07b_raw_keys_are_snake_case(self):
+        raw = self.gw.samples(self.session.id, format="raw")
+        (chain,) = raw["chains"]
+        self.assertEqual(
+            (chain["session_id"], chain["wiped_at"], chain["turn_count"]),
+            (self.session.id, None, 3),
+        )
+        turns = chain["turns"]
+        self.assertEqual(
+            [turn["input_len"] for turn in turns],
+            [reply["usage"]["input_tokens"] for reply in self.replies],
+        )
+        self.assertEqual(
+            [turn["output_len"] for turn in turns],
+            [len(turn["tokens"]["output"]) for turn in turns],
+        )
+        self.assertEqual([turn["finish_reason"] for turn in turns], ["end_of_turn"] * 3)
+        self.assertEqual([turn["tool_calls"] for turn in turns], [1, 0, 0])
+        self.assertEqual(
+            list(turns[0]["timings"]), ["render_ms", "engine_ms", "engine_reported_ms", "total_ms"]
+        )
+
+        def camel_keys(value, path="$"):
+            """Every key path under ``value`` whose key has a capital letter."""
+            if isinstance(value, list):
+                return [k for i, item in enumerate(value) for k in camel_keys(item, f"{path}[{i}]")]
+            if not isinstance(value, dict):
+                return []
+            found = [f"{path}.{key}" for key in value if key != key.lower()]
+            nested = [k for key, inner in value.items() for k in camel_keys(inner, f"{path}.{key}")]
+            return found + nested
+
+        self.assertEqual(camel_keys(raw), [])
+
     def test_08_the_closed_session_refuses_the_agent(self):
         status, body = post_messages(self.session.token, self.messages + [
             {"role": "user", "content": "One more thing."}
@@ -239,6 +278,10 @@ class EpisodeTest(unittest.TestCase):
         self.assertEqual(fresh["loss_mask"], sample["loss_mask"])
         dropped = self.gw.samples(self.session.id, max_staleness=0, current_version=1, stale="drop")
         self.assertEqual(dropped, [])
+        self.assertEqual(dropped.dropped, [{
+            "chain_id": "c0", "kind": "final",
+            "reason": f"{sum(sample['loss_mask'])} tokens sampled by weight versions older than 1",
+        }])
 
     def test_11_engine_controls_reach_the_engine(self):
         before = self.gw.weight_versions()
@@ -257,6 +300,53 @@ class EpisodeTest(unittest.TestCase):
     def test_12_an_image_the_session_does_not_hold_is_not_found(self):
         with self.assertRaises(NotFoundError):
             self.gw.image(self.session.id, "0" * 64)
+
+
+class AllocationTest(unittest.TestCase):
+    """A session of two segments (a conversation, then a new one that replaces it), opened with
+    ``reward_allocation="final_only"``: the score goes to the final segment, and an export that
+    keeps one segment says which it dropped."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = gateway()
+        cls.session = cls.gw.open_session(
+            id=f"py-allocation-{RUN}", reward_allocation="final_only"
+        )
+        converse(unittest.TestCase(), cls.session.token, ["List the files, please."])
+        # The same tools, a new first message: a new main conversation; the first one is a wipe.
+        converse(unittest.TestCase(), cls.session.token, ["Thanks!"])
+        cls.gw.set_reward(cls.session.id, 1.0)
+
+    def test_the_sessions_allocation_gives_the_final_segment_the_score(self):
+        samples = self.gw.samples(self.session.id)
+        self.assertEqual(
+            [(s["chain_id"], s["kind"]) for s in samples], [("c0", "wipe"), ("c1", "final")]
+        )
+        self.assertEqual([s["reward"] for s in samples], [0, 1])
+        self.assertEqual(samples.dropped, [])
+        # An export's own allocation overrides the session's.
+        shared = self.gw.samples(self.session.id, reward_allocation="uniform")
+        self.assertEqual([s["reward"] for s in shared], [0.5, 0.5])
+
+    def test_dropped_names_the_segments_an_export_left_out(self):
+        dropped = [{"chain_id": "c0", "kind": "wipe", "reason": "over max_segments 1"}]
+        for format in ("samples", "slime", "verl", "xtuner"):
+            with self.subTest(format):
+                exported = self.gw.samples(self.session.id, format=format, max_segments=1)
+                self.assertIsInstance(exported, SampleList)
+                self.assertEqual(len(exported), 1)
+                self.assertEqual(exported.dropped, dropped)
+        (slime,) = self.gw.samples(self.session.id, format="slime", max_segments=1)
+        self.assertEqual((slime["metadata"]["kind"], slime["reward"]), ("final", 1))
+        lines = self.gw.samples(self.session.id, format="jsonl", max_segments=1)
+        self.assertEqual([line["kind"] for line in lines], ["final"])
+        self.assertIsNone(lines.dropped, "JSON lines carry no dropped")
+
+    def test_an_unknown_allocation_is_invalid(self):
+        with self.assertRaises(InvalidRequestError) as caught:
+            self.gw.open_session(reward_allocation="winner_takes_all")
+        self.assertIn("reward_allocation", caught.exception.message)
 
 
 class ErrorsTest(unittest.TestCase):
@@ -312,9 +402,33 @@ class ErrorsTest(unittest.TestCase):
             with self.subTest(score=score), self.assertRaises(InvalidRequestError) as caught:
                 self.gw.set_reward(self.session.id, score)  # type: ignore[arg-type]
             self.assertIn("score", caught.exception.message)
-        with self.assertRaises(ValueError):  # NaN is not JSON: refused before sending
-            self.gw.set_reward(self.session.id, float("nan"))
         self.assertIsNone(self.gw.get_session(self.session.id)["reward"])
+
+    def test_non_finite_numbers_are_refused_naming_where_they_are(self):
+        # NaN and infinity are not JSON: the client refuses them before sending, naming the field.
+        refused = {
+            "score is nan": lambda: self.gw.set_reward(self.session.id, float("nan")),
+            "score is -inf": lambda: self.gw.set_reward(self.session.id, float("-inf")),
+            "tests.durations[1] is inf": lambda: self.gw.set_reward(
+                self.session.id, 1.0, tests={"durations": [0.5, float("inf")]}
+            ),
+            "metadata.budget is nan": lambda: self.gw.open_session(
+                id=f"py-nan-{RUN}", metadata={"budget": float("nan")}
+            ),
+        }
+        for message, call in refused.items():
+            with self.subTest(message), self.assertRaises(ValueError) as caught:
+                call()
+            self.assertEqual(str(caught.exception), f"{message}: expected a finite number")
+        # An integer too large for a double reaches the gateway as an infinity: it names it too.
+        for score, evidence, where in ((10**400, {}, "score"), (1.0, {"big": -10**400}, "big")):
+            with self.subTest(where), self.assertRaises(InvalidRequestError) as caught:
+                self.gw.set_reward(self.session.id, score, **evidence)
+            self.assertTrue(caught.exception.message.startswith(f"{where}: "), caught.exception)
+            self.assertIn("Infinity", caught.exception.message)
+        self.assertIsNone(self.gw.get_session(self.session.id)["reward"])
+        with self.assertRaises(NotFoundError):
+            self.gw.get_session(f"py-nan-{RUN}")
 
     def test_delete_removes_the_session(self):
         session = self.gw.open_session(id=f"py-deleted-{RUN}")
@@ -348,6 +462,8 @@ class ListingTest(unittest.TestCase):
         ]
         cls.gw.open_session(id=f"py-list-{RUN}-other", metadata={"suite": "another"})
         cls.gw.close_session(cls.ids[0])
+        for id, score in zip(cls.ids[1:], (0.25, 0.75, 1)):  # ids[0] has no reward
+            cls.gw.set_reward(id, score)
 
     def test_metadata_filter_pages_through_every_match(self):
         listed = list(self.gw.list_sessions(metadata={"suite": self.suite}, page_size=1))
@@ -364,6 +480,23 @@ class ListingTest(unittest.TestCase):
         self.assertEqual(ids(metadata={**suite, "n": 2}), [self.ids[2]])
         self.assertEqual(ids(metadata={**suite, "odd": True}), [self.ids[1], self.ids[3]])
         self.assertEqual(ids(metadata={"suite": f"none-{RUN}"}), [])
+
+    def test_reward_bounds_keep_rewarded_sessions_between_them(self):
+        def ids(**kwargs):
+            listed = self.gw.list_sessions(metadata={"suite": self.suite}, page_size=2, **kwargs)
+            return [view["id"] for view in listed]
+
+        self.assertEqual(ids(reward_min=0), self.ids[1:], "an unrewarded session is left out")
+        self.assertEqual(ids(reward_min=0.5), self.ids[2:])
+        self.assertEqual(ids(reward_max=0.75), self.ids[1:3], "bounds are inclusive")
+        self.assertEqual(ids(reward_min=0.25, reward_max=0.25), self.ids[1:2])
+        self.assertEqual(ids(reward_min=0.5, reward_max=1, status="open"), self.ids[2:])
+        self.assertEqual(ids(reward_min=1e-3, reward_max=0.2), [])
+        for name, bound in (("reward_min", float("nan")), ("reward_max", float("inf")),
+                            ("reward_min", "high"), ("reward_max", True)):
+            with self.subTest(name=name, bound=bound), self.assertRaises(ValueError) as caught:
+                next(self.gw.list_sessions(**{name: bound}))
+            self.assertTrue(str(caught.exception).startswith(f"{name} is "), caught.exception)
 
     def test_all_sessions_without_a_filter(self):
         listed = {view["id"] for view in self.gw.list_sessions(page_size=3)}
@@ -509,6 +642,19 @@ class MinCompleteTest(unittest.TestCase):
         views = self.gw.wait_rollout(self.group, poll=0.05, timeout=5, progress=None,
                                      min_complete=1)
         self.assertEqual([v["outcome"] for v in views], ["agent", "infra", None])
+        self.assertIsInstance(views, JobList)
+        self.assertEqual(
+            (views.group_id, views.complete, views.agent_jobs, views.infra_jobs),
+            ("grp_1", False, 1, ["job_1"]),
+        )
+
+    def test_rollout_group_carries_the_groups_outcome(self):
+        views = self.gw.rollout_group("grp_1")
+        self.assertEqual([v["id"] for v in views], ["job_0", "job_1", "job_2"])
+        self.assertEqual(
+            (views.group_id, views.complete, views.agent_jobs, views.infra_jobs),
+            ("grp_1", False, 1, ["job_1"]),
+        )
 
     def test_an_infra_job_does_not_count_and_without_it_the_wait_goes_on(self):
         with self.assertRaises(TimeoutError):
@@ -586,6 +732,10 @@ class RolloutTest(unittest.TestCase):
         self.assertEqual([v["outcome"] for v in views], ["agent", "agent"])
         self.assertIn("2/2 finished (done 2)", lines.getvalue())
         self.assertEqual([v["index"] for v in views], [0, 1])
+        self.assertEqual(
+            (views.group_id, views.complete, views.agent_jobs, views.infra_jobs),
+            (group.group_id, True, 2, []),
+        )
 
         slime = gw.rollout_samples(group, format="slime")
         self.assertEqual(len(slime), 2)

@@ -57,10 +57,11 @@ def messages_call(token, messages):
         return json.loads(response.read())
 
 
-def episode(gw, name):
-    """One episode: the agent lists the files with a tool call, then answers."""
-    session = gw.open_session(id=f"xtuner-{name}-{RUN}")
-    messages = [{"role": "user", "content": "List the files, please."}]
+def episode(gw, name, session=None, task="List the files, please."):
+    """One episode: the agent lists the files with a tool call, then answers (in ``session``, a
+    new conversation of it)."""
+    session = session or gw.open_session(id=f"xtuner-{name}-{RUN}")
+    messages = [{"role": "user", "content": task}]
     reply = messages_call(session.token, messages)
     call = [block for block in reply["content"] if block["type"] == "tool_use"][0]
     messages += [
@@ -71,6 +72,23 @@ def episode(gw, name):
     ]
     answer = messages_call(session.token, messages)
     return session, answer
+
+
+def run_script(*sessions, out):
+    """Runs the example as a script on ``sessions``, writing ``out``; returns the process."""
+    args = [arg for session in sessions for arg in ("--session", session)]
+    return subprocess.run(
+        [sys.executable, EXAMPLE, *args, "--answer", "README.md", "--out", out],
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def read_text(path):
+    with open(path, encoding="utf-8") as file:
+        return file.read()
 
 
 class XtunerJudgerTest(unittest.TestCase):
@@ -86,17 +104,15 @@ class XtunerJudgerTest(unittest.TestCase):
         self.assertIn("README.md", answer["content"][-1]["text"])
         with tempfile.TemporaryDirectory() as folder:
             out = os.path.join(folder, "trajectory.jsonl")
-            run = subprocess.run(
-                [sys.executable, EXAMPLE, "--session", session.id, "--answer", "README.md",
-                 "--out", out],
-                env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
+            run = run_script(session.id, out=out)
             self.assertEqual(run.returncode, 0, run.stderr)
-            with open(out, encoding="utf-8") as file:
-                lines = file.read().splitlines()
+            first = read_text(out)
+            # A re-run replaces the file: the same lines, not twice as many.
+            again = run_script(session.id, out=out)
+            self.assertEqual(again.returncode, 0, again.stderr)
+            self.assertEqual(read_text(out), first)
+            self.assertEqual(os.listdir(folder), ["trajectory.jsonl"], "nothing left beside it")
+        lines = first.splitlines()
         self.assertEqual(len(lines), 1, "one line per segment")
         record = json.loads(lines[0])
         reward = {"score": 1.0, "correct": 1.0, "length_penalty": 0.0, "tool_turns": 1,
@@ -120,6 +136,32 @@ class XtunerJudgerTest(unittest.TestCase):
         self.assertIn("README.md\nsrc", messages[3]["content"])
         self.assertEqual(sum(sum(m["loss_mask"]) for m in messages if m["sampled"]),
                          sum(record["loss_mask"]))
+
+    def test_a_session_of_two_segments_is_judged_by_its_final_one_and_dumped_whole(self):
+        session, _ = episode(self.gw, "two")
+        # The task again, in other words: a new conversation, which makes the first one a wipe.
+        episode(self.gw, "two", session, task="List the files again.")
+        with tempfile.TemporaryDirectory() as folder:
+            out = os.path.join(folder, "trajectory.jsonl")
+            with open(out, "w", encoding="utf-8") as file:
+                file.write('{"an": "older dump"}\n')
+            run = run_script(session.id, out=out)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            records = [json.loads(line) for line in read_text(out).splitlines()]
+            # A run that fails (an unknown session) leaves the file as it was, and nothing beside.
+            failed = run_script(session.id, f"xtuner-missing-{RUN}", out=out)
+            self.assertNotEqual(failed.returncode, 0)
+            self.assertIn("NotFoundError", failed.stderr)
+            self.assertEqual([json.loads(line) for line in read_text(out).splitlines()], records)
+            self.assertEqual(os.listdir(folder), ["trajectory.jsonl"])
+        self.assertEqual(
+            [(r["chain_id"], r["kind"]) for r in records], [("c0", "wipe"), ("c1", "final")]
+        )
+        reward = json.loads(run.stderr.strip())["reward"]
+        self.assertEqual(reward["score"], 1.0)
+        self.assertEqual(reward["response_len"], records[1]["response_len"], "the final judged")
+        shared = {**reward, "score": 0.5}  # the gateway's default allocation: uniform
+        self.assertEqual([r["reward"] for r in records], [shared, shared])
 
     def test_a_wrong_answer_scores_zero_and_every_record_carries_it(self):
         session, _ = episode(self.gw, "wrong")

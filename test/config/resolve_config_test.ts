@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { CONFIG_DECLARATIONS } from "../../lib/config/config_schema.ts";
 import {
   CONFIG_VARIABLES,
   ConfigError,
@@ -6,7 +7,10 @@ import {
   resolveConfig,
 } from "../../lib/config/resolve_config.ts";
 
-/** Asserts that `env` is refused with a ConfigError naming `variable` and quoting `value`. */
+/**
+ * Asserts that `env` is refused with a ConfigError naming `variable` and quoting `value` (a
+ * secret's value never: its length only).
+ */
 function assertRefused(variable: string, value: string) {
   assert.throws(
     () => resolveConfig({ [variable]: value }),
@@ -15,7 +19,10 @@ function assertRefused(variable: string, value: string) {
       assert.equal(error.name, "ConfigError");
       assert.equal(error.variable, variable);
       assert.ok(error.message.includes(variable), error.message);
-      assert.ok(error.message.includes(`"${value}"`), error.message);
+      const secret = CONFIG_DECLARATIONS.find((v) => v.name === variable)?.secret;
+      const shown = secret ? `*** (${[...value.trim()].length} characters)` : `"${value}"`;
+      assert.ok(error.message.includes(shown), error.message);
+      if (secret) assert.ok(!error.message.includes(value.trim()), error.message);
       return true;
     },
   );
@@ -24,7 +31,7 @@ function assertRefused(variable: string, value: string) {
 Deno.test("resolveConfig() fills every setting with its default on an empty environment", () => {
   assert.deepEqual({ ...resolveConfig({}) }, {
     port: 8080,
-    host: "0.0.0.0",
+    host: "127.0.0.1",
     sglangUrl: null,
     engineUrl: null,
     engineApi: "sglang",
@@ -452,7 +459,7 @@ Deno.test("resolveConfig() says what a good value looks like", () => {
     message: 'Invalid PORT: expected an integer from 0 to 65535, got "abc"',
   });
   assert.throws(() => resolveConfig({ ADMIN_TOKEN: "short" }), {
-    message: 'Invalid ADMIN_TOKEN: expected at least 16 characters, got "short"',
+    message: "Invalid ADMIN_TOKEN: expected at least 16 characters, got *** (5 characters)",
   });
 });
 
@@ -475,7 +482,7 @@ Deno.test("resolveConfig() reads each spelling of a boolean", () => {
 Deno.test("resolveConfig() trims values and treats blank ones as unset", () => {
   const config = resolveConfig({ PORT: " 9000 ", HOST: "", KV_PATH: "   ", ADMIN_TOKEN: " " });
   assert.equal(config.port, 9000);
-  assert.equal(config.host, "0.0.0.0");
+  assert.equal(config.host, "127.0.0.1");
   assert.equal(config.kvPath, "./data/gateway.kv");
   assert.equal(config.adminToken, null);
 });

@@ -97,7 +97,12 @@ Deno.test("Claude Code runs Bash, writes and runs a file, and answers; the chain
 
 Deno.test("Claude Code retries a 529 from an unavailable engine and finishes", async () => {
   const repo = await tempRepo();
-  const gw = await startGateway({ script: episode(repo), env: { RETRY_AFTER_MS: "200" } });
+  // The production keep-alive interval: the engine's 503 is answered as a 529 before the stream
+  // starts (the tests' 50 ms would race the first turn's prompt encoding).
+  const gw = await startGateway({
+    script: episode(repo),
+    env: { RETRY_AFTER_MS: "200", PING_INTERVAL_MS: "10000" },
+  });
   try {
     const { id, token } = await gw.openSession();
     gw.engine.fault({ kind: "unavailable" });

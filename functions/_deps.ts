@@ -5,7 +5,11 @@
  * @module
  */
 import { Hono } from "hono";
-import type { LowerOptions, VisionLowering } from "../lib/anthropic/mod.ts";
+import {
+  type LowerOptions,
+  settingsCacheStats,
+  type VisionLowering,
+} from "../lib/anthropic/mod.ts";
 import { type VisionSettings, visionSettings } from "../lib/vision/mod.ts";
 import { IdentityMemo } from "../lib/chat/mod.ts";
 import { RecurringFields } from "../lib/cache/mod.ts";
@@ -33,6 +37,7 @@ import {
 } from "../lib/kv/mod.ts";
 import {
   type CachedChain,
+  cachedChainBytes,
   cachedChainTokens,
   Dispatches,
   type TurnDeps,
@@ -73,7 +78,12 @@ import {
 import { agentInstalls, RolloutWorker } from "../lib/rollout/mod.ts";
 import type { LifecycleDeps } from "../lib/session/mod.ts";
 import { countedBackend, type SandboxBackend, sandboxBackends } from "../lib/sandbox/mod.ts";
-import { catalogueFor, createMetrics, type GatewayMetrics } from "../lib/metrics/mod.ts";
+import {
+  catalogueFor,
+  createMetrics,
+  type GatewayMetrics,
+  memorySampler,
+} from "../lib/metrics/mod.ts";
 import { atEdge } from "./_edge.ts";
 import { errorOptions } from "./_http.ts";
 
@@ -124,6 +134,8 @@ export interface Deps extends TurnDeps {
   readonly encoderPool: EncoderPool | null;
   /** This process's metrics (one registry per process), counted by everything above. */
   readonly metrics: GatewayMetrics;
+  /** Writes the process's memory and its caches' stats into `metrics` (a scrape, a snapshot). */
+  readonly sampleMemory: () => void;
   /** Releases the engine pool, the scripted engine, live sandboxes and KV. */
   close(): Promise<void>;
 }
@@ -324,29 +336,44 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     outputBytes: config.sandboxOutputBytes,
     metrics,
   }, { concurrency: config.rollout.concurrency, pollMs: config.rollout.pollMs });
+  const cache = new ChainCache<CachedChain>(
+    config.chainCacheTokens,
+    cachedChainTokens,
+    cachedChainBytes,
+  );
+  // Characters of held messages and their identities, about 8 a token of history: sixteen
+  // conversations of 256k tokens, or some 250 of Claude Code's early turns.
+  const identities = new IdentityMemo(2 * config.chainCacheTokens);
+  const imageBytes = vision ? new ImageBytes() : null;
+  const recurringFields = overrides.recurringFields ?? new RecurringFields({
+    // The tools and system prompts of some fifty agents (Claude Code's are 38 KB).
+    capacityChars: 4 * 1024 * 1024,
+    minChars: 1024,
+    maxValues: 64,
+    // A held value is a top-level field: one level down the body.
+    accepts: (value) => jsonShapeProblem(value, MAX_JSON_DEPTH - 1) === null,
+  });
   return {
     config,
     formats,
     kv,
     tokenizer,
     engine,
-    cache: new ChainCache<CachedChain>(config.chainCacheTokens, cachedChainTokens),
+    cache,
     dispatch: dispatchToolsOf(KNOWN_CLIENTS),
     encoder,
     encoderPool: pool,
     load,
     dispatches: new Dispatches(),
-    ...(vision ? { imageBytes: new ImageBytes() } : {}),
-    // Characters of held messages and their identities, about 8 a token of history: sixteen
-    // conversations of 256k tokens, or some 250 of Claude Code's early turns.
-    identities: new IdentityMemo(2 * config.chainCacheTokens),
-    recurringFields: overrides.recurringFields ?? new RecurringFields({
-      // The tools and system prompts of some fifty agents (Claude Code's are 38 KB).
-      capacityChars: 4 * 1024 * 1024,
-      minChars: 1024,
-      maxValues: 64,
-      // A held value is a top-level field: one level down the body.
-      accepts: (value) => jsonShapeProblem(value, MAX_JSON_DEPTH - 1) === null,
+    ...(imageBytes ? { imageBytes } : {}),
+    identities,
+    recurringFields,
+    sampleMemory: memorySampler(metrics, {
+      chains: () => cache.stats(),
+      identities: () => identities.stats(),
+      recurring_fields: () => recurringFields.stats(),
+      settings: settingsCacheStats,
+      ...(imageBytes ? { images: () => imageBytes.stats() } : {}),
     }),
     vision,
     imageProcessor: await imageProcessorOf(config.tokenizerPath),

@@ -19,15 +19,19 @@ import {
 } from "../lib/metrics/mod.ts";
 import { groupToolTurnsFamily } from "../lib/rollout/mod.ts";
 import { admin } from "./_admin.ts";
-import { type AdminDeps, lazyApp } from "./_deps.ts";
+import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
 import { errorOptions, errorResponse, newRequestId } from "./_http.ts";
 
 /** The metrics app over `deps`, in worker `worker` (0 when the process serves alone). */
-export function createMetricsApp(deps: AdminDeps, worker = 0): Hono {
+export function createMetricsApp(
+  deps: AdminDeps & Partial<Pick<Deps, "sampleMemory">>,
+  worker = 0,
+): Hono {
   const app = new Hono();
   app.use("/metrics", admin(deps));
 
   app.get("/metrics", async (c) => {
+    deps.sampleMemory?.();
     const registry = deps.metrics.registry;
     const self = { host: deps.config.hostId, worker };
     const workers = workersToShow(registry, self, await readMetricsSnapshots(deps.kv));

@@ -178,17 +178,16 @@ async function serveWorker(config: Config, index: number | null): Promise<void> 
   }, SWEEP_INTERVAL_MS);
   // A worker of several publishes its metrics, for whichever worker serves a scrape to show; so
   // does a lone process on a store other hosts share.
-  const publishing = index === null && config.storeUrl === null
-    ? null
-    : startPublishing(() =>
-      writeMetricsSnapshot(
-        deps.kv,
-        deps.config.hostId,
-        index ?? 0,
-        takeSnapshot(deps.metrics.registry),
-        METRICS_FRESH_MS,
-      )
+  const publishing = index === null && config.storeUrl === null ? null : startPublishing(() => {
+    deps.sampleMemory();
+    return writeMetricsSnapshot(
+      deps.kv,
+      deps.config.hostId,
+      index ?? 0,
+      takeSnapshot(deps.metrics.registry),
+      METRICS_FRESH_MS,
     );
+  });
   let stopping: Promise<void> | null = null;
   const stop = () =>
     stopping ??= (async () => {

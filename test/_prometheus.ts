@@ -29,12 +29,26 @@ export function seriesId(name: string, labels: Record<string, string> = {}): str
 }
 
 /**
+ * The families sampled from the process's own state (its memory, its caches): they move with the
+ * process's life, not by what a request did, and are tested apart (test/metrics/memory_test.ts).
+ */
+export const SAMPLED_FAMILIES: readonly string[] = [
+  CATALOGUE.processMemory.name,
+  CATALOGUE.cacheBytes.name,
+  CATALOGUE.cacheHeld.name,
+  CATALOGUE.cacheCapacity.name,
+  CATALOGUE.cacheLookups.name,
+];
+
+/**
  * Every counter and gauge series by {@linkcode seriesId}, and each histogram series' `_count`;
- * not a histogram's buckets or sum, which depend on how long things took.
+ * not a histogram's buckets or sum, which depend on how long things took, nor the
+ * {@linkcode SAMPLED_FAMILIES}.
  */
 export function countable(parsed: Parsed): Map<string, number> {
   const values = new Map<string, number>();
   for (const [name, family] of Object.entries(parsed)) {
+    if (SAMPLED_FAMILIES.includes(name)) continue;
     for (const series of family.data) {
       if ("buckets" in series) values.set(seriesId(`${name}_count`, series.labels), series.count);
       else if ("value" in series) values.set(seriesId(name, series.labels), series.value);
@@ -69,7 +83,9 @@ export function nonZero(metrics: GatewayMetrics): Record<string, number> {
   const found: Record<string, number> = {};
   const [worker] = workersToShow(metrics.registry, { host: "h", worker: 0 }, []);
   for (const family of workerFamilies(metrics.registry, [worker])) {
-    if (family.name === CATALOGUE.startTime.name) continue;
+    if (family.name === CATALOGUE.startTime.name || SAMPLED_FAMILIES.includes(family.name)) {
+      continue;
+    }
     for (const series of family.series) {
       const labels = Object.fromEntries(
         series.labels.filter(([name]) => name !== "worker" && name !== "host"),

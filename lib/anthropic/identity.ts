@@ -13,7 +13,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { recurringToken, WeightedLru } from "../cache/mod.ts";
+import { type CacheStats, recurringToken, WeightedLru } from "../cache/mod.ts";
 import { extendDigest } from "../chat/mod.ts";
 import type { OutputBlock } from "../template/mod.ts";
 import type { ContentBlock, ContentBlockParam, MessageParam } from "./types.ts";
@@ -237,7 +237,14 @@ const SETTINGS_CACHE_CHARS = 4 * 1024 * 1024;
 const settingsCache = new WeightedLru<string, string>(
   SETTINGS_CACHE_CHARS,
   (json, digest) => json.length + digest.length,
+  // Two bytes a character at most.
+  (json, digest) => 2 * (json.length + digest.length),
 );
+
+/** What the settings digests' cache holds (characters; bytes) and how it was used. */
+export function settingsCacheStats(): CacheStats {
+  return settingsCache.stats();
+}
 
 /**
  * The identity of a request's settings, tools included: a digest of their

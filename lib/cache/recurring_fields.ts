@@ -14,6 +14,8 @@
  *
  * @module
  */
+import type { CacheStats } from "./weighted_lru.ts";
+
 /** One process's secret: a client cannot write a placeholder or a token it does not know. */
 const NONCE = crypto.randomUUID().replaceAll("-", "");
 
@@ -151,6 +153,13 @@ interface Found {
   readonly at: number;
 }
 
+/**
+ * Bytes a held value takes per character of its text: the text (two bytes a character once it
+ * holds one outside Latin-1) and its parsed, frozen value (1.8 bytes a character measured on
+ * Claude Code's 31 KB tool list).
+ */
+const HELD_BYTES_PER_CHAR = 4;
+
 /** Bodies in a row, per field, whose value could not be found in their text before learning pauses. */
 const LEARN_TRIES = 4;
 /** While paused, one body in this many tries again. */
@@ -184,12 +193,30 @@ export class RecurringFields {
   #chars = 0;
   /** Bodies in a row whose field could not be learned, by field. */
   readonly #unlearned = new Map<string, number>();
+  /** Fields taken from a held value, and fields parsed (whether learned then or not). */
+  #hits = 0;
+  #misses = 0;
 
   constructor(readonly options: RecurringFieldsOptions) {}
 
   /** How many values are held, and their characters (for tests). */
   get size(): { values: number; chars: number } {
     return { values: this.#values.length, chars: this.#chars };
+  }
+
+  /**
+   * What it holds (characters of text; bytes: the text and its parsed value, about 4 a character,
+   * measured on Claude Code's tools) and how it was used (fields taken from a held value, fields
+   * parsed).
+   */
+  stats(): CacheStats {
+    return {
+      held: this.#chars,
+      capacity: this.options.capacityChars,
+      bytes: HELD_BYTES_PER_CHAR * this.#chars,
+      hits: this.#hits,
+      misses: this.#misses,
+    };
   }
 
   /**
@@ -215,6 +242,8 @@ export class RecurringFields {
         held.set(field.key, field);
       }
     }
+    this.#hits += held.size;
+    this.#misses += keys.length - held.size;
     if (held.size < keys.length) this.#learn(text, value, keys, held);
     return { value, held };
   }

@@ -9,6 +9,20 @@
 interface Entry<V> {
   readonly value: V;
   readonly weight: number;
+  readonly bytes: number;
+}
+
+/** What a cache holds and how it is used, for `/metrics`. */
+export interface CacheStats {
+  /** Weight held, in the cache's own unit (tokens, characters). */
+  readonly held: number;
+  /** Most weight it holds. */
+  readonly capacity: number;
+  /** Bytes of memory its entries take, estimated by the cache (see each one's `sizeOf`). */
+  readonly bytes: number;
+  /** Lookups that found an entry, and that did not, since it was made. */
+  readonly hits: number;
+  readonly misses: number;
 }
 
 /**
@@ -32,16 +46,28 @@ interface Entry<V> {
 export class WeightedLru<K, V> {
   readonly #entries = new Map<K, Entry<V>>();
   #held = 0;
+  #bytes = 0;
+  #hits = 0;
+  #misses = 0;
 
+  /**
+   * `weigh` gives an entry's weight against `capacity`; `sizeOf`, its bytes of memory for the
+   * stats (by default its weight: a weight in bytes).
+   */
   constructor(
     readonly capacity: number,
     private readonly weigh: (key: K, value: V) => number,
+    private readonly sizeOf: (key: K, value: V) => number = weigh,
   ) {}
 
   /** The value under `key`, now the most recently used; `undefined` when not held. */
   get(key: K): V | undefined {
     const entry = this.#entries.get(key);
-    if (!entry) return undefined;
+    if (!entry) {
+      this.#misses++;
+      return undefined;
+    }
+    this.#hits++;
     this.#entries.delete(key);
     this.#entries.set(key, entry);
     return entry.value;
@@ -52,21 +78,37 @@ export class WeightedLru<K, V> {
     this.delete(key);
     const weight = this.weigh(key, value);
     if (weight > this.capacity) return;
-    this.#entries.set(key, { value, weight });
+    const bytes = this.sizeOf(key, value);
+    this.#entries.set(key, { value, weight, bytes });
     this.#held += weight;
+    this.#bytes += bytes;
     for (const [old, entry] of this.#entries) {
       if (this.#held <= this.capacity) break;
-      this.#entries.delete(old);
-      this.#held -= entry.weight;
+      this.#drop(old, entry);
     }
   }
 
   /** Forgets `key`. */
   delete(key: K): void {
     const entry = this.#entries.get(key);
-    if (!entry) return;
+    if (entry) this.#drop(key, entry);
+  }
+
+  #drop(key: K, entry: Entry<V>): void {
     this.#entries.delete(key);
     this.#held -= entry.weight;
+    this.#bytes -= entry.bytes;
+  }
+
+  /** What it holds and how it was used. */
+  stats(): CacheStats {
+    return {
+      held: this.#held,
+      capacity: this.capacity,
+      bytes: this.#bytes,
+      hits: this.#hits,
+      misses: this.#misses,
+    };
   }
 
   /** Total weight held. */

@@ -86,6 +86,11 @@ export class PromptIds {
     return new PromptIds(store, at, this.length + ids.length);
   }
 
+  /** Bytes of the buffer holding its digits (shared with the sequences it extends). */
+  get bytes(): number {
+    return this.store.bytes.byteLength;
+  }
+
   /** The ids as ASCII, e.g. `1,22,333`: a view, valid as long as this object is. */
   ascii(): Uint8Array {
     return this.store.bytes.subarray(0, this.size);

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { WeightedLru } from "../cache/mod.ts";
+import { type CacheStats, WeightedLru } from "../cache/mod.ts";
 
 /**
  * A least-recently-used cache of per-chain values, bounded by their total weight (tokens).
@@ -24,8 +24,17 @@ import { WeightedLru } from "../cache/mod.ts";
 export class ChainCache<T> {
   readonly #entries: WeightedLru<string, Entry<T>>;
 
-  constructor(readonly capacity: number, weigh: (value: T) => number) {
-    this.#entries = new WeightedLru(capacity, (_chain, entry) => weigh(entry.value));
+  /** `weigh` gives a value's tokens; `sizeOf` its bytes of memory (by default its tokens). */
+  constructor(
+    readonly capacity: number,
+    weigh: (value: T) => number,
+    sizeOf: (value: T) => number = weigh,
+  ) {
+    this.#entries = new WeightedLru(
+      capacity,
+      (_chain, entry) => weigh(entry.value),
+      (chain, entry) => 2 * chain.length + sizeOf(entry.value),
+    );
   }
 
   /** The chain's value at `versionstamp`, or `null` when not cached at that version. */
@@ -55,6 +64,11 @@ export class ChainCache<T> {
   /** Total weight held. */
   get held(): number {
     return this.#entries.held;
+  }
+
+  /** What it holds (tokens; bytes as `sizeOf` says) and how it was used. */
+  stats(): CacheStats {
+    return this.#entries.stats();
   }
 }
 

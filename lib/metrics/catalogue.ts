@@ -98,6 +98,21 @@ export const EVALUATION_OUTCOMES = [
 /** Every error code (`ERROR_TABLE`). */
 export const ERROR_CODES = Object.keys(ERROR_TABLE) as readonly ErrorCode[];
 
+/** The caches of a process's main isolate whose memory and use `/metrics` shows. */
+export const CACHE_NAMES = [
+  "chains",
+  "identities",
+  "recurring_fields",
+  "settings",
+  "images",
+] as const;
+
+/** A cache of {@linkcode CACHE_NAMES}. */
+export type CacheName = typeof CACHE_NAMES[number];
+
+/** What `Deno.memoryUsage()` says of a process: its resident set, and its main isolate's heap. */
+export const MEMORY_KINDS = ["rss", "heap_used", "heap_total", "external"] as const;
+
 /** The statistics of a group's tool turns. */
 export const GROUP_STATS = ["mean", "min", "max"] as const;
 
@@ -288,6 +303,37 @@ export const CATALOGUE = {
     help: "Errors answered, by code: HTTP error responses, and error events of started streams.",
     type: "counter",
     labels: [["code", ERROR_CODES]],
+  }),
+  processMemory: spec({
+    name: "rollout_gateway_process_memory_bytes",
+    help: "The process's memory when scraped: rss (the whole process, every isolate), and its " +
+      "main isolate's heap_used, heap_total and external (array buffers and the like).",
+    type: "gauge",
+    labels: [["kind", MEMORY_KINDS]],
+  }),
+  cacheBytes: spec({
+    name: "rollout_gateway_cache_bytes",
+    help: "Bytes of memory a cache of the main isolate holds, as the cache estimates them.",
+    type: "gauge",
+    labels: [["cache", CACHE_NAMES]],
+  }),
+  cacheHeld: spec({
+    name: "rollout_gateway_cache_held",
+    help: "What a cache holds, in its own unit (chains: tokens; the others: characters).",
+    type: "gauge",
+    labels: [["cache", CACHE_NAMES]],
+  }),
+  cacheCapacity: spec({
+    name: "rollout_gateway_cache_capacity",
+    help: "The most a cache holds, in its own unit (rollout_gateway_cache_held's).",
+    type: "gauge",
+    labels: [["cache", CACHE_NAMES]],
+  }),
+  cacheLookups: spec({
+    name: "rollout_gateway_cache_lookups_total",
+    help: "Lookups in a cache: hit (found), miss (computed or read from the store instead).",
+    type: "counter",
+    labels: [["cache", CACHE_NAMES], ["result", ["hit", "miss"]]],
   }),
   startTime: spec({
     name: "rollout_gateway_start_time_seconds",

@@ -4,3 +4,4 @@ export * from "./registry.ts";
 export * from "./exposition.ts";
 export * from "./snapshot.ts";
 export * from "./publisher.ts";
+export * from "./memory.ts";

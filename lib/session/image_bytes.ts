@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { WeightedLru } from "../cache/mod.ts";
+import { type CacheStats, WeightedLru } from "../cache/mod.ts";
 
 /** Characters of base64 kept by default: some hundreds of screenshots. */
 export const IMAGE_BYTES_CHARS = 128 * 1024 * 1024;
@@ -37,5 +37,10 @@ export class ImageBytes {
 
   get(digest: string): string | undefined {
     return this.#lru.get(digest);
+  }
+
+  /** What it holds (characters of base64, a byte each) and how it was used. */
+  stats(): CacheStats {
+    return this.#lru.stats();
   }
 }

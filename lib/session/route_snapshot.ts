@@ -50,6 +50,22 @@ export function cachedChainTokens(chain: CachedChain): number {
   return chain.prompt.length;
 }
 
+/** Bytes V8 spends on a string besides its characters (its header, its slot in the array). */
+const STRING_OVERHEAD = 24;
+
+/**
+ * The bytes a cached chain takes: its prompt's buffer, and its conversation's identities (digests
+ * of one length, one byte a character), counted without walking them: a turn's cost stays in its
+ * new tokens.
+ */
+export function cachedChainBytes(chain: CachedChain): number {
+  const conversation = chain.conversation;
+  if (conversation === null) return chain.prompt.bytes;
+  const each = (conversation.messages[0]?.length ?? 0) + STRING_OVERHEAD;
+  return chain.prompt.bytes + conversation.start.length + STRING_OVERHEAD +
+    conversation.messages.length * each;
+}
+
 /** The cache key of a chain. */
 export function cacheKey(chain: { sessionId: string; id: string }): string {
   return `${chain.sessionId}/${chain.id}`;

@@ -54,16 +54,16 @@ export function cachedChainTokens(chain: CachedChain): number {
 const STRING_OVERHEAD = 24;
 
 /**
- * The bytes a cached chain takes: its prompt's buffer, and its conversation's identities (digests
- * of one length, one byte a character), counted without walking them: a turn's cost stays in its
- * new tokens.
+ * The bytes a cached chain takes: its prompt's buffer (its capacity, not only the digits used),
+ * and its conversation's identities (each message's canonical text, a byte a character at least:
+ * summed, one length a message, beside the identity comparison a turn makes of them anyway).
  */
 export function cachedChainBytes(chain: CachedChain): number {
   const conversation = chain.conversation;
   if (conversation === null) return chain.prompt.bytes;
-  const each = (conversation.messages[0]?.length ?? 0) + STRING_OVERHEAD;
-  return chain.prompt.bytes + conversation.start.length + STRING_OVERHEAD +
-    conversation.messages.length * each;
+  let chars = conversation.start.length + STRING_OVERHEAD;
+  for (const identity of conversation.messages) chars += identity.length + STRING_OVERHEAD;
+  return chain.prompt.bytes + chars;
 }
 
 /** The cache key of a chain. */

@@ -25,11 +25,13 @@ const script: Script = (_call, text) => {
     }`;
   }
   if (last.includes("Delegate")) return call("Agent", { prompt: "TASK-A: list files" });
+  // Sub-agents' generations take a while (40 ms a token), so the two overlap even when a loaded
+  // machine starts the second a moment after the first.
   if (last.includes("TASK-A") || last.includes("TASK-B")) {
-    return { text: call("Bash", { command: "ls" }), latencyMs: 15 };
+    return { text: call("Bash", { command: "ls" }), latencyMs: 40 };
   }
   if (last.includes("<tool_response>\nfiles")) {
-    return { text: "Sub-agent report: done.", latencyMs: 15 };
+    return { text: "Sub-agent report: done.", latencyMs: 40 };
   }
   return "All done.";
 };

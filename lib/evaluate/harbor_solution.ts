@@ -13,6 +13,7 @@ import type { EvaluateDeps } from "./evaluate.ts";
 import { repoSource } from "./evaluate.ts";
 import { HARBOR_SANDBOX_DIRS } from "./_harbor_grade.ts";
 import { loadHarborSolution } from "./harbor_folder.ts";
+import { sha256Hex } from "./task_verdicts.ts";
 import { type HarborTestFile, shellQuote, type Task } from "./task.ts";
 
 /** Where the solution is written inside the sandbox, as Harbor mounts it. */
@@ -120,7 +121,6 @@ export async function harborGold(
   const files = await loadHarborSolution(dir);
   if (files === null) return null;
   const text = JSON.stringify(files.map((file) => [file.path, file.executable, file.base64]));
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  const hex = Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
-  return { make: () => solutionPatch(deps, task, files, signal), key: `solution:${hex}` };
+  const key = `solution:${await sha256Hex(text)}`;
+  return { make: () => solutionPatch(deps, task, files, signal), key };
 }

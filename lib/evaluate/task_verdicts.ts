@@ -186,10 +186,13 @@ export async function taskDigest(task: Task, backend: string, extra = ""): Promi
   const graded = Object.fromEntries(
     Object.entries(task).filter(([name, value]) => !NOT_GRADED.has(name) && value !== undefined),
   );
-  const text = JSON.stringify([backend, pairs(graded), extra]);
+  return (await sha256Hex(JSON.stringify([backend, pairs(graded), extra]))).slice(0, 32);
+}
+
+/** The SHA-256 of `text` (as UTF-8), in hex: a verdict's key and what it is kept by. */
+export async function sha256Hex(text: string): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return Array.from(new Uint8Array(digest).slice(0, 16), (b) => b.toString(16).padStart(2, "0"))
-    .join("");
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /**

@@ -13,7 +13,7 @@ import { jsonBytes } from "../limits/mod.ts";
 import { type EvaluateDeps, runTaskTests, type TestsRun } from "./evaluate.ts";
 import { type EvaluationReason, TASK_FAULTS } from "./evidence.ts";
 import type { MissingEvidence } from "./test_evidence.ts";
-import { type KeptVerdicts, taskDigest } from "./task_verdicts.ts";
+import { type KeptVerdicts, sha256Hex, taskDigest } from "./task_verdicts.ts";
 import { gradingMode, type Task } from "./task.ts";
 
 /** Test ids kept per outcome in a kept run (the counts are whole). */
@@ -138,7 +138,7 @@ export async function validateTask(
     ? ""
     : "key" in gold
     ? gold.key
-    : `patch:${await sha256(gold.patch)}`;
+    : `patch:${await sha256Hex(gold.patch)}`;
   const digest = await taskDigest(task, deps.backend.name, goldKey);
   const reach = () => validate(deps, request, digest);
   if (!deps.validations) return { verdict: await reach(), kept: false };
@@ -354,10 +354,4 @@ function named(items: string[]): string[] {
 /** Up to five test ids, and how many more. */
 function few(ids: string[]): string {
   return ids.slice(0, 5).join(", ") + (ids.length > 5 ? ` and ${ids.length - 5} more` : "");
-}
-
-/** Hex SHA-256 of `text`. */
-async function sha256(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }

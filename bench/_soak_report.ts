@@ -45,6 +45,10 @@ export interface SoakReport {
   readonly latency: { readonly p50: number; readonly p99: number; readonly max: number };
   readonly rss: readonly RssSample[];
   readonly rssEverySeconds: number;
+  /** Each gateway process's `MEMORY_BUDGET_MB`. */
+  readonly budgetMb: number;
+  /** How long agents started turns (the memory trend is read over its last five minutes). */
+  readonly loadMs: number;
   /** Tokens of the last prompt of an episode: mean and largest. */
   readonly prompts: { readonly mean: number; readonly max: number };
   readonly kv: { readonly megabytes: number; readonly turns: number; readonly staleLeases: number };
@@ -76,8 +80,12 @@ export function soakFailures(report: SoakReport): string[] {
 export function formatReport(report: SoakReport): string {
   const faults = Object.entries(report.faults).map(([kind, n]) => `${kind} ${n}`).join(", ");
   const statuses = Object.entries(report.statuses).map(([code, n]) => `${code}×${n}`).join(" ");
+  // Every 30 s in the table, however often it was sampled.
+  const every = Math.max(1, Math.round(30 / report.rssEverySeconds));
   const series = (pick: (sample: RssSample) => number | null) =>
-    report.rss.map((sample) => String(pick(sample) ?? "-").padStart(5)).join("");
+    report.rss.filter((_, i) => i % every === 0).map((sample) =>
+      String(pick(sample) ?? "-").padStart(5)
+    ).join("");
   const lines = [
     `soak: ${report.seconds} s, ${report.agents} agents, ${report.episodes} episodes ` +
     `(${report.unfinished} unfinished), ` +
@@ -106,9 +114,10 @@ export function formatReport(report: SoakReport): string {
     `  ${report.store === "postgres" ? "store" : "KV"}: ${report.kv.megabytes} MB, ` +
     `${report.kv.turns} turn records, ` +
     `${report.kv.staleLeases} leases left by killed processes`,
-    `  RSS MiB every ${report.rssEverySeconds} s, the stable process, then the killed one:`,
+    `  RSS MiB every ${every * report.rssEverySeconds} s, the stable process, then the killed one:`,
     `   ${series((s) => s.stable)}`,
     `   ${series((s) => s.killed)}`,
+    `  memory: ${memorySummary(report)}`,
   ];
   if (report.errors.length > 0) {
     const counts = new Map<string, number>();
@@ -118,6 +127,45 @@ export function formatReport(report: SoakReport): string {
   }
   if (report.problems.length > 0) lines.push("problems:", ...report.problems.slice(0, 20));
   return lines.join("\n");
+}
+
+/**
+ * The stable process's RSS over the last five minutes of load (the second half of a shorter soak;
+ * every sample, not only the table's): its rise a minute (the least-squares slope, as a share of
+ * its mean) and its most.
+ */
+export function rssTrend(
+  rss: readonly RssSample[],
+  loadMs: number,
+): { readonly percentPerMinute: number; readonly maxMiB: number; readonly fromMs: number } | null {
+  const samples = rss.filter((sample) => sample.stable !== null && sample.atMs <= loadMs);
+  const end = samples.at(-1)?.atMs ?? 0;
+  const fromMs = Math.max(end - 300_000, end / 2);
+  const window = samples.filter((sample) => sample.atMs >= fromMs);
+  if (window.length < 3) return null;
+  const xs = window.map((sample) => sample.atMs / 60_000);
+  const ys = window.map((sample) => sample.stable!);
+  const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / values.length;
+  const [mx, my] = [mean(xs), mean(ys)];
+  let covariance = 0;
+  let variance = 0;
+  for (let i = 0; i < xs.length; i++) {
+    covariance += (xs[i] - mx) * (ys[i] - my);
+    variance += (xs[i] - mx) ** 2;
+  }
+  return { percentPerMinute: (100 * covariance / variance) / my, maxMiB: Math.max(...ys), fromMs };
+}
+
+function memorySummary(report: SoakReport): string {
+  const trend = rssTrend(report.rss, report.loadMs);
+  if (trend === null) {
+    return `budget ${report.budgetMb} MiB a process (too few samples for a trend)`;
+  }
+  return `budget ${report.budgetMb} MiB a process; the stable process from ${
+    Math.round(trend.fromMs / 1000)
+  } s to the end of the load: RSS at most ${trend.maxMiB} MiB, rising ${
+    trend.percentPerMinute.toFixed(2)
+  }% a minute (every ${report.rssEverySeconds} s)`;
 }
 
 /** The value below which `fraction` of `values` lie (0 when there are none). */

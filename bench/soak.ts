@@ -14,6 +14,7 @@
  */
 import postgres from "postgres";
 import { defaultTokenizerPath } from "../lib/config/mod.ts";
+import { defaultMemoryBudgetMb, heapFlags, machineMemory, memoryShares } from "../lib/cache/mod.ts";
 import { openStore } from "../lib/kv/mod.ts";
 import { sleep } from "../lib/timing/mod.ts";
 import { type PostgresCluster, startPostgres } from "../test/_postgres.ts";
@@ -70,7 +71,7 @@ export const SOAK_DEFAULTS: SoakOptions = {
   maxPromptTokens: 90_000,
   replyLoss: 0.01,
   drainMs: 120_000,
-  rssEveryMs: 30_000,
+  rssEveryMs: 10_000,
   seed: 1,
   log: console.log,
   store: "kv",
@@ -81,12 +82,23 @@ export const SOAK_DEFAULTS: SoakOptions = {
  * The gateways' settings: a killed holder's lease runs out in 3 s, a hung engine call is given
  * up after 5 s, and an overloaded answer asks for a retry after 0.5 s.
  */
+/**
+ * Each process's budget: `MEMORY_BUDGET_MB` as given, else the default of a machine running the
+ * two processes as two supervised workers.
+ */
+const SOAK_BUDGET_MB = Number(Deno.env.get("MEMORY_BUDGET_MB")) ||
+  defaultMemoryBudgetMb(machineMemory() ?? 2 * 1024 ** 3, 2);
+
 const GATEWAY_ENV = {
   LEASE_TTL_MS: "3000",
   LOCK_WAIT_MS: "20000",
   ENGINE_TIMEOUT_MS: "5000",
   RETRY_AFTER_MS: "500",
   ROLLOUT_WORKER: "false",
+  MEMORY_BUDGET_MB: String(SOAK_BUDGET_MB),
+  // Each process runs as a supervisor's worker would (`functions/_workers.ts`): its isolates'
+  // heap limit from the budget, unless DENO_V8_FLAGS says otherwise.
+  DENO_V8_FLAGS: Deno.env.get("DENO_V8_FLAGS") ?? heapFlags(memoryShares(SOAK_BUDGET_MB)),
 };
 
 /**
@@ -232,6 +244,8 @@ export async function runSoak(overrides: Partial<SoakOptions> = {}): Promise<Soa
       },
       rss: [...gateways.rss],
       rssEverySeconds: options.rssEveryMs / 1000,
+      budgetMb: SOAK_BUDGET_MB,
+      loadMs: options.durationMs,
       prompts: {
         mean: Math.round(chains.promptTokens / Math.max(1, chains.sessions)),
         max: chains.largestPrompt,

@@ -4,15 +4,25 @@
  *
  * @module
  */
+import v8 from "node:v8";
 import { Hono } from "hono";
 import {
+  budgetSettingsCache,
   type LowerOptions,
   settingsCacheStats,
   type VisionLowering,
 } from "../lib/anthropic/mod.ts";
 import { type VisionSettings, visionSettings } from "../lib/vision/mod.ts";
 import { IdentityMemo } from "../lib/chat/mod.ts";
-import { RecurringFields } from "../lib/cache/mod.ts";
+import {
+  heapFlags,
+  mallocTrim,
+  type MemoryShares,
+  memoryShares,
+  RecurringFields,
+  type Trim,
+  TRIM_EVERY_MS,
+} from "../lib/cache/mod.ts";
 import { jsonShapeProblem, MAX_JSON_DEPTH } from "../lib/limits/mod.ts";
 import { dispatchToolsOf, KNOWN_CLIENTS } from "../lib/clients/mod.ts";
 import { type Config, ConfigError, resolveConfig } from "../lib/config/mod.ts";
@@ -122,7 +132,7 @@ export interface Deps extends TurnDeps {
   readonly judgers: ReadonlyMap<string, Judger>;
   /** Evaluations running in this process, at most `EVAL_CONCURRENCY`. */
   readonly evalSlots: Slots;
-  /** Each conversation's last request and its message identities (characters: 2 × `CHAIN_CACHE_TOKENS`). */
+  /** Each conversation's last request and its message identities (bytes: its budget share). */
   readonly identities: IdentityMemo;
   /** The tools and system prompts agents send again each turn, parsed and validated once. */
   readonly recurringFields: RecurringFields;
@@ -136,6 +146,10 @@ export interface Deps extends TurnDeps {
   readonly metrics: GatewayMetrics;
   /** Writes the process's memory and its caches' stats into `metrics` (a scrape, a snapshot). */
   readonly sampleMemory: () => void;
+  /** What `MEMORY_BUDGET_MB` gives each cache, and the heap limit it asks of V8. */
+  readonly memory: MemoryShares;
+  /** Gives the process's freed memory back to the system (`null`: not on this platform). */
+  readonly trimFreedMemory: Trim | null;
   /** Releases the engine pool, the scripted engine, live sandboxes and KV. */
   close(): Promise<void>;
 }
@@ -160,7 +174,11 @@ export interface DepsOverrides {
    * Makes the pool of `workers` tokenizer workers for the served tokenizer (one several gateways
    * share); what it makes is left open on close.
    */
-  readonly encoderPool?: (tokenizer: ChatTokenizer, workers: number) => EncoderPool;
+  readonly encoderPool?: (
+    tokenizer: ChatTokenizer,
+    workers: number,
+    sectionCacheBytes?: number,
+  ) => EncoderPool;
   readonly engine?: Engine;
   readonly sandbox?: SandboxBackend;
   /** The memo of agents' recurring fields (a test's, to compare a gateway without one). */
@@ -192,6 +210,10 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       throw error;
     },
   );
+  // Every cache of the process takes its share of MEMORY_BUDGET_MB, in bytes.
+  const memory = memoryShares(config.memoryBudgetMb);
+  const shares = memory.caches;
+  budgetSettingsCache(shares.settings);
   const tokenizer = await loadServedTokenizer(config, overrides.tokenizer);
   const formats = tokenizer.formats;
   // Placed by the gateway, tokens are counted per engine worker: one series each.
@@ -305,7 +327,9 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   const agents = await agentInstalls(config.rollout);
   const load = new TurnLoad();
   const workers = config.tokenizerWorkers;
-  const pool = workers === 0 ? null : (overrides.encoderPool ?? encoderPool)(tokenizer, workers);
+  const pool = workers === 0
+    ? null
+    : (overrides.encoderPool ?? encoderPool)(tokenizer, workers, shares.sections);
   const encoder = pool === null ? inProcessEncoder(tokenizer) : adaptiveEncoder(
     inProcessEncoder(tokenizer),
     pool,
@@ -337,17 +361,19 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     metrics,
   }, { concurrency: config.rollout.concurrency, pollMs: config.rollout.pollMs });
   const cache = new ChainCache<CachedChain>(
-    config.chainCacheTokens,
+    shares.chains,
+    (chain, key) => 2 * key.length + cachedChainBytes(chain),
     cachedChainTokens,
-    cachedChainBytes,
+    config.chainCacheTokens ?? Infinity,
   );
-  // Characters of held messages and their identities, about 8 a token of history: sixteen
-  // conversations of 256k tokens, or some 250 of Claude Code's early turns.
-  const identities = new IdentityMemo(2 * config.chainCacheTokens);
-  const imageBytes = vision ? new ImageBytes() : null;
+  // Held messages and their identities, about 16 bytes a token of history: at the default
+  // budget, some 64 conversations of 100k tokens.
+  const identities = new IdentityMemo(shares.identities);
+  const imageBytes = vision ? new ImageBytes(shares.images) : null;
   const recurringFields = overrides.recurringFields ?? new RecurringFields({
-    // The tools and system prompts of some fifty agents (Claude Code's are 38 KB).
-    capacityChars: 4 * 1024 * 1024,
+    // The tools and system prompts of some sixty agents (Claude Code's are 38 KB) at the
+    // default budget.
+    capacityBytes: shares.recurringFields,
     minChars: 1024,
     maxValues: 64,
     // A held value is a top-level field: one level down the body.
@@ -374,7 +400,11 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       recurring_fields: () => recurringFields.stats(),
       settings: settingsCacheStats,
       ...(imageBytes ? { images: () => imageBytes.stats() } : {}),
+      ...(tokenizer.sectionStats ? { sections: () => tokenizer.sectionStats!() } : {}),
+      ...(pool ? { worker_sections: () => pool.sectionStats() } : {}),
     }),
+    memory,
+    trimFreedMemory: mallocTrim(),
     vision,
     imageProcessor: await imageProcessorOf(config.tokenizerPath),
     contextLength,
@@ -426,9 +456,16 @@ const ENCODE_INLINE_CHARS = 4 * 1024;
 /** How long a tokenizer worker may hold on to a cancelled text before it is replaced. */
 const ENCODE_CANCEL_GRACE_MS = 1_000;
 
-/** A pool of `workers` tokenizer workers, started on the first turn (or by `warm()`). */
-export function encoderPool(tokenizer: ChatTokenizer, workers: number): EncoderPool {
-  return new EncoderPool(tokenizerSource(tokenizer), {
+/**
+ * A pool of `workers` tokenizer workers, started on the first turn (or by `warm()`), each with a
+ * section cache of `sectionCacheBytes`.
+ */
+export function encoderPool(
+  tokenizer: ChatTokenizer,
+  workers: number,
+  sectionCacheBytes?: number,
+): EncoderPool {
+  return new EncoderPool({ ...tokenizerSource(tokenizer), sectionCacheBytes }, {
     workers,
     bulkChars: ENCODE_BULK_CHARS,
     cancelGraceMs: ENCODE_CANCEL_GRACE_MS,
@@ -449,6 +486,7 @@ export async function loadServedTokenizer(
   const loaded = withTextTokens(
     given ?? await loadTokenizer(config.tokenizerPath, {
       chatTemplate: await chatTemplateOverride(config.chatTemplatePath),
+      sectionCacheBytes: memoryShares(config.memoryBudgetMb).caches.sections,
     }),
     config.specialTokensInText,
   );
@@ -620,6 +658,7 @@ export function banner(
     }`,
     `  context:    ${deps.contextLength} tokens`,
     `  images:     ${imagesLine(deps)}`,
+    `  memory:     ${memoryLine(deps)}`,
     `  engine:     ${
       deps.config.enginePlacement === "gateway"
         ? `${deps.config.engineWorkers?.length} workers, placed by the gateway`
@@ -654,6 +693,28 @@ export function banner(
   }
   if (deps.scripted) lines.unshift(...SCRIPTED_WARNING);
   return lines.join("\n");
+}
+
+/**
+ * The budget, what the caches may hold of it, the heap limit V8 runs with (and the flag that
+ * holds it to the budget when it does not), and whether freed memory goes back to the system.
+ */
+function memoryLine(deps: Deps): string {
+  const { memory } = deps;
+  const mib = (bytes: number) => Math.round(bytes / (1024 * 1024));
+  const caches = Object.values(memory.caches).reduce((sum, bytes) => sum + bytes, 0) +
+    memory.caches.sections * Math.max(0, deps.config.tokenizerWorkers);
+  const limit = mib(v8.getHeapStatistics().heap_size_limit);
+  // V8's limit is a little above the old space asked (the young generation is added).
+  const held = limit <= memory.heapMiB * 1.25;
+  return `budget ${deps.config.memoryBudgetMb} MiB (caches up to ${mib(caches)} MiB); V8 heap ` +
+    `limit ${limit} MiB${
+      held ? "" : ` (DENO_V8_FLAGS=${heapFlags(memory)} holds it to the budget)`
+    }; freed memory ${
+      deps.trimFreedMemory
+        ? `given back every ${TRIM_EVERY_MS / 1000} s`
+        : "kept by the allocator (no glibc here)"
+    }`;
 }
 
 /**

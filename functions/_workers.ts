@@ -13,6 +13,7 @@
  */
 import type { Config } from "../lib/config/mod.ts";
 import { sleep } from "../lib/timing/mod.ts";
+import { heapFlags, memoryShares } from "../lib/cache/mod.ts";
 import { startScriptedEngine } from "../lib/scripted_engine/mod.ts";
 import { listeningOn, loadServedTokenizer, SCRIPTED_WARNING } from "./_deps.ts";
 
@@ -49,7 +50,12 @@ interface Worker {
  */
 export async function supervise(config: Config): Promise<number> {
   const port = config.port === 0 ? freePort(config.host) : config.port;
-  const env: Record<string, string> = { PORT: String(port) };
+  const env: Record<string, string> = {
+    PORT: String(port),
+    // Each worker's isolates collect their garbage before MEMORY_BUDGET_MB, not after (V8 fixes
+    // its heap limits as an isolate starts); flags the operator gives are kept as given.
+    DENO_V8_FLAGS: Deno.env.get("DENO_V8_FLAGS") ?? heapFlags(memoryShares(config.memoryBudgetMb)),
+  };
   // Placed by the gateway, generation goes to ENGINE_WORKERS: no engine URL is needed.
   const scripted = config.engineUrl === null && config.enginePlacement !== "gateway"
     ? await startScriptedEngine({

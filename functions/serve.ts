@@ -31,6 +31,7 @@ import { sweepExpiredRollouts } from "../lib/rollout/mod.ts";
 import { runnersHere } from "../lib/evaluate/mod.ts";
 import { METRICS_FRESH_MS, startPublishing, takeSnapshot } from "../lib/metrics/mod.ts";
 import { logBackgroundFailure } from "../lib/errors/mod.ts";
+import { TRIM_EVERY_MS, trimEvery } from "../lib/cache/mod.ts";
 import { stopWhenOrphaned, supervise, workerIndex } from "./_workers.ts";
 
 /** How often expired sessions are looked for. */
@@ -168,6 +169,8 @@ async function serveWorker(config: Config, index: number | null): Promise<void> 
     },
   }, app.fetch);
   if (config.rollout.worker) deps.rollout.start();
+  // Freed memory back to the system now and then (lib/cache/freed_memory.ts).
+  const trimming = deps.trimFreedMemory && trimEvery(deps.trimFreedMemory, TRIM_EVERY_MS);
   // The tokenizer workers load while the first connections arrive.
   deps.encoder.warm().catch((error) => console.error(`Tokenizer workers: ${error.message}`));
   // Deletes closed sessions and finished rollout jobs past their retention; any process may
@@ -192,6 +195,7 @@ async function serveWorker(config: Config, index: number | null): Promise<void> 
   const stop = () =>
     stopping ??= (async () => {
       clearInterval(sweeper);
+      trimming?.();
       // Running rollouts first: their agents are in-flight requests that would never end.
       console.log("Shutting down: handing running rollouts back, then waiting for requests");
       await deps.rollout.stop();

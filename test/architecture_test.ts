@@ -15,7 +15,7 @@ const LIB = new URL("../lib/", import.meta.url);
  */
 const LAYERS: ReadonlyMap<string, readonly string[]> = new Map([
   ["cache", []],
-  ["config", []],
+  ["config", ["cache"]],
   ["errors", []],
   ["timing", []],
   ["chat", ["cache"]],

@@ -232,14 +232,27 @@ export function stableJson(value: unknown): string {
   return JSON.stringify(sortKeys(value)) ?? "null";
 }
 
-/** Characters of settings JSON {@linkcode settingsDigest} keeps: the tools of a few agents. */
-const SETTINGS_CACHE_CHARS = 4 * 1024 * 1024;
-const settingsCache = new WeightedLru<string, string>(
-  SETTINGS_CACHE_CHARS,
-  (json, digest) => json.length + digest.length,
-  // Two bytes a character at most.
-  (json, digest) => 2 * (json.length + digest.length),
-);
+/** Bytes of settings JSON {@linkcode settingsDigest} keeps by default: the tools of a few agents. */
+const SETTINGS_CACHE_BYTES = 4 * 1024 * 1024;
+
+/** Settings digests by their stable JSON: two bytes a character at most. */
+function settingsLru(capacityBytes: number): WeightedLru<string, string> {
+  return new WeightedLru<string, string>(
+    capacityBytes,
+    (json, digest) => 2 * (json.length + digest.length),
+    (json, digest) => json.length + digest.length,
+  );
+}
+
+let settingsCache = settingsLru(SETTINGS_CACHE_BYTES);
+
+/**
+ * Bounds the settings digests' cache of this isolate at `capacityBytes` (its share of the memory
+ * budget), starting it empty: what it held is only computed again.
+ */
+export function budgetSettingsCache(capacityBytes: number): void {
+  settingsCache = settingsLru(capacityBytes);
+}
 
 /** What the settings digests' cache holds (characters; bytes) and how it was used. */
 export function settingsCacheStats(): CacheStats {

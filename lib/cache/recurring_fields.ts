@@ -134,8 +134,11 @@ export interface RecurringParse {
 
 /** Bounds of {@linkcode RecurringFields}. */
 export interface RecurringFieldsOptions {
-  /** Characters of field text held in all; the least recently used goes first. */
-  readonly capacityChars: number;
+  /**
+   * Bytes of held values in all (their text and parsed value, {@linkcode HELD_BYTES_PER_CHAR} a
+   * character); the least recently used goes first.
+   */
+  readonly capacityBytes: number;
   /** A value of fewer characters is parsed each time: cheap anyway. */
   readonly minChars: number;
   /** Values held at most (each body's search looks at each). */
@@ -158,7 +161,7 @@ interface Found {
  * holds one outside Latin-1) and its parsed, frozen value (1.8 bytes a character measured on
  * Claude Code's 31 KB tool list).
  */
-const HELD_BYTES_PER_CHAR = 4;
+export const HELD_BYTES_PER_CHAR = 4;
 
 /** Bodies in a row, per field, whose value could not be found in their text before learning pauses. */
 const LEARN_TRIES = 4;
@@ -166,15 +169,15 @@ const LEARN_TRIES = 4;
 const LEARN_EVERY = 64;
 
 /**
- * Held values of recurring top-level fields, up to a total of `capacityChars` characters of
- * their text.
+ * Held values of recurring top-level fields, up to a total of `capacityBytes` bytes (their text
+ * and parsed values).
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { RecurringFields } from "./recurring_fields.ts";
  * const memo = new RecurringFields({
- *   capacityChars: 1 << 20,
+ *   capacityBytes: 1 << 20,
  *   minChars: 8,
  *   maxValues: 8,
  *   accepts: () => true,
@@ -212,7 +215,7 @@ export class RecurringFields {
   stats(): CacheStats {
     return {
       held: this.#chars,
-      capacity: this.options.capacityChars,
+      capacity: this.options.capacityBytes,
       bytes: HELD_BYTES_PER_CHAR * this.#chars,
       hits: this.#hits,
       misses: this.#misses,
@@ -283,8 +286,9 @@ export class RecurringFields {
         continue;
       }
       const json = JSON.stringify(value);
-      const { minChars, capacityChars } = this.options;
-      if (json.length < minChars || json.length > capacityChars / 4) continue;
+      // A value of more than a quarter of the capacity would push out the others.
+      const { minChars, capacityBytes } = this.options;
+      if (json.length < minChars || HELD_BYTES_PER_CHAR * json.length > capacityBytes / 4) continue;
       const field = this.#learnField(text, key, value, json);
       this.#unlearned.set(key, field ? 0 : misses + 1);
       if (!field) continue;
@@ -310,8 +314,8 @@ export class RecurringFields {
     const field = new RecurringValue(key, json, hold(value), at, text.length);
     this.#values.unshift(field);
     this.#chars += json.length;
-    const { capacityChars, maxValues } = this.options;
-    while (this.#chars > capacityChars || this.#values.length > maxValues) {
+    const { capacityBytes, maxValues } = this.options;
+    while (HELD_BYTES_PER_CHAR * this.#chars > capacityBytes || this.#values.length > maxValues) {
       this.#chars -= this.#values.pop()!.text.length;
     }
     return field;

@@ -1,24 +1,24 @@
 /**
- * A map that keeps the most recently used entries up to a total weight: chains' token arrays,
- * long text sections' tokens, the stable JSON of a request's settings. Each use picks what an
- * entry weighs (tokens, characters).
+ * A map that keeps the most recently used entries up to a total of bytes: chains' token arrays,
+ * long text sections' tokens, the stable JSON of a request's settings. Each use says what an
+ * entry's memory is (`sizeOf`), and may count it in a unit of its own too (tokens, characters).
  *
  * @module
  */
 
 interface Entry<V> {
   readonly value: V;
-  readonly weight: number;
+  readonly units: number;
   readonly bytes: number;
 }
 
 /** What a cache holds and how it is used, for `/metrics`. */
 export interface CacheStats {
-  /** Weight held, in the cache's own unit (tokens, characters). */
+  /** What it holds, in the cache's own unit (tokens, characters; bytes where it has none). */
   readonly held: number;
-  /** Most weight it holds. */
+  /** Most bytes it holds: its share of the memory budget. */
   readonly capacity: number;
-  /** Bytes of memory its entries take, estimated by the cache (see each one's `sizeOf`). */
+  /** Bytes of memory its entries take, as the cache estimates them (see each one's `sizeOf`). */
   readonly bytes: number;
   /** Lookups that found an entry, and that did not, since it was made. */
   readonly hits: number;
@@ -26,8 +26,8 @@ export interface CacheStats {
 }
 
 /**
- * Entries of at most `capacity` total weight, the least recently used dropped first. An entry
- * heavier than the whole capacity is not kept.
+ * Entries of at most `capacity` bytes in all (and at most `maxUnits` of their own unit), the
+ * least recently used dropped first. An entry larger than the whole capacity is not kept.
  *
  * @example
  * ```ts
@@ -40,24 +40,25 @@ export interface CacheStats {
  * cache.set("c", "3"); // 6 > 6? no: all three fit
  * cache.set("d", "4"); // 8: "b", the least recently used, goes
  * assert.equal(cache.get("b"), undefined);
- * assert.equal(cache.held, 6);
+ * assert.equal(cache.bytes, 6);
  * ```
  */
 export class WeightedLru<K, V> {
   readonly #entries = new Map<K, Entry<V>>();
-  #held = 0;
+  #units = 0;
   #bytes = 0;
   #hits = 0;
   #misses = 0;
 
   /**
-   * `weigh` gives an entry's weight against `capacity`; `sizeOf`, its bytes of memory for the
-   * stats (by default its weight: a weight in bytes).
+   * `sizeOf` gives an entry's bytes of memory, held against `capacity`; `unitsOf`, what it
+   * counts in the cache's own unit (by default its bytes), held against `maxUnits`.
    */
   constructor(
     readonly capacity: number,
-    private readonly weigh: (key: K, value: V) => number,
-    private readonly sizeOf: (key: K, value: V) => number = weigh,
+    private readonly sizeOf: (key: K, value: V) => number,
+    private readonly unitsOf: (key: K, value: V) => number = sizeOf,
+    readonly maxUnits: number = Infinity,
   ) {}
 
   /** The value under `key`, now the most recently used; `undefined` when not held. */
@@ -76,14 +77,14 @@ export class WeightedLru<K, V> {
   /** Holds `value` under `key`, dropping the least recently used entries past the capacity. */
   set(key: K, value: V): void {
     this.delete(key);
-    const weight = this.weigh(key, value);
-    if (weight > this.capacity) return;
     const bytes = this.sizeOf(key, value);
-    this.#entries.set(key, { value, weight, bytes });
-    this.#held += weight;
+    const units = this.unitsOf(key, value);
+    if (bytes > this.capacity || units > this.maxUnits) return;
+    this.#entries.set(key, { value, units, bytes });
+    this.#units += units;
     this.#bytes += bytes;
     for (const [old, entry] of this.#entries) {
-      if (this.#held <= this.capacity) break;
+      if (this.#bytes <= this.capacity && this.#units <= this.maxUnits) break;
       this.#drop(old, entry);
     }
   }
@@ -96,14 +97,14 @@ export class WeightedLru<K, V> {
 
   #drop(key: K, entry: Entry<V>): void {
     this.#entries.delete(key);
-    this.#held -= entry.weight;
+    this.#units -= entry.units;
     this.#bytes -= entry.bytes;
   }
 
   /** What it holds and how it was used. */
   stats(): CacheStats {
     return {
-      held: this.#held,
+      held: this.#units,
       capacity: this.capacity,
       bytes: this.#bytes,
       hits: this.#hits,
@@ -111,9 +112,14 @@ export class WeightedLru<K, V> {
     };
   }
 
-  /** Total weight held. */
+  /** What it holds, in its own unit. */
   get held(): number {
-    return this.#held;
+    return this.#units;
+  }
+
+  /** Bytes it holds. */
+  get bytes(): number {
+    return this.#bytes;
   }
 
   /** Entries held. */

@@ -18,9 +18,8 @@ interface Seen {
 }
 
 /**
- * Identities of the last request of each conversation, up to a total of `capacityChars`
- * characters of held messages (their strings and keys) and identities, least recently used
- * dropped first.
+ * Identities of the last request of each conversation, up to `capacityBytes` bytes of held
+ * messages (their strings and keys, parsed) and identities, least recently used dropped first.
  *
  * @example
  * ```ts
@@ -42,11 +41,11 @@ interface Seen {
 export class IdentityMemo {
   readonly #seen: WeightedLru<string, Seen>;
 
-  constructor(readonly capacityChars: number) {
+  constructor(readonly capacityBytes: number) {
     const chars = (key: string, seen: Seen) => key.length + (seen.chars.at(-1) ?? 0);
     // The parsed messages and the identities' text: about 2 bytes a character each (measured
     // on Claude Code's requests: JSON text 2.0, its parse 1.8).
-    this.#seen = new WeightedLru(capacityChars, chars, (key, seen) => 4 * chars(key, seen));
+    this.#seen = new WeightedLru(capacityBytes, (key, seen) => 4 * chars(key, seen), chars);
   }
 
   /** What it holds (characters; bytes estimated) and how it was used. */

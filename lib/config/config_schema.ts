@@ -6,6 +6,7 @@
  * @module
  */
 import { z } from "zod";
+import { MIN_BUDGET_MB } from "../cache/memory_budget.ts";
 import { bool, declarations, type DeepReadonly, httpUrl, int, variable } from "./_variable.ts";
 import { REWARD_ALLOCATIONS } from "./reward_allocation.ts";
 import { E2bSchema, JudgersSchema, RolloutSchema } from "./_sandbox_schema.ts";
@@ -288,15 +289,31 @@ export const ConfigSchema = z.object({
       "kept in KV",
   }),
   /**
-   * Tokens of recent chains kept in memory so a turn need not read its history from KV; also
-   * bounds the identity memo (twice as many characters).
+   * The most tokens of recent chains kept in memory, besides the chain cache's share of
+   * `MEMORY_BUDGET_MB`; `null`: the share alone bounds it. 0 keeps none.
    */
   chainCacheTokens: variable("CHAIN_CACHE_TOKENS", int(0, 1 << 30), {
-    fallback: String(16 * 1024 * 1024),
-    meaning: "tokens of recent chains kept in memory so a turn need not re-read its history; " +
-      "twice as many characters of each conversation's last request are kept so its resent " +
-      "messages are not identified again",
+    shown: "unset (the chain cache's share of `MEMORY_BUDGET_MB` bounds it)",
+    meaning: "the most tokens of recent chains kept in memory so a turn need not re-read its " +
+      "history, besides the chain cache's share of `MEMORY_BUDGET_MB` (12%); 0 keeps none",
   }),
+  /** `MEMORY_BUDGET_MB` as written: `auto` or MiB; see {@linkcode Config.memoryBudgetMb}. */
+  memoryBudgetMb: variable(
+    "MEMORY_BUDGET_MB",
+    z.union([z.literal("auto"), int(MIN_BUDGET_MB, 1 << 20)]),
+    {
+      expected: `auto or an integer from ${MIN_BUDGET_MB} to 1048576`,
+      fallback: "auto",
+      shown: "`auto`: 1024, or half the machine's memory shared by the `WORKERS` when less " +
+        `(at least ${MIN_BUDGET_MB})`,
+      meaning: "MiB of memory each gateway process is budgeted: its caches (chains 12%, " +
+        "conversations' identities 10%, images 6%, tools and system prompts 1%, settings " +
+        "digests 0.5%, each tokenizer worker's sections 2.5%) count bytes and evict the least " +
+        "recently used past their share; supervised worker processes get a V8 heap limit of " +
+        "half of it (at least 256). A process holds about 400 MiB besides at full load: its " +
+        "baseline (isolates, the tokenizer in each) and working memory (docs/bench.md#memory)",
+    },
+  ),
   /**
    * Tokenizer workers per gateway process that render and encode each turn's new text off the
    * request's event loop; 0 does it on the event loop.
@@ -485,6 +502,8 @@ export interface ComputedConfig {
   readonly engineUrl: string | null;
   /** This machine's name among the hosts sharing the store (`HOST_ID`, else the hostname). */
   readonly hostId: string;
+  /** Each process's memory budget in MiB (`MEMORY_BUDGET_MB`, or the machine's default). */
+  readonly memoryBudgetMb: number;
 }
 
 /** The resolved, frozen configuration every module receives. */

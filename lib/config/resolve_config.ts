@@ -8,6 +8,7 @@
  */
 import type { z } from "zod";
 import type { Declaration } from "./_variable.ts";
+import { DEFAULT_BUDGET_MB, defaultMemoryBudgetMb, machineMemory } from "../cache/memory_budget.ts";
 import {
   type Config,
   CONFIG_DECLARATIONS,
@@ -92,9 +93,13 @@ function joinVariables(parsed: ParsedConfig): Readonly<Config> {
       "Invalid WORKERS: more than one worker needs a KV file they share; KV_PATH is :memory:",
     );
   }
+  const processes = privateStore ? 1 : workers === "auto" ? navigator.hardwareConcurrency : workers;
   return Object.freeze({
     ...parsed,
-    workers: privateStore ? 1 : workers === "auto" ? navigator.hardwareConcurrency : workers,
+    workers: processes,
+    memoryBudgetMb: parsed.memoryBudgetMb === "auto"
+      ? defaultMemoryBudgetMb(machineMemory() ?? 2 * DEFAULT_BUDGET_MB * MIB * processes, processes)
+      : parsed.memoryBudgetMb,
     tokenizerPath: tokenizerPath ?? defaultTokenizerPath(),
     hostId: parsed.hostId ?? hostName(),
     engineUrl: engineUrl ?? sglangUrl,
@@ -103,6 +108,8 @@ function joinVariables(parsed: ParsedConfig): Readonly<Config> {
     rollout: Object.freeze(parsed.rollout),
   });
 }
+
+const MIB = 1024 * 1024;
 
 /** The machine's hostname as a `HOST_ID` (characters outside the allowed set as `-`). */
 function hostName(): string {

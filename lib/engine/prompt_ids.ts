@@ -64,9 +64,11 @@ export class PromptIds {
   concat(ids: ArrayLike<number>, ascii?: Uint8Array): PromptIds {
     if (ids.length === 0) return this;
     let store = this.store;
-    const needed = this.size + 1 + (ascii ? ascii.length : ids.length * 11);
+    // Exactly what the ids take: a capacity from a bound (11 bytes an id) would hold some 80% more
+    // than the digits of a prompt read back from the store, for as long as it is cached.
+    const needed = this.size + 1 + (ascii ? ascii.length : asciiLength(ids));
     if (store.used !== this.size || store.bytes.length < needed) {
-      const bytes = storeBytes(Math.max(needed, store.bytes.length * 2, 4096));
+      const bytes = storeBytes(capacityFor(needed));
       bytes.set(store.bytes.subarray(0, this.size));
       store = { bytes, used: this.size };
     }
@@ -127,6 +129,31 @@ export class PromptIds {
   toArray(): number[] {
     return this.length === 0 ? [] : new TextDecoder().decode(this.ascii()).split(",").map(Number);
   }
+}
+
+/**
+ * Bytes a new store gets for `needed`: half as much again, so a sequence extended in place is
+ * copied O(log n) times (each copy of what it holds then), and a copy (a retry, a resume, a
+ * branch) starts from what it needs, never from the buffer it leaves: sized from the old
+ * buffer, every resume of one turn doubled it.
+ */
+export function capacityFor(needed: number): number {
+  return Math.max(MIN_STORE_BYTES, needed + (needed >>> 1));
+}
+
+const MIN_STORE_BYTES = 4096;
+
+/** Bytes of `ids` written as {@linkcode PromptIds.ascii} writes them (digits and commas). */
+function asciiLength(ids: ArrayLike<number>): number {
+  let bytes = ids.length - 1;
+  for (let i = 0; i < ids.length; i++) {
+    const value = ids[i];
+    if (value >>> 0 !== value) throw new RangeError(`Invalid token id: ${value}`);
+    let digits = 1;
+    for (let bound = 10; bound <= value; bound *= 10) digits++;
+    bytes += digits;
+  }
+  return bytes;
 }
 
 function writeDigits(out: Uint8Array, at: number, value: number): number {

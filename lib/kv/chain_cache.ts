@@ -8,7 +8,8 @@
 import { type CacheStats, WeightedLru } from "../cache/mod.ts";
 
 /**
- * A least-recently-used cache of per-chain values, bounded by their total weight (tokens).
+ * A least-recently-used cache of per-chain values, bounded by their bytes (and, when asked, by
+ * their tokens).
  *
  * @example
  * ```ts
@@ -24,16 +25,21 @@ import { type CacheStats, WeightedLru } from "../cache/mod.ts";
 export class ChainCache<T> {
   readonly #entries: WeightedLru<string, Entry<T>>;
 
-  /** `weigh` gives a value's tokens; `sizeOf` its bytes of memory (by default its tokens). */
+  /**
+   * `sizeOf` gives a value's bytes of memory, its chain's key included (held against `capacity`
+   * bytes); `tokensOf` its tokens (by default its bytes), held against `maxTokens`.
+   */
   constructor(
     readonly capacity: number,
-    weigh: (value: T) => number,
-    sizeOf: (value: T) => number = weigh,
+    sizeOf: (value: T, chain: string) => number,
+    tokensOf: (value: T) => number = (value) => sizeOf(value, ""),
+    maxTokens = Infinity,
   ) {
     this.#entries = new WeightedLru(
       capacity,
-      (_chain, entry) => weigh(entry.value),
-      (chain, entry) => 2 * chain.length + sizeOf(entry.value),
+      (chain, entry) => sizeOf(entry.value, chain),
+      (_chain, entry) => tokensOf(entry.value),
+      maxTokens,
     );
   }
 
@@ -61,9 +67,14 @@ export class ChainCache<T> {
     this.#entries.delete(chain);
   }
 
-  /** Total weight held. */
+  /** Tokens held. */
   get held(): number {
     return this.#entries.held;
+  }
+
+  /** Bytes held, as `sizeOf` says. */
+  get bytes(): number {
+    return this.#entries.bytes;
   }
 
   /** What it holds (tokens; bytes as `sizeOf` says) and how it was used. */

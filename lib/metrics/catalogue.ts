@@ -98,13 +98,19 @@ export const EVALUATION_OUTCOMES = [
 /** Every error code (`ERROR_TABLE`). */
 export const ERROR_CODES = Object.keys(ERROR_TABLE) as readonly ErrorCode[];
 
-/** The caches of a process's main isolate whose memory and use `/metrics` shows. */
+/**
+ * The caches of a process whose memory and use `/metrics` shows: the main isolate's, its
+ * tokenizer's `sections`, and the tokenizer workers' `worker_sections` (summed over the workers,
+ * as each last answered).
+ */
 export const CACHE_NAMES = [
   "chains",
   "identities",
   "recurring_fields",
   "settings",
   "images",
+  "sections",
+  "worker_sections",
 ] as const;
 
 /** A cache of {@linkcode CACHE_NAMES}. */
@@ -313,7 +319,7 @@ export const CATALOGUE = {
   }),
   cacheBytes: spec({
     name: "rollout_gateway_cache_bytes",
-    help: "Bytes of memory a cache of the main isolate holds, as the cache estimates them.",
+    help: "Bytes of memory a cache of the process holds, as the cache estimates them.",
     type: "gauge",
     labels: [["cache", CACHE_NAMES]],
   }),
@@ -325,7 +331,7 @@ export const CATALOGUE = {
   }),
   cacheCapacity: spec({
     name: "rollout_gateway_cache_capacity",
-    help: "The most a cache holds, in its own unit (rollout_gateway_cache_held's).",
+    help: "The most bytes a cache holds: its share of MEMORY_BUDGET_MB.",
     type: "gauge",
     labels: [["cache", CACHE_NAMES]],
   }),

@@ -8,11 +8,11 @@
  */
 import { type CacheStats, WeightedLru } from "../cache/mod.ts";
 
-/** Characters of base64 kept by default: some hundreds of screenshots. */
-export const IMAGE_BYTES_CHARS = 128 * 1024 * 1024;
+/** Bytes of base64 kept by default: some hundreds of screenshots. */
+export const IMAGE_BYTES_CAPACITY = 64 * 1024 * 1024;
 
 /**
- * Image bytes (base64) by digest, bounded by their characters.
+ * Image bytes (base64) by digest, bounded by their bytes (a byte a base64 character).
  *
  * @example
  * ```ts
@@ -27,8 +27,8 @@ export const IMAGE_BYTES_CHARS = 128 * 1024 * 1024;
 export class ImageBytes {
   readonly #lru: WeightedLru<string, string>;
 
-  constructor(capacityChars = IMAGE_BYTES_CHARS) {
-    this.#lru = new WeightedLru(capacityChars, (digest, data) => digest.length + data.length);
+  constructor(capacityBytes = IMAGE_BYTES_CAPACITY) {
+    this.#lru = new WeightedLru(capacityBytes, (digest, data) => digest.length + data.length);
   }
 
   remember(digest: string, data: string): void {

@@ -5,6 +5,7 @@
  */
 import type { ChatMessage, ChatPrompt } from "../chat/mod.ts";
 import type { TokenizerSource } from "./tokenizer.ts";
+import type { CacheStats } from "../cache/mod.ts";
 
 /** Loads the tokenizer; answered `ready` or `failed`. */
 export interface InitMessage {
@@ -52,6 +53,8 @@ export type EncodeReply =
     readonly ascii: Uint8Array;
     /** Where each image's pads are (`Rendered.images`). */
     readonly images?: readonly { readonly offset: number; readonly length: number }[];
+    /** The worker's section cache after the job (for `/metrics`). */
+    readonly sections?: CacheStats;
   }
   | { readonly type: "over"; readonly id: number; readonly tokens: number; readonly budget: number }
   | { readonly type: "cancelled"; readonly id: number }

@@ -85,6 +85,7 @@ function run(
       tokens,
       ascii,
       ...(rendered.images ? { images: rendered.images } : {}),
+      ...(tokenizer.sectionStats ? { sections: tokenizer.sectionStats() } : {}),
     }, [tokens.buffer]];
   } catch (error) {
     if (error instanceof template.OverBudgetError) {

@@ -19,6 +19,7 @@
  * @module
  */
 import type { ChatMessage, ChatPrompt } from "../chat/mod.ts";
+import type { CacheStats } from "../cache/mod.ts";
 import { LimitError } from "../limits/mod.ts";
 import type { EncodeJob, EncodeReply } from "./_encoder_protocol.ts";
 import { EncodeCancelledError, OverBudgetError } from "./encode_guard.ts";
@@ -64,6 +65,8 @@ interface Slot {
    * wake-up).
    */
   running: Int32Array<SharedArrayBuffer>;
+  /** Its worker's section cache as its last answer gave it (`/metrics`). */
+  sections?: CacheStats;
 }
 
 /** Job ids stay positive 32-bit integers (the shared `running` slot holds one); they wrap. */
@@ -156,6 +159,19 @@ export class EncoderPool implements PromptEncoder {
   /** Workers started, and those replaced for holding on to a cancelled job. */
   stats(): { started: number; replaced: number } {
     return { started: this.#started, replaced: this.#replaced };
+  }
+
+  /**
+   * The workers' section caches together, as each last said (with each job's answer): bytes and
+   * characters held, capacity, hits and misses summed.
+   */
+  sectionStats(): CacheStats {
+    const sum = { held: 0, capacity: 0, bytes: 0, hits: 0, misses: 0 };
+    for (const slot of this.#slots) {
+      if (!slot.sections) continue;
+      for (const key of Object.keys(sum) as (keyof CacheStats)[]) sum[key] += slot.sections[key];
+    }
+    return sum;
   }
 
   renderPrompt(prompt: ChatPrompt, options: EncodeOptions = {}): Promise<Rendered> {
@@ -286,6 +302,7 @@ export class EncoderPool implements PromptEncoder {
 
   /** A worker's word on a job. */
   #answer(slot: Slot, reply: Exclude<EncodeReply, { type: "ready" | "failed" }>): void {
+    if (reply.type === "done" && reply.sections) slot.sections = reply.sections;
     const pending = slot.jobs.get(reply.id);
     if (!pending) return;
     slot.jobs.delete(reply.id);
@@ -333,6 +350,7 @@ export class EncoderPool implements PromptEncoder {
     slot.worker = null;
     slot.ready = null;
     slot.running = idle(); // the stopped worker's last word on it is void
+    slot.sections = undefined;
     slot.jobs.clear();
     if (this.#closed) return;
     for (const pending of jobs) this.#send(slot, pending);

@@ -6,6 +6,7 @@
  */
 import { AutoTokenizer, env, type PreTrainedTokenizer } from "@huggingface/transformers";
 import type { ChatPrompt } from "../chat/mod.ts";
+import { type CacheStats, DEFAULT_BUDGET_MB, memoryShares } from "../cache/mod.ts";
 import {
   detectFormats,
   ModelFormatError,
@@ -21,10 +22,12 @@ import { installFastSplit } from "./split_step.ts";
 
 /**
  * Text sections of at least this many characters (a system prompt, a tool list) keep their
- * tokens across requests, up to `SECTION_CACHE_CHARS` of text.
+ * tokens across requests, up to `sectionCacheBytes` (by default {@linkcode SECTION_CACHE_BYTES})
+ * of text and tokens in each isolate that loads the tokenizer.
  */
 const SECTION_CACHE_MIN_CHARS = 2_048;
-const SECTION_CACHE_CHARS = 8 * 1024 * 1024;
+/** The section cache's bytes when the loader gives none: `MEMORY_BUDGET_MB`'s share at 1024. */
+export const SECTION_CACHE_BYTES = memoryShares(DEFAULT_BUDGET_MB).caches.sections;
 
 /** Encodes, decodes and renders chat prompts for one model. */
 export interface ChatTokenizer {
@@ -54,6 +57,8 @@ export interface ChatTokenizer {
   readonly textTokens: TextTokens;
   /** Token ids of `text`; special-token strings in it become their special tokens. */
   encode(text: string): number[];
+  /** What its section cache holds in this isolate (absent: it has none). */
+  sectionStats?(): CacheStats;
   /** Ids of the added tokens (the template's markers, `<think>`, `<tool_call>`…), sampled whole. */
   readonly addedIds: ReadonlySet<number>;
   /**
@@ -115,7 +120,7 @@ const NO_LIMIT = 1e12;
  */
 export async function loadTokenizer(
   path: string,
-  options: { textTokens?: TextTokens; chatTemplate?: string } = {},
+  options: { textTokens?: TextTokens; chatTemplate?: string; sectionCacheBytes?: number } = {},
 ): Promise<ChatTokenizer> {
   for (const file of ["tokenizer.json", "tokenizer_config.json"]) {
     try {
@@ -153,7 +158,8 @@ export async function loadTokenizer(
   installFastSplit(core.pre_tokenizer as never);
   installFastByteLevel(core.pre_tokenizer as never);
   installBpeCache(core.model as never);
-  const plain = plainText(core);
+  releaseTokenizerJson(inner);
+  const { plain, sections } = plainText(core, options.sectionCacheBytes ?? SECTION_CACHE_BYTES);
   const encode = (text: string) =>
     text.length === 0 ? [] : inner.encode(text, { add_special_tokens: false });
   const base: Omit<ChatTokenizer, "formats" | "ending"> = {
@@ -171,6 +177,7 @@ export async function loadTokenizer(
     encode,
     escape: (prompt) => plain.escape(prompt),
     encodeRendered: (text, escapes, guard) => plain.encode(text, escapes, guard),
+    sectionStats: () => sections.stats(),
     restore: (text, escapes) => plain.restore(text, escapes),
     decode: (ids) =>
       ids.length === 0 ? "" : inner.decode(Array.from(ids), {
@@ -217,6 +224,32 @@ export async function libraryTokenizer(path: string): Promise<PreTrainedTokenize
   const slash = path.replace(/\/+$/, "").lastIndexOf("/");
   env.localModelPath = slash >= 0 ? path.slice(0, slash + 1) : "./";
   return await AutoTokenizer.from_pretrained(path.slice(slash + 1), { local_files_only: true });
+}
+
+/**
+ * Lets the collector take the library's copy of `tokenizer.json` once its maps are built: the
+ * vocabulary and merges as parsed (the BPE model encodes with its rank map and token maps, and
+ * reads neither list again). Some 21 of 49 MiB of each isolate that loads the tokenizer (the
+ * main one and each tokenizer worker), measured on Qwen3's.
+ */
+function releaseTokenizerJson(inner: PreTrainedTokenizer): void {
+  const library = inner as unknown as {
+    _tokenizerJSON?: unknown;
+    _tokenizer: {
+      tokenizer?: unknown;
+      model: { merges?: unknown; bpe_ranks?: unknown; config?: Record<string, unknown> };
+    };
+  };
+  library._tokenizerJSON = undefined;
+  library._tokenizer.tokenizer = undefined;
+  const model = library._tokenizer.model;
+  // Another kind of model (Unigram, WordPiece) may read its configuration as it encodes.
+  if (!(model.bpe_ranks instanceof Map)) return;
+  model.merges = undefined;
+  if (model.config) {
+    delete model.config.vocab;
+    delete model.config.merges;
+  }
 }
 
 /**
@@ -339,6 +372,8 @@ export interface TokenizerSource {
   readonly templateOverride: string | null;
   readonly formats: ModelFormats;
   readonly textTokens: TextTokens;
+  /** Bytes of its section cache in the isolate that loads it (its share of the budget). */
+  readonly sectionCacheBytes?: number;
 }
 
 /** How `tokenizer` was loaded, to load it again with {@linkcode loadTokenizerSource}. */
@@ -370,6 +405,7 @@ export async function loadTokenizerSource(source: TokenizerSource): Promise<Chat
   const loaded = await loadTokenizer(source.path, {
     textTokens: source.textTokens,
     chatTemplate: source.templateOverride ?? undefined,
+    sectionCacheBytes: source.sectionCacheBytes,
   });
   return withFormats(loaded, source.formats);
 }
@@ -392,7 +428,10 @@ interface CoreTokenizer {
  * own `encode_text` runs them on a section between added tokens — but with no added token split
  * out. Never yields an added token's id.
  */
-function plainText(core: CoreTokenizer): PlainText {
+function plainText(
+  core: CoreTokenizer,
+  sectionCacheBytes: number,
+): { plain: PlainText; sections: SectionCache } {
   if (core.remove_space || core.do_lowercase_and_remove_accent) {
     throw new Error("Cannot load tokenizer: remove_space and lowercasing are not supported");
   }
@@ -428,9 +467,12 @@ function plainText(core: CoreTokenizer): PlainText {
       guard.add(batchIds.length);
     }
     return ids;
-  }, { minChars: SECTION_CACHE_MIN_CHARS, capacityChars: SECTION_CACHE_CHARS });
-  return new PlainText(
-    core.added_tokens,
-    (text, section, guard) => sections.encode(text, section, guard),
-  );
+  }, { minChars: SECTION_CACHE_MIN_CHARS, capacityBytes: sectionCacheBytes });
+  return {
+    plain: new PlainText(
+      core.added_tokens,
+      (text, section, guard) => sections.encode(text, section, guard),
+    ),
+    sections,
+  };
 }

@@ -289,7 +289,7 @@ Deno.test("messageIdentities() name a tool result's call by position, across mes
 
 Deno.test("settingsDigest() of held tools is the digest of the same tools parsed afresh, byte for byte", () => {
   const memo = new RecurringFields({
-    capacityChars: 1 << 20,
+    capacityBytes: 1 << 22,
     minChars: 16,
     maxValues: 4,
     accepts: () => true,

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   derivedOnce,
+  HELD_BYTES_PER_CHAR,
   RecurringFields,
   type RecurringFieldsOptions,
   recurringToken,
@@ -12,7 +13,7 @@ import { Prng } from "../_fuzz/prng.ts";
 const MAX_DEPTH = 16;
 
 const OPTIONS: RecurringFieldsOptions = {
-  capacityChars: 1 << 20,
+  capacityBytes: 1 << 22,
   minChars: 64,
   maxValues: 8,
   accepts: (value) => jsonShapeProblem(value, MAX_DEPTH - 1) === null,
@@ -185,17 +186,18 @@ Deno.test("RecurringFields: a value nested too deep, small, or not an object is 
   assert.equal(memo.size.values, 0);
 });
 
-Deno.test("RecurringFields: held values are bounded in number and characters, the least recently used going first", () => {
+Deno.test("RecurringFields: held values are bounded in number and bytes, the least recently used going first", () => {
   const memo = new RecurringFields({ ...OPTIONS, maxValues: 3 });
   const lists = Array.from({ length: 5 }, (_, i) => toolList(2, `set${i}`));
   for (const tools of lists) memo.parse(JSON.stringify({ tools, messages: [] }), ["tools"]);
   assert.equal(memo.size.values, 3);
-  const chars = new RecurringFields({
-    ...OPTIONS,
-    capacityChars: 4 * JSON.stringify(lists[0]).length,
-  });
-  for (const tools of lists) chars.parse(JSON.stringify({ tools, messages: [] }), ["tools"]);
-  assert.ok(chars.size.chars <= 4 * JSON.stringify(lists[0]).length);
+  const capacityBytes = 4 * HELD_BYTES_PER_CHAR * JSON.stringify(lists[0]).length;
+  const bytes = new RecurringFields({ ...OPTIONS, capacityBytes });
+  for (const tools of lists) {
+    bytes.parse(JSON.stringify({ tools, messages: [] }), ["tools"]);
+    assert.ok(bytes.stats().bytes <= capacityBytes, `${bytes.stats().bytes} > ${capacityBytes}`);
+  }
+  assert.ok(bytes.size.values >= 3, `${bytes.size.values} held`);
   // The most recent list is held: its next body takes it from the memo.
   const again = memo.parse(JSON.stringify({ tools: lists[4], messages: [1] }), ["tools"]);
   assert.equal(again.held.size, 1);

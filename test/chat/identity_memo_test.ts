@@ -113,8 +113,9 @@ Deno.test("IdentityMemo keeps each key's last request apart", () => {
   assert.equal(identify(memo, "s\nother", structuredClone(main)).known, 0);
 });
 
-Deno.test("IdentityMemo weighs what it holds, thinking included, and drops past its capacity", () => {
-  const memo = new IdentityMemo(50_000);
+Deno.test("IdentityMemo weighs what it holds, thinking included, and drops past its capacity in bytes", () => {
+  // 4 bytes a character held (the text and its parse): 50,000 characters.
+  const memo = new IdentityMemo(200_000);
   const heavy: MessageParam[] = [
     { role: "user", content: "hi" },
     {
@@ -130,7 +131,8 @@ Deno.test("IdentityMemo weighs what it holds, thinking included, and drops past 
   identify(memo, "a", heavy);
   assert.ok(memo.held > 30_000, `held ${memo.held}`);
   identify(memo, "b", structuredClone(heavy));
-  assert.ok(memo.held <= 50_000);
+  assert.ok(memo.stats().bytes <= 200_000, `${memo.stats().bytes} bytes`);
+  assert.equal(memo.stats().bytes, 4 * memo.held);
   // "a", the least recently used, went to make room for "b".
   assert.equal(identify(memo, "a", structuredClone(heavy)).known, 0);
   // Heavier than the whole capacity: built, never held.

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { CONFIG_DECLARATIONS } from "../../lib/config/config_schema.ts";
+import { defaultMemoryBudgetMb } from "../../lib/cache/mod.ts";
 import {
   CONFIG_VARIABLES,
   ConfigError,
@@ -65,7 +66,11 @@ Deno.test("resolveConfig() fills every setting with its default on an empty envi
     thinkingHistory: "keep",
     realignMaxTokens: 256,
     signingSecret: null,
-    chainCacheTokens: 16 * 1024 * 1024,
+    chainCacheTokens: null,
+    memoryBudgetMb: defaultMemoryBudgetMb(
+      Deno.systemMemoryInfo().total,
+      navigator.hardwareConcurrency,
+    ),
     tokenizerWorkers: 2,
     scriptedLatencyMs: 0,
     modelId: "rollout-gateway",
@@ -155,6 +160,7 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     REALIGN_MAX_TOKENS: "0",
     SIGNING_SECRET: "signing-secret-0123456789",
     CHAIN_CACHE_TOKENS: "0",
+    MEMORY_BUDGET_MB: "768",
     TOKENIZER_WORKERS: "1",
     SCRIPTED_LATENCY_MS: "5",
     MODEL_ID: "qwen3-8b",
@@ -243,6 +249,7 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
     realignMaxTokens: 0,
     signingSecret: "signing-secret-0123456789",
     chainCacheTokens: 0,
+    memoryBudgetMb: 768,
     tokenizerWorkers: 1,
     scriptedLatencyMs: 5,
     modelId: "qwen3-8b",
@@ -346,6 +353,7 @@ Deno.test("resolveConfig() lists every variable it reads in CONFIG_VARIABLES", (
     "MAX_IMAGE_PIXELS",
     "MAX_SEGMENTS",
     "MAX_SEGMENT_TOKENS",
+    "MEMORY_BUDGET_MB",
     "MODEL_ID",
     "NODE_BIN",
     "OVERLONG_SEGMENTS",
@@ -406,6 +414,8 @@ Deno.test("resolveConfig() throws a ConfigError naming the variable for each bad
     ["ENGINE_TIMEOUT_MS", "999"],
     ["PING_INTERVAL_MS", "9"],
     ["CHAIN_CACHE_TOKENS", "-5"],
+    ["MEMORY_BUDGET_MB", "100"],
+    ["MEMORY_BUDGET_MB", "lots"],
     ["SCRIPTED_LATENCY_MS", "60001"],
     ["TOKENIZER_WORKERS", "17"],
     ["MODEL_ID", "two words"],

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { PromptIds } from "../../lib/engine/mod.ts";
+import { capacityFor, PromptIds } from "../../lib/engine/mod.ts";
 
 const ascii = (ids: PromptIds) => new TextDecoder().decode(ids.ascii());
 
@@ -88,4 +88,39 @@ Deno.test("PromptIds.concat() with the ids' digits already written copies them: 
   const first = PromptIds.from(ids, written);
   assert.deepEqual(first.toArray(), ids);
   assert.deepEqual(first.concat([9]).toArray(), [...ids, 9]);
+});
+
+Deno.test("PromptIds: a sequence copied again and again (a turn resumed or retried each time) keeps a buffer of what it holds, not one doubled a copy", () => {
+  let head = PromptIds.from(Array.from({ length: 2_000 }, (_, i) => i));
+  for (let turn = 0; turn < 12; turn++) {
+    head.concat([1]); // an attempt written in place, then given up
+    head = head.concat([2, 3]); // the resumed attempt: a copy, since the buffer moved on
+    assert.ok(
+      head.bytes <= capacityFor(head.ascii().length + 1 + 2 * 11),
+      `turn ${turn}: ${head.bytes} bytes for ${head.ascii().length} digits`,
+    );
+  }
+  assert.deepEqual(head.toArray(), [
+    ...Array.from({ length: 2_000 }, (_, i) => i),
+    ...Array.from({ length: 12 }, () => [2, 3]).flat(),
+  ]);
+});
+
+Deno.test("PromptIds: a sequence extended in place a token at a time holds at most half as much again as its digits (and few copies)", () => {
+  let ids = PromptIds.from([7]);
+  const buffers = new Set<number>();
+  for (let i = 0; i < 50_000; i++) {
+    ids = ids.concat([151_643]);
+    buffers.add(ids.bytes);
+  }
+  const digits = ids.ascii().length;
+  assert.ok(ids.bytes <= capacityFor(digits + 12), `${ids.bytes} bytes for ${digits} digits`);
+  assert.ok(buffers.size <= 20, `${buffers.size} buffers`);
+});
+
+Deno.test("PromptIds.from() of ids holds a buffer of half as much again as their digits, not of a bound per id", () => {
+  const ids = Array.from({ length: 60_000 }, (_, i) => (i * 7_919) % 151_000);
+  const prompt = PromptIds.from(ids);
+  assert.equal(prompt.bytes, capacityFor(prompt.ascii().length + 1));
+  assert.deepEqual(prompt.toArray(), ids);
 });

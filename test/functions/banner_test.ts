@@ -1,9 +1,11 @@
 /**
  * The start-up banner says what the operator must know before the first rollout: every
  * registered agent CLI and whether it is ready here, which test runners a local sandbox can
- * grade with, and what becomes of images.
+ * grade with, what becomes of images, and the memory budget.
  */
 import assert from "node:assert/strict";
+import v8 from "node:v8";
+import { memoryShares } from "../../lib/cache/mod.ts";
 import { banner } from "../../functions/_deps.ts";
 import { runnersHere } from "../../lib/evaluate/mod.ts";
 import { CLI_HARNESSES } from "../../lib/rollout/mod.ts";
@@ -82,5 +84,29 @@ Deno.test("a vision gateway's banner says images go to the model", async () => {
     );
   } finally {
     await close();
+  }
+});
+
+Deno.test("the banner names the memory budget, what the caches may take of it, the heap limit in force and the flag that holds it to the budget", async () => {
+  const gw = await startGateway({ env: { MEMORY_BUDGET_MB: "768" } });
+  try {
+    const shares = memoryShares(768);
+    const mib = (bytes: number) => Math.round(bytes / 2 ** 20);
+    const caches = Object.values(shares.caches).reduce((sum, bytes) => sum + bytes, 0) +
+      gw.deps.config.tokenizerWorkers * shares.caches.sections;
+    const limit = mib(v8.getHeapStatistics().heap_size_limit);
+    // This test process runs with V8's default limit, above the budget's 384 MiB.
+    assert.ok(limit > 480, `${limit}`);
+    assert.equal(
+      line(banner(gw.deps, gw.url), "memory"),
+      `  memory:     budget 768 MiB (caches up to ${
+        mib(caches)
+      } MiB); V8 heap limit ${limit} MiB ` +
+        "(DENO_V8_FLAGS=--max-old-space-size=384 holds it to the budget); freed memory given " +
+        "back every 30 s",
+    );
+    assert.ok(mib(caches) < 768 / 2);
+  } finally {
+    await gw.close();
   }
 });

@@ -13,7 +13,7 @@ import { startGateway, type TestGateway } from "../_gateway.ts";
 
 /** A memo that never holds anything: every body parsed whole, as before it existed. */
 const none = () =>
-  new RecurringFields({ capacityChars: 0, minChars: 1, maxValues: 0, accepts: () => true });
+  new RecurringFields({ capacityBytes: 0, minChars: 1, maxValues: 0, accepts: () => true });
 
 Deno.test("the recorded Claude Code episode parses its system prompt and tools once and records the same tokens", async () => {
   const held = await startGateway({ script: [...episode.replies, ...episode.replies] });

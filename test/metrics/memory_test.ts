@@ -5,7 +5,7 @@
  */
 import Anthropic from "@anthropic-ai/sdk";
 import assert from "node:assert/strict";
-import { WeightedLru } from "../../lib/cache/mod.ts";
+import { memoryShares, WeightedLru } from "../../lib/cache/mod.ts";
 import {
   createMetrics,
   memorySampler,
@@ -17,11 +17,11 @@ import { ADMIN_TOKEN, startGateway } from "../_gateway.ts";
 import { countable, parseExposition, seriesId } from "../_prometheus.ts";
 
 Deno.test("a weighted cache's bytes are its entries' sizes, whatever it evicts, and it counts hits and misses", () => {
-  // Weight in characters, bytes twice that: the strings' two-byte upper bound.
+  // Units in characters, bytes twice that: the strings' two-byte upper bound.
   const cache = new WeightedLru<string, string>(
-    1000,
-    (key, value) => key.length + value.length,
+    2000,
     (key, value) => 2 * (key.length + value.length),
+    (key, value) => key.length + value.length,
   );
   const held = new Map<string, string>();
   let seed = 7;
@@ -39,7 +39,7 @@ Deno.test("a weighted cache's bytes are its entries' sizes, whatever it evicts, 
       cache.get(key);
     }
     const stats = cache.stats();
-    assert.ok(stats.held <= stats.capacity, `held ${stats.held}`);
+    assert.ok(stats.bytes <= stats.capacity, `bytes ${stats.bytes}`);
     assert.equal(stats.bytes, 2 * stats.held);
   }
   // What it still holds is what its bytes count: every key it answers for.
@@ -89,8 +89,8 @@ Deno.test("the sampler writes memory and each cache's stats, and counts lookups 
   );
 });
 
-Deno.test("a real gateway's scrape shows its memory and its caches after an episode", async () => {
-  const gw = await startGateway({ script: () => "Done." });
+Deno.test("a real gateway's scrape shows its memory and its caches after an episode, each cache's capacity its share of the budget", async () => {
+  const gw = await startGateway({ script: () => "Done.", env: { MEMORY_BUDGET_MB: "512" } });
   try {
     const { token } = await gw.openSession();
     const client = gw.anthropic(token);
@@ -120,7 +120,20 @@ Deno.test("a real gateway's scrape shows its memory and its caches after an epis
     const capacity = series("rollout_gateway_cache_capacity");
     // The chain cache holds the episode's chain: its prompt buffer, at least a byte a token.
     assert.ok(held.get("chains")! > 0 && bytes.get("chains")! >= held.get("chains")!);
-    assert.ok(held.get("chains")! <= capacity.get("chains")!);
+    const shares = memoryShares(512).caches;
+    // The main isolate's sections are the test's shared tokenizer's (loaded once for every test
+    // gateway); no image cache without vision.
+    const { worker_sections: workers, sections: _sections, ...main } = Object.fromEntries(capacity);
+    assert.deepEqual(main, {
+      chains: shares.chains,
+      identities: shares.identities,
+      recurring_fields: shares.recurringFields,
+      settings: shares.settings,
+      images: 0,
+    });
+    // Each tokenizer worker that answered a job brings its own share.
+    assert.equal(workers % shares.sections, 0, `${workers}`);
+    for (const [cache, held] of bytes) assert.ok(held <= capacity.get(cache)!, cache);
     assert.ok(bytes.get("identities")! > 0);
     const lookups = series("rollout_gateway_cache_lookups_total");
     // The second turn found its chain cached.

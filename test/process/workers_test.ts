@@ -102,6 +102,13 @@ Deno.test("two workers on one port serve one session alternately, and its chain 
       gateway.output(),
       /Rollout Gateway listening on http:\/\/127\.0\.0\.1:\d+ \(this machine only: [^)]*\) with 2 workers/,
     );
+    // Each worker runs with the heap limit of its budget (the supervisor's DENO_V8_FLAGS): the
+    // banner gives no flag to set. Worker 0's details follow its ready line.
+    await until(() => gateway.output().includes("memory:"));
+    assert.match(
+      gateway.output(),
+      /memory: +budget \d+ MiB \(caches up to \d+ MiB\); V8 heap limit \d+ MiB; freed memory given back every 30 s/,
+    );
     const { id, token } = await openSession(gateway.url);
     const served = await driveAcrossWorkers(gateway, token, 3);
     assert.equal(engine.calls.length, served.length);

@@ -9,7 +9,7 @@ import { loadTokenizer, renderPrompt } from "../../lib/template/mod.ts";
 import type { ChatPrompt } from "../../lib/chat/mod.ts";
 
 /** A cache over a counting encoder that spells each character's code. */
-function counting(options = { minChars: 4, capacityChars: 20 }) {
+function counting(options = { minChars: 4, capacityBytes: 250 }) {
   const calls: [string, number][] = [];
   const cache = new SectionCache((text, section) => {
     calls.push([text, section]);
@@ -28,19 +28,29 @@ Deno.test("SectionCache encodes a long section once per section index, and short
   assert.deepEqual(calls, [["abcdef", 0], ["abcdef", 2], ["abc", 0], ["abc", 0]]);
 });
 
-Deno.test("SectionCache drops the least recently used sections past its capacity", () => {
-  const { cache, calls } = counting({ minChars: 4, capacityChars: 20 });
-  cache.encode("aaaaaa", 0); // 8 characters with its key
-  cache.encode("bbbbbb", 0); // 16
+Deno.test("SectionCache drops the least recently used sections past its capacity in bytes", () => {
+  const { cache, calls } = counting({ minChars: 4, capacityBytes: 250 });
+  // 8 characters with its key, 6 tokens of 8 bytes and two objects' overhead: 120 bytes
+  cache.encode("aaaaaa", 0);
+  cache.encode("bbbbbb", 0); // 240
   cache.encode("aaaaaa", 0); // a hit: "a" is now the most recent
-  cache.encode("cccccc", 0); // 24 > 20: "b" goes
-  assert.ok(cache.held <= 20, `${cache.held}`);
+  cache.encode("cccccc", 0); // 360 > 250: "b" goes
+  assert.deepEqual(cache.stats().bytes, 240);
+  assert.equal(cache.held, 16);
   cache.encode("aaaaaa", 0);
   cache.encode("bbbbbb", 0);
   assert.deepEqual(calls.map(([text]) => text[0]), ["a", "b", "c", "b"]);
-  cache.encode("x".repeat(30), 0); // longer than the whole cache: encoded, not kept
+  cache.encode("x".repeat(30), 0); // larger than the whole cache (336 bytes): encoded, not kept
   cache.encode("x".repeat(30), 0);
   assert.equal(calls.filter(([text]) => text[0] === "x").length, 2);
+});
+
+Deno.test("SectionCache weighs text outside Latin-1 at two bytes a character", () => {
+  const { cache } = counting({ minChars: 4, capacityBytes: 1_000 });
+  cache.encode("\u00e9t\u00e9s", 0); // Latin-1: a byte a character (6 with its key)
+  assert.equal(cache.stats().bytes, 6 + 8 * 4 + 64);
+  cache.encode("\u4f60\u597d\u4e16\u754c", 1); // two bytes a character
+  assert.equal(cache.stats().bytes, 6 + 8 * 4 + 64 + 2 * 6 + 8 * 4 + 64);
 });
 
 Deno.test("a Claude-Code-sized prompt renders to the same tokens through the cache as without it", async () => {

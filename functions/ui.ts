@@ -43,7 +43,7 @@ import {
   UI_LOGIN_MS,
   validCookie,
 } from "./ui/_auth.ts";
-import { type Html, page, pageHeaders } from "./ui/_layout.ts";
+import { type Html, page, PAGE_HEADERS, viewerSecurity } from "./ui/_layout.ts";
 import { groupBody, groupsBody, harnessOf } from "./ui/_rollouts.ts";
 import { sessionBody, sessionsBody } from "./ui/_sessions.ts";
 import { tokensBody } from "./ui/_tokens.ts";
@@ -103,11 +103,11 @@ export type UiDeps = AdminDeps & Pick<Deps, "tokenizer" | "cursors">;
 /** The viewer app over `deps`. */
 export function createUiApp(deps: UiDeps): Hono {
   const app = new Hono();
+  app.use("/ui", viewerSecurity);
+  app.use("/ui/*", viewerSecurity);
 
-  const respond = (c: Context, title: string, body: Html, status = 200, script = false) => {
-    const nonce = newNonce();
-    return c.html(page(title, body, { nonce, script }), status as 200, pageHeaders(nonce));
-  };
+  const respond = (c: Context, title: string, body: Html, status = 200, script = false) =>
+    c.html(page(title, body, { nonce: nonceOf(c), script }), status as 200, PAGE_HEADERS);
 
   const loginPage = (c: Context, status: number, message: string | null) => {
     const url = new URL(c.req.url);
@@ -121,8 +121,11 @@ ${message ? html`<p class="error" id="login-error">${message}</p>` : ""}
 <form method="post" action="/ui/login?next=${encodeURIComponent(next)}">
 <input type="password" name="token" autocomplete="current-password" autofocus required>
 <button type="submit">Log in</button></form></div>`;
-    const nonce = newNonce();
-    return c.html(page("Log in", body, { nonce, nav: false }), status as 200, pageHeaders(nonce));
+    return c.html(
+      page("Log in", body, { nonce: nonceOf(c), nav: false }),
+      status as 200,
+      PAGE_HEADERS,
+    );
   };
 
   app.get("/ui/login", (c) => loginPage(c, 200, null));
@@ -252,19 +255,18 @@ ${message ? html`<p class="error" id="login-error">${message}</p>` : ""}
     // A refused login shows why; any other page refused for want of the token shows the form.
     if (c.req.path === "/ui/login") return loginPage(c, status, message);
     if (status === 401) return loginPage(c, 401, null);
-    const nonce = newNonce();
     const body = html`
       <h1>${status}</h1>
       <p class="error">${message}</p>
     `;
-    return c.html(page("Error", body, { nonce }), status as 400, pageHeaders(nonce));
+    return c.html(page("Error", body, { nonce: nonceOf(c) }), status as 400, PAGE_HEADERS);
   });
   return app;
 }
 
-/** A fresh nonce for a page's script (its CSP admits no other). */
-function newNonce(): string {
-  return crypto.randomUUID().replaceAll("-", "");
+/** The request's nonce, the only one its page's policy admits a script by (`viewerSecurity`). */
+function nonceOf(c: Context): string {
+  return (c.get as (key: string) => unknown)("secureHeadersNonce") as string;
 }
 
 export default lazyApp(createUiApp);

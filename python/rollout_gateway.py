@@ -364,7 +364,7 @@ class Gateway:
         parsed = json.loads(text)
         if format == "raw":
             return parsed
-        return SampleList(parsed[_exported_key(format)], dropped=parsed.get("dropped"))
+        return SampleList(_exported_list(parsed), dropped=parsed.get("dropped"))
 
     def image(self, id: str, digest: str) -> bytes:
         """The bytes of an image a sample names (its ``images[].digest``, or the ``url`` itself).
@@ -572,7 +572,7 @@ class Gateway:
             exported = result.get("samples")
             if view["phase"] != "done" or not exported:
                 continue
-            out.extend(exported[_exported_key(format)])
+            out.extend(_exported_list(exported))
         return out
 
     def _json(self, method: str, path: str, body: Optional[Any] = None) -> Dict[str, Any]:
@@ -656,9 +656,14 @@ def _retry_after(headers: Any) -> Optional[float]:
     return None
 
 
-def _exported_key(format: str) -> str:
-    """Where an export's list is: ``records`` for xtuner's formats, ``samples`` for the rest."""
-    return "records" if format in ("jsonl", "xtuner") else "samples"
+def _exported_list(exported: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """An export's list, whichever key the answer holds it under: ``samples`` (slime, verl,
+    samples) or ``records`` (jsonl, xtuner), so a format added later reads the same."""
+    for key in ("samples", "records"):
+        listed = exported.get(key)
+        if isinstance(listed, list):
+            return listed
+    raise ValueError(f"An export with neither samples nor records: {sorted(exported)}")
 
 
 def _check_finite(body: Any) -> None:

@@ -5,7 +5,9 @@
  *
  * @module
  */
+import type { MiddlewareHandler } from "hono";
 import { html, raw } from "hono/html";
+import { NONCE, secureHeaders } from "hono/secure-headers";
 import type { HtmlEscapedString } from "hono/utils/html";
 
 /** What a page body is: HTML text, escaped where it came from data. */
@@ -140,25 +142,28 @@ export function page(
   `;
 }
 
-/** Headers every viewer page carries: no caching, no framing, scripts by nonce only. */
-export function pageHeaders(nonce: string): Record<string, string> {
-  return {
-    "cache-control": "no-store",
-    "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
-    "x-frame-options": "DENY",
-    "content-security-policy": [
-      "default-src 'none'",
-      // Inline style attributes (bar widths) need it; every value in them is the page's own.
-      "style-src 'unsafe-inline'",
-      `script-src 'nonce-${nonce}'`,
-      "img-src 'self' data:",
-      "form-action 'self'",
-      "frame-ancestors 'none'",
-      "base-uri 'none'",
-    ].join("; "),
-  };
-}
+/**
+ * The headers every viewer page carries (`hono/secure-headers`): no framing, no sniffing, no
+ * referrer, and scripts by the request's nonce only (`c.get("secureHeadersNonce")`). HSTS is the
+ * TLS proxy's to set, for its own domain: the gateway serves plain HTTP.
+ */
+export const viewerSecurity: MiddlewareHandler = secureHeaders({
+  contentSecurityPolicy: {
+    defaultSrc: ["'none'"],
+    // Inline style attributes (bar widths) need it; every value in them is the page's own.
+    styleSrc: ["'unsafe-inline'"],
+    scriptSrc: [NONCE],
+    imgSrc: ["'self'", "data:"],
+    formAction: ["'self'"],
+    frameAncestors: ["'none'"],
+    baseUri: ["'none'"],
+  },
+  xFrameOptions: "DENY",
+  strictTransportSecurity: false,
+});
+
+/** Headers a viewer page adds to {@linkcode viewerSecurity}'s: never cached. */
+export const PAGE_HEADERS: Readonly<Record<string, string>> = { "cache-control": "no-store" };
 
 /** Escapes text for HTML (for the token view, which builds its markup as one string). */
 export function escapeHtml(text: string): string {

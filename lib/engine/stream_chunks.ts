@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { sseEvents, SseEventTooLongError } from "./sse_data.ts";
 
 /** One `/generate` answer, or one chunk of a streamed one, as far as the gateway reads it. */
 export interface RawOutput {
@@ -45,7 +46,8 @@ export class StreamFormatError extends Error {
 }
 
 /**
- * The `data:` payloads of an SSE body, `[DONE]` included, as the bytes arrive.
+ * The `data:` payloads of an SSE body, `[DONE]` included, as the bytes arrive (`sse_data.ts`: the
+ * specification's line ends, comments and events).
  *
  * @throws {StreamFormatError} past `maxEventBytes` in one event (a runaway body).
  */
@@ -53,40 +55,12 @@ export async function* sseData(
   body: AsyncIterable<Uint8Array>,
   maxEventBytes = 256 * 1024 * 1024,
 ): AsyncGenerator<string> {
-  const decoder = new TextDecoder();
-  let buffer = "";
-  let scanned = 0;
-  for await (const bytes of body) {
-    buffer += decoder.decode(bytes, { stream: true });
-    for (;;) {
-      const end = buffer.indexOf("\n\n", Math.max(0, scanned - 1));
-      if (end < 0) break;
-      const event = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      scanned = 0;
-      const data = eventData(event);
-      if (data !== null) yield data;
-    }
-    scanned = buffer.length;
-    if (buffer.length > maxEventBytes) {
-      throw new StreamFormatError(`Engine sent an event longer than ${maxEventBytes} bytes`);
-    }
+  try {
+    yield* sseEvents(body, maxEventBytes);
+  } catch (error) {
+    if (error instanceof SseEventTooLongError) throw new StreamFormatError(error.message);
+    throw error;
   }
-  buffer += decoder.decode();
-  const data = eventData(buffer);
-  if (data !== null) yield data;
-}
-
-/** The data of one SSE event (its `data:` lines joined), or `null` for a comment or blank. */
-function eventData(event: string): string | null {
-  let data: string | null = null;
-  for (const line of event.split("\n")) {
-    const text = line.endsWith("\r") ? line.slice(0, -1) : line;
-    if (!text.startsWith("data:")) continue;
-    const value = text.slice(text[5] === " " ? 6 : 5);
-    data = data === null ? value : `${data}\n${value}`;
-  }
-  return data;
 }
 
 /**

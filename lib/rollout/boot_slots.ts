@@ -22,7 +22,7 @@ import {
   type SandboxSpec,
   SandboxUnavailableError,
 } from "../sandbox/mod.ts";
-import { sleep } from "../timing/mod.ts";
+import { backoffMs, sleep } from "../timing/mod.ts";
 
 /** How boot slots behave. */
 export interface BootSlotOptions {
@@ -128,7 +128,7 @@ export function boundedBackend(
         return await timedBoot(backend, spec, options.bootMs);
       } catch (error) {
         if (!(error instanceof SandboxUnavailableError)) throw error;
-        const delay = (options.backoffMs ?? 1000) * 2 ** (tries - 1) * (0.5 + Math.random());
+        const delay = backoffMs(tries, options.backoffMs ?? 1000);
         await noteBootFailure(kv, options.scope, Math.min(delay, MAX_BOOT_BACKOFF_MS));
         if (tries >= BOOT_TRIES) throw error;
       } finally {

@@ -9,36 +9,36 @@ import type { CodedError } from "../errors/mod.ts";
 import type { EvaluationResult } from "../evaluate/mod.ts";
 import { getRolloutJob, readRolloutBlob } from "./rollout_store.ts";
 import { readSessionSummary, SessionNotFoundError } from "../session/mod.ts";
-import type { AgentOutcome, EpisodeReward, RolloutJobRecord, RolloutPhase } from "./records.ts";
+import type { AgentOutcome, EpisodeReward, RolloutJobRecord } from "./records.ts";
 import type { Store } from "../kv/mod.ts";
 
-/** A job at a glance; times in epoch ms. */
-export interface JobSummary {
-  readonly id: string;
-  readonly groupId: string;
-  /** Its index in its group. */
-  readonly index: number;
-  readonly phase: RolloutPhase;
-  /** Why it failed or was aborted (or why its last attempt did, while it waits for a retry). */
-  readonly reason: string | null;
+/** What a job's summary shows of its record as it is (each field as the record says it). */
+type RecordFields =
+  | "id"
+  | "groupId"
+  | "index"
+  | "phase"
+  | "reason"
+  | "detail"
+  | "attempt"
+  | "maxAttempts"
+  | "sessionId"
+  | "sessions"
+  | "createdAt"
+  | "startedAt"
+  | "finishedAt"
+  | "deadlineAt"
+  | "cancelRequested";
+
+/**
+ * A job at a glance; times in epoch ms: its record's fields (its worker, blobs and retry times
+ * left out), what the record leaves absent made `null`, and what is read beside it.
+ */
+export type JobSummary = Pick<RolloutJobRecord, RecordFields> & {
   /** Whose failure its end was, once finished (`agent`: its reward is real); `null` before. */
   readonly outcome: JobOutcome | null;
-  /** The reason in words. */
-  readonly detail: string | null;
-  /** Attempts started; 0 while first queued. */
-  readonly attempt: number;
-  readonly maxAttempts: number;
-  /** The session of the current (or last) attempt: its samples are the job's samples. */
-  readonly sessionId: string | null;
-  /** The sessions of every attempt, in order. */
-  readonly sessions: readonly string[];
-  readonly createdAt: number;
-  readonly startedAt: number | null;
-  readonly finishedAt: number | null;
-  readonly deadlineAt: number | null;
   /** When the finished job is deleted (with the session retention). */
   readonly expiresAt: number | null;
-  readonly cancelRequested: boolean;
   readonly progress: {
     /** Turns its session's chains have recorded. */
     readonly turns: number;
@@ -55,7 +55,7 @@ export interface JobSummary {
     /** How the agent ended, and the end of its log. */
     readonly agent: AgentOutcome & { readonly logTail: string | null } | null;
   } | null;
-}
+};
 
 /** A rollout job, or group, not found (HTTP 404). */
 export class JobNotFoundError extends Error implements CodedError {

@@ -22,7 +22,7 @@ export * from "./env_task.ts";
 export * from "./env_client.ts";
 export * from "./env_loop.ts";
 export * from "./gateway_chat.ts";
-export * from "./run_episode.ts";
+export * from "./env_loop_attempt.ts";
 export * from "./group_view.ts";
 export * from "./group_metrics.ts";
 export * from "./outcome.ts";

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { backoffMs } from "../timing/mod.ts";
 
 /** Whose failure a job's end was. */
 export type JobOutcome = "agent" | "infra";
@@ -140,6 +141,5 @@ export const MAX_RETRY_DELAY_MS = 60_000;
  * ```
  */
 export function retryDelayMs(attempt: number, baseMs: number, random: number): number {
-  const exponential = Math.min(MAX_RETRY_DELAY_MS, baseMs * 2 ** Math.max(0, attempt - 1));
-  return Math.round(exponential * (0.5 + random));
+  return backoffMs(attempt, baseMs, random, MAX_RETRY_DELAY_MS);
 }

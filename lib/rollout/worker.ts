@@ -38,7 +38,7 @@ import {
   type CliRolloutSettings,
   runAttempt,
 } from "./run_attempt.ts";
-import { type EnvRolloutSettings, runEpisodeAttempt, userSessionId } from "./run_episode.ts";
+import { type EnvRolloutSettings, runEnvLoopAttempt, userSessionId } from "./env_loop_attempt.ts";
 
 /** How a worker runs. */
 export interface WorkerOptions {
@@ -224,7 +224,7 @@ export class RolloutWorker {
       let outcome: AttemptOutcome;
       try {
         outcome = isEnvTask(task)
-          ? await runEpisodeAttempt(
+          ? await runEnvLoopAttempt(
             this.deps,
             job,
             task,

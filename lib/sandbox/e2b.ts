@@ -9,7 +9,7 @@
 import { AuthenticationError, CommandExitError, Sandbox as E2bSandbox } from "e2b";
 import { bundleCommit, describe } from "./git_bundle.ts";
 import { OutputTail } from "./output_tail.ts";
-import { sleep } from "../timing/mod.ts";
+import { backoffMs, sleep } from "../timing/mod.ts";
 import {
   checkExtraPaths,
   DEFAULT_OUTPUT_BYTES,
@@ -168,7 +168,7 @@ export class E2bBackend implements SandboxBackend {
         }
         lastError = error;
         if (attempt < bootAttempts) {
-          await sleep(bootBackoffMs * 2 ** (attempt - 1) * (0.5 + Math.random()), spec.signal);
+          await sleep(backoffMs(attempt, bootBackoffMs), spec.signal);
         }
       }
     }

@@ -17,7 +17,6 @@ import {
 
 /** One line of the JSONL export. */
 export interface JsonlRecord extends SegmentIdentity {
-  readonly session_id: string;
   readonly prompt_len: number;
   readonly response_len: number;
   /** The first turn's prompt as text (the template's rendering). */
@@ -74,7 +73,6 @@ export function toJsonl(
   const { prompt_ids, response_ids, loss_mask, logprobs, version_spans } = segment.arrays;
   const images = segmentImages(session.id, segment.turns);
   return {
-    session_id: session.id,
     ...segmentIdentity(session, segment),
     prompt_len: prompt_ids.length,
     response_len: response_ids.length,

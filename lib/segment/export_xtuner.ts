@@ -90,7 +90,6 @@ export interface XtunerReward {
 
 /** One trajectory record. */
 export interface XtunerRecord extends SegmentIdentity {
-  readonly session_id: string;
   readonly status: XtunerStatus;
   /** How the last turn ended. */
   readonly finish_reason: string | null;
@@ -164,7 +163,6 @@ export function toXtuner(
   const { score: _, ...metrics } = session.reward ?? {};
   const images = segmentImages(session.id, segment.turns);
   return {
-    session_id: session.id,
     ...segmentIdentity(session, segment),
     status: statusOf(session, segment),
     finish_reason: segment.stats.finish_reason,

@@ -23,9 +23,15 @@ export interface SampleTurn {
 
 /** How a segment belongs to its episode, shared by every export format. */
 export interface SegmentIdentity {
+  /** The session: every segment of one episode has the same session id. */
+  readonly session_id: string;
   readonly kind: SegmentKind;
   readonly chain_id: string;
-  /** The session: every segment of one episode has the same rollout id. */
+  /**
+   * The session id under its old name, kept for one release (docs/trainers.md): it never named a
+   * rollout job, and `session_id` is what to read.
+   * @deprecated Read `session_id`.
+   */
   readonly rollout_id: string;
   /** The session's `group_id` metadata (GRPO group), or `null`. */
   readonly group_id: string | null;
@@ -104,6 +110,7 @@ export function segmentIdentity(
 ): SegmentIdentity {
   const group = session.metadata.group_id;
   return {
+    session_id: session.id,
     kind: segment.kind,
     chain_id: segment.header.id,
     rollout_id: session.id,

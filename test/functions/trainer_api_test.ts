@@ -253,7 +253,8 @@ Deno.test("a session is rewarded, closed (frozen), exported in every format, and
     assert.deepEqual(slime.rollout_log_probs, sample.logprobs);
     assert.equal(slime.reward, 0.5);
     assert.equal(slime.status, "completed");
-    assert.equal(slime.metadata.rollout_id, id);
+    assert.equal(slime.metadata.session_id, id);
+    assert.equal(slime.metadata.rollout_id, id, "its old name, kept one release");
     const [verl] = (await admin(gw, "GET", `/sessions/${id}/samples?format=verl`)).body.samples;
     assert.deepEqual(verl.prompt_ids, sample.prompt_ids);
     assert.deepEqual(verl.response_mask, sample.loss_mask);

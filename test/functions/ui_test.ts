@@ -151,10 +151,18 @@ Deno.test("the viewer shows recorded sessions and rollouts as they were recorded
     await t.step("pages carry a script policy by nonce and no caching", async () => {
       const page = await get(seeded, `/ui/sessions/${seeded.flagged}/chains/c0`);
       const csp = page.headers.get("content-security-policy")!;
-      const nonce = /script-src 'nonce-([0-9a-f]{32})'/.exec(csp)![1];
+      const nonce = /script-src 'nonce-([A-Za-z0-9+/]{22}==)'/.exec(csp)![1];
       assert.match(page.text, new RegExp(`<script nonce="${nonce}">`));
       assert.equal(page.headers.get("cache-control"), "no-store");
       assert.match(csp, /frame-ancestors 'none'/);
+      assert.match(csp, /^default-src 'none'/);
+      assert.equal(page.headers.get("x-frame-options"), "DENY");
+      assert.equal(page.headers.get("x-content-type-options"), "nosniff");
+      assert.equal(page.headers.get("referrer-policy"), "no-referrer");
+      assert.equal(page.headers.get("strict-transport-security"), null);
+      // A new nonce each page.
+      const again = await get(seeded, `/ui/sessions/${seeded.flagged}/chains/c0`);
+      assert.notEqual(again.headers.get("content-security-policy"), csp);
     });
 
     await t.step(

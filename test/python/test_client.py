@@ -184,6 +184,8 @@ class EpisodeTest(unittest.TestCase):
         self.assertEqual(slime["rollout_log_probs"], sample["logprobs"])
         self.assertEqual(slime["reward"], self.SCORE)
         self.assertEqual(slime["status"], "completed")
+        self.assertEqual(slime["metadata"]["session_id"], self.session.id)
+        # Its old name, kept one release.
         self.assertEqual(slime["metadata"]["rollout_id"], self.session.id)
         self.assertEqual(slime["metadata"]["kind"], "final")
         self.assertEqual(slime["metadata"]["stats"]["turns"], 3)
@@ -199,6 +201,7 @@ class EpisodeTest(unittest.TestCase):
         self.assertEqual(verl["num_turns"], 6)
         self.assertEqual(verl["metrics"]["tool_calls"], 1)
         self.assertEqual(verl["extra_fields"]["stats"]["finish_reason"], "end_of_turn")
+        self.assertEqual(verl["extra_fields"]["session_id"], self.session.id)
 
     def test_07_jsonl_and_raw(self):
         (line,) = self.gw.samples(self.session.id, format="jsonl")
@@ -786,6 +789,18 @@ class RolloutTest(unittest.TestCase):
             gw.rollout("job_000000000000000000000000")
         with self.assertRaises(InvalidRequestError):
             gw.submit_rollout({"repo": "fixture:python_unittest"})
+
+
+class ExportListTest(unittest.TestCase):
+    """The client reads an export's list under whichever key the answer has."""
+
+    def test_samples_or_records_whichever_the_answer_holds(self):
+        from rollout_gateway import _exported_list
+
+        self.assertEqual(_exported_list({"samples": [1], "dropped": []}), [1])
+        self.assertEqual(_exported_list({"records": [2], "dropped": []}), [2])
+        with self.assertRaises(ValueError):
+            _exported_list({"dropped": []})
 
 
 if __name__ == "__main__":

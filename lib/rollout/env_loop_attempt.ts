@@ -39,7 +39,7 @@ export function userSessionId(sessionId: string): string {
  * Runs attempt `job.attempt` of an environment-loop job until it ends; `signal` aborts it with
  * an `AttemptStop` reason.
  */
-export async function runEpisodeAttempt(
+export async function runEnvLoopAttempt(
   deps: AttemptDeps,
   job: RolloutJobRecord,
   task: EnvTask,

@@ -95,16 +95,14 @@ Deno.test("the banner names the memory budget, what the caches may take of it, t
     const caches = Object.values(shares.caches).reduce((sum, bytes) => sum + bytes, 0) +
       gw.deps.config.tokenizerWorkers * shares.caches.sections;
     const limit = mib(v8.getHeapStatistics().heap_size_limit);
-    // This test process runs with V8's default limit, above the budget's 384 MiB.
-    assert.ok(limit > 480, `${limit}`);
-    assert.equal(
-      line(banner(gw.deps, gw.url), "memory"),
-      `  memory:     budget 768 MiB (caches up to ${
-        mib(caches)
-      } MiB); V8 heap limit ${limit} MiB ` +
-        "(DENO_V8_FLAGS=--max-old-space-size=384 holds it to the budget); freed memory given " +
-        "back every 30 s",
-    );
+    // This test process runs with V8's default limit, above the budget's 384 MiB on any machine
+    // of more than 2 GiB: the banner says which flag holds it to the budget.
+    const hint = limit > 384 * 1.25
+      ? " (DENO_V8_FLAGS=--max-old-space-size=384 holds it to the budget)"
+      : "";
+    const expected = `  memory:     budget 768 MiB (caches up to ${mib(caches)} MiB); ` +
+      `V8 heap limit ${limit} MiB${hint}; freed memory given back every 30 s`;
+    assert.equal(line(banner(gw.deps, gw.url), "memory"), expected);
     assert.ok(mib(caches) < 768 / 2);
   } finally {
     await gw.close();

@@ -87,7 +87,13 @@ import {
 } from "../lib/evaluate/mod.ts";
 import { agentInstalls, RolloutWorker } from "../lib/rollout/mod.ts";
 import type { LifecycleDeps } from "../lib/session/mod.ts";
-import { countedBackend, type SandboxBackend, sandboxBackends } from "../lib/sandbox/mod.ts";
+import {
+  countedBackend,
+  SANDBOX_BACKEND_KINDS,
+  type SandboxBackend,
+  sandboxBackendKind,
+  sandboxBackends,
+} from "../lib/sandbox/mod.ts";
 import {
   catalogueFor,
   createMetrics,
@@ -210,6 +216,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       throw error;
     },
   );
+  if (!overrides.sandbox) checkSandboxBackend(config);
   // Every cache of the process takes its share of MEMORY_BUDGET_MB, in bytes.
   const memory = memoryShares(config.memoryBudgetMb);
   const shares = memory.caches;
@@ -588,6 +595,25 @@ function servedTokenizer(tokenizer: ChatTokenizer, config: Config): ChatTokenize
     if (error instanceof ModelFormatError) throw new ConfigError(error.variable, error.message);
     throw error;
   }
+}
+
+/**
+ * Checks that `SANDBOX_BACKEND` names a registered sandbox backend (`lib/sandbox/backends.ts`)
+ * this configuration can make.
+ *
+ * @throws {ConfigError} naming `SANDBOX_BACKEND` and the known backends.
+ */
+function checkSandboxBackend(config: Config): void {
+  const kind = sandboxBackendKind(config.sandboxBackend);
+  if (kind === undefined) {
+    const known = SANDBOX_BACKEND_KINDS.map((known) => known.name).join(", ");
+    throw new ConfigError(
+      "SANDBOX_BACKEND",
+      `Invalid SANDBOX_BACKEND: expected one of ${known}, got "${config.sandboxBackend}"`,
+    );
+  }
+  const why = kind.unavailable(config);
+  if (why !== null) throw new ConfigError("SANDBOX_BACKEND", `Invalid SANDBOX_BACKEND: ${why}`);
 }
 
 /** The registered engine dialect `ENGINE_API` names. */

@@ -7,7 +7,8 @@
 import type { CodedError } from "../lib/errors/mod.ts";
 import { z, ZodError } from "zod";
 import type { RecurringFields, RecurringParse, RecurringValue } from "../lib/cache/mod.ts";
-import { errorBody, type ErrorType, InvalidRequestError } from "../lib/anthropic/mod.ts";
+import { errorBody, type ErrorType } from "../lib/anthropic/mod.ts";
+import { InvalidRequestError } from "../lib/errors/mod.ts";
 import { codeOf, ERROR_TABLE, type ErrorCode } from "../lib/errors/mod.ts";
 import type { GatewayMetrics } from "../lib/metrics/mod.ts";
 import { jsonShapeProblem, MAX_JSON_DEPTH, readCapped } from "../lib/limits/mod.ts";
@@ -339,7 +340,7 @@ export interface ErrorOptions {
  * ```ts
  * import assert from "node:assert/strict";
  * import { Hono } from "hono";
- * import { InvalidRequestError } from "../lib/anthropic/mod.ts";
+ * import { InvalidRequestError } from "../lib/errors/mod.ts";
  * import { errorOptions, errorResponse, newRequestId } from "./_http.ts";
  * const app = new Hono().get("/", () => {
  *   throw new InvalidRequestError("messages: at least one message is required");

@@ -10,7 +10,7 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
-import { InvalidRequestError } from "../lib/anthropic/mod.ts";
+import { InvalidRequestError } from "../lib/errors/mod.ts";
 import {
   checkTaskRepo,
   harborGold,

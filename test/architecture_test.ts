@@ -59,7 +59,16 @@ const LAYERS: ReadonlyMap<string, readonly string[]> = new Map([
     "template",
   ]],
   ["openai", ["anthropic", "chat", "engine", "errors", "limits", "session", "template", "vision"]],
-  ["responses", ["anthropic", "chat", "engine", "limits", "openai", "session", "template"]],
+  ["responses", [
+    "anthropic",
+    "chat",
+    "engine",
+    "errors",
+    "limits",
+    "openai",
+    "session",
+    "template",
+  ]],
   [
     "rollout",
     [

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { CodedError } from "../errors/mod.ts";
+import { InvalidRequestError } from "../errors/mod.ts";
 import type {
   ChatContent,
   ChatImage,
@@ -23,15 +23,6 @@ import {
 } from "../vision/mod.ts";
 import { mediaPlaceholder } from "./media.ts";
 import type { ContentBlockParam, MessageCreateParams, MessageParam, ToolParam } from "./types.ts";
-
-/** A request the gateway understands but cannot serve as sent (HTTP 400). */
-export class InvalidRequestError extends Error implements CodedError {
-  readonly code = "invalid_request" as const;
-  constructor(message: string) {
-    super(message);
-    this.name = "InvalidRequestError";
-  }
-}
 
 /** How images reach a vision-language model: its processor's settings and the edge's bounds. */
 export interface VisionLowering {

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { InvalidRequestError } from "../errors/mod.ts";
 import type { ChatMessage, ChatTool, IdentityMemo } from "../chat/mod.ts";
 import type { AgentIds, TurnInput, TurnOutput } from "../session/mod.ts";
 import { buildMessage, type Finish, toolUseId } from "./build_response.ts";
@@ -12,7 +13,6 @@ import { derivedOnce } from "../cache/mod.ts";
 import {
   checkImageCount,
   DEFAULT_LOWER_OPTIONS,
-  InvalidRequestError,
   lowerMessages,
   type LowerOptions,
   lowerSystem,

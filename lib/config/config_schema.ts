@@ -422,9 +422,12 @@ export const ConfigSchema = z.object({
     fallback: "mask",
     meaning: "a segment over the cap: `drop`, or `mask` (kept with its loss mask zeroed)",
   }),
-  /** Where sandboxes come from: bubblewrap on this machine, or E2B. */
-  sandboxBackend: variable("SANDBOX_BACKEND", z.enum(["local", "e2b"]), {
-    expected: "local or e2b",
+  /**
+   * Where sandboxes come from: a backend `lib/sandbox/backends.ts` registers (checked at
+   * start-up), bubblewrap on this machine or E2B.
+   */
+  sandboxBackend: variable("SANDBOX_BACKEND", z.string().regex(/^[a-z][a-z0-9_]{0,31}$/), {
+    expected: "a sandbox backend's name (local or e2b)",
     fallback: "local",
     meaning: "where `/evaluate` gets sandboxes: `local` (bubblewrap) or `e2b`",
   }),

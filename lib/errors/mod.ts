@@ -1,3 +1,4 @@
-/** Error codes and how each is answered. @module */
+/** Error codes, how each is answered, and the errors every protocol shares. @module */
 export * from "./codes.ts";
 export * from "./background.ts";
+export * from "./invalid_request.ts";

@@ -7,9 +7,9 @@
  *
  * @module
  */
+import { InvalidRequestError } from "../errors/mod.ts";
 import {
   anthropicTurnInput,
-  InvalidRequestError,
   type LowerOptions,
   type MessageCreateParams,
   outputIdentity,

@@ -12,9 +12,9 @@
  *
  * @module
  */
+import { InvalidRequestError } from "../errors/mod.ts";
 import {
   type ContentBlockParam,
-  InvalidRequestError,
   type LowerOptions,
   type MessageCreateParams,
   type MessageParam,

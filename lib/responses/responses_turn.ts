@@ -7,12 +7,8 @@
  *
  * @module
  */
-import {
-  InvalidRequestError,
-  type LowerOptions,
-  outputIdentity,
-  settingsDigest,
-} from "../anthropic/mod.ts";
+import { InvalidRequestError } from "../errors/mod.ts";
+import { type LowerOptions, outputIdentity, settingsDigest } from "../anthropic/mod.ts";
 import type { IdentityMemo } from "../chat/mod.ts";
 import { translatedTurnInput } from "../openai/mod.ts";
 import { UNTIL_CONTEXT_ENDS } from "../engine/mod.ts";

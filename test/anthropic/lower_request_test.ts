@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
+import { InvalidRequestError } from "../../lib/errors/mod.ts";
 import {
-  InvalidRequestError,
   lowerMessages,
   lowerSystem,
   lowerThinking,

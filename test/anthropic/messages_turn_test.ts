@@ -1,7 +1,7 @@
+import { InvalidRequestError } from "../../lib/errors/mod.ts";
 import assert from "node:assert/strict";
 import {
   anthropicTurnInput,
-  InvalidRequestError,
   type MessageCreateParams,
   messageHead,
   messageIdentities,

@@ -430,7 +430,7 @@ Deno.test("resolveConfig() throws a ConfigError naming the variable for each bad
     ["MAX_SEGMENTS", "0"],
     ["MAX_SEGMENT_TOKENS", "-1"],
     ["OVERLONG_SEGMENTS", "truncate"],
-    ["SANDBOX_BACKEND", "docker"],
+    ["SANDBOX_BACKEND", "Docker!"],
     ["SANDBOX_ROOT", "relative/dir"],
     ["SANDBOX_OUTPUT_BYTES", "1023"],
     ["EVAL_TIMEOUT_MS", "99"],

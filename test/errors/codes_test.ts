@@ -3,7 +3,8 @@
  * has its status, type and retry headers, and nothing is matched on message text.
  */
 import assert from "node:assert/strict";
-import { ERROR_STATUS, InvalidRequestError } from "../../lib/anthropic/mod.ts";
+import { ERROR_STATUS } from "../../lib/anthropic/mod.ts";
+import { InvalidRequestError } from "../../lib/errors/mod.ts";
 import {
   EngineControlError,
   EngineRejectedError,

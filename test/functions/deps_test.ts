@@ -41,6 +41,14 @@ Deno.test("buildDeps() refuses an ENGINE_API no dialect is registered as, naming
   );
 });
 
+Deno.test("buildDeps() refuses a SANDBOX_BACKEND no backend is registered as, naming the known ones", async () => {
+  await assertRefusedAtStartup(
+    { SANDBOX_BACKEND: "docker" },
+    "SANDBOX_BACKEND",
+    'Invalid SANDBOX_BACKEND: expected one of local, e2b, got "docker"',
+  );
+});
+
 Deno.test("buildDeps() refuses a QWEN_CODE_BIN, NODE_BIN or CODEX_BIN that names no CLI, naming the variable", async () => {
   const kv = await Deno.openKv(":memory:");
   try {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { InvalidRequestError } from "../../lib/anthropic/mod.ts";
+import { InvalidRequestError } from "../../lib/errors/mod.ts";
 import { ResponseCreateParams, toMessagesRequest } from "../../lib/responses/mod.ts";
 
 const parse = (body: Record<string, unknown>) =>

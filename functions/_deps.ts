@@ -9,6 +9,7 @@ import { Hono } from "hono";
 import {
   budgetSettingsCache,
   type LowerOptions,
+  sessionKeyPrefix,
   settingsCacheStats,
   type VisionLowering,
 } from "../lib/anthropic/mod.ts";
@@ -49,6 +50,7 @@ import {
   type CachedChain,
   cachedChainBytes,
   cachedChainTokens,
+  cacheKey,
   Dispatches,
   type TurnDeps,
   TurnLoad,
@@ -301,12 +303,26 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   // session's delete reads no summary to tell the engine.
   const holds = config.enginePlacement === "gateway" || config.engineSessions;
   const released = holds ? engine.release?.bind(engine) : undefined;
+  const cache = new ChainCache<CachedChain>(
+    shares.chains,
+    (chain, key) => 2 * key.length + cachedChainBytes(chain),
+    cachedChainTokens,
+    config.chainCacheTokens ?? Infinity,
+  );
+  // Held messages and their identities, about 16 bytes a token of history: at the default
+  // budget, some 64 conversations of 100k tokens.
+  const identities = new IdentityMemo(shares.identities);
   const lifecycle: LifecycleDeps = {
     kv,
     lease,
     holder,
     retentionMs: config.sessionRetentionMs,
     ...(released ? { released } : {}),
+    // A session that takes no more turns leaves the caches to those that still run.
+    ended: (sessionId, chainIds) => {
+      for (const id of chainIds) cache.delete(cacheKey({ sessionId, id }));
+      identities.forget(sessionKeyPrefix(sessionId));
+    },
   };
   const evaluation: ValidateDeps = {
     backend: sandbox,
@@ -367,15 +383,6 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     outputBytes: config.sandboxOutputBytes,
     metrics,
   }, { concurrency: config.rollout.concurrency, pollMs: config.rollout.pollMs });
-  const cache = new ChainCache<CachedChain>(
-    shares.chains,
-    (chain, key) => 2 * key.length + cachedChainBytes(chain),
-    cachedChainTokens,
-    config.chainCacheTokens ?? Infinity,
-  );
-  // Held messages and their identities, about 16 bytes a token of history: at the default
-  // budget, some 64 conversations of 100k tokens.
-  const identities = new IdentityMemo(shares.identities);
   const imageBytes = vision ? new ImageBytes(shares.images) : null;
   const recurringFields = overrides.recurringFields ?? new RecurringFields({
     // The tools and system prompts of some sixty agents (Claude Code's are 38 KB) at the

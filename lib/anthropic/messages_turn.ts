@@ -77,7 +77,7 @@ export function anthropicTurnInput(
     startIdentity: start,
     messageIdentities: context.identities
       ? context.identities.identities(
-        `${context.sessionId}\n${context.agent?.id ?? ""}`,
+        conversationKey(context.sessionId, context.agent?.id ?? null),
         request.messages,
         (known) => messageIdentities(request.messages, known),
       )
@@ -346,4 +346,14 @@ function requestImages(request: MessageCreateParams): (digest: string) => string
     }
     return byDigest.get(digest);
   };
+}
+
+/** The identity memo's key of a conversation: its session's, and its agent's (a sub-agent's own). */
+export function conversationKey(sessionId: string, agentId: string | null): string {
+  return `${sessionKeyPrefix(sessionId)}${agentId ?? ""}`;
+}
+
+/** What every conversation key of session `sessionId` starts with (to forget them together). */
+export function sessionKeyPrefix(sessionId: string): string {
+  return `${sessionId}\n`;
 }

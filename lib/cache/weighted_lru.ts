@@ -95,6 +95,11 @@ export class WeightedLru<K, V> {
     if (entry) this.#drop(key, entry);
   }
 
+  /** Forgets every key `matches` says to: O(entries). */
+  deleteWhere(matches: (key: K) => boolean): void {
+    for (const [key, entry] of this.#entries) if (matches(key)) this.#drop(key, entry);
+  }
+
   #drop(key: K, entry: Entry<V>): void {
     this.#entries.delete(key);
     this.#units -= entry.units;

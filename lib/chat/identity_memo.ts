@@ -53,6 +53,11 @@ export class IdentityMemo {
     return this.#seen.stats();
   }
 
+  /** Forgets the conversations whose key starts with `prefix` (a session's, once it ended). */
+  forget(prefix: string): void {
+    this.#seen.deleteWhere((key) => key.startsWith(prefix));
+  }
+
   /**
    * The identities of `messages`, a request of conversation `key`. `identify(known)` computes
    * them given the identities `known` of a leading run of messages equal to the ones last seen

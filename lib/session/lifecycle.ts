@@ -55,6 +55,12 @@ export interface LifecycleDeps {
    * lets their placement and engine sessions go.
    */
   readonly released?: (chains: readonly string[]) => void;
+  /**
+   * Told of a session that takes no more turns (closed or deleted), with its chains' ids: what
+   * this process keeps for its turns (cached chains, its conversations' identities) goes, so the
+   * caches hold sessions that still run.
+   */
+  readonly ended?: (sessionId: string, chainIds: readonly string[]) => void;
 }
 
 /** A session at a glance: its record's facts, its reward and its chain tree; times in epoch ms. */
@@ -332,6 +338,7 @@ export async function closeSession(
   });
   const summary = await readSessionSummary(deps.kv, sessionId);
   deps.released?.(summary.chains.map((chain) => chainRef(sessionId, chain.id)));
+  deps.ended?.(sessionId, summary.chains.map((chain) => chain.id));
   return summary;
 }
 
@@ -342,11 +349,12 @@ export async function closeSession(
  */
 export async function removeSession(deps: LifecycleDeps, sessionId: string): Promise<void> {
   await underLease(deps, sessionId, "delete", async () => {
-    const chains = deps.released
+    const chains = deps.released || deps.ended
       ? (await readSessionSummary(deps.kv, sessionId).catch(() => null))?.chains ?? []
       : [];
     if (!(await deleteSession(deps.kv, sessionId))) throw new SessionNotFoundError(sessionId);
     deps.released?.(chains.map((chain) => chainRef(sessionId, chain.id)));
+    deps.ended?.(sessionId, chains.map((chain) => chain.id));
   });
 }
 

@@ -37,3 +37,16 @@ Deno.test("setting a key again replaces its weight; delete gives it back", () =>
   assert.equal(cache.held, 0);
   assert.equal(cache.size, 0);
 });
+
+Deno.test("deleteWhere() forgets the keys it is told to and gives their weight back", () => {
+  const cache = byLength();
+  cache.set("s1\na", [1, 2]);
+  cache.set("s1\nb", [1]);
+  cache.set("s2\na", [1, 2, 3]);
+  cache.deleteWhere((key) => key.startsWith("s1\n"));
+  assert.equal(cache.get("s1\na"), undefined);
+  assert.equal(cache.get("s1\nb"), undefined);
+  assert.deepEqual(cache.get("s2\na"), [1, 2, 3]);
+  assert.equal(cache.held, 3);
+  assert.equal(cache.size, 1);
+});

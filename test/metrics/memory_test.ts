@@ -14,6 +14,7 @@ import {
   workersToShow,
 } from "../../lib/metrics/mod.ts";
 import { ADMIN_TOKEN, startGateway } from "../_gateway.ts";
+import { cacheKey } from "../../lib/session/mod.ts";
 import { countable, parseExposition, seriesId } from "../_prometheus.ts";
 
 Deno.test("a weighted cache's bytes are its entries' sizes, whatever it evicts, and it counts hits and misses", () => {
@@ -140,6 +141,72 @@ Deno.test("a real gateway's scrape shows its memory and its caches after an epis
     assert.ok(lookups.get("chains,hit")! >= 1, JSON.stringify([...lookups]));
     // Sampled families are not among what a request moves.
     assert.ok(![...countable(parsed).keys()].some((id) => id.startsWith("rollout_gateway_cache_")));
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("a session closed or deleted leaves the caches: its chains and its conversations' identities go, another session's stay", async () => {
+  const gw = await startGateway({ script: () => "Done." });
+  try {
+    const sessions = [await gw.openSession(), await gw.openSession(), await gw.openSession()];
+    for (const { token } of sessions) {
+      const messages: Anthropic.MessageParam[] = [{ role: "user", content: "First." }];
+      const first = await gw.anthropic(token).messages.create({
+        model: "m",
+        max_tokens: 16,
+        messages,
+      });
+      messages.push({ role: "assistant", content: first.content }, {
+        role: "user",
+        content: "On.",
+      });
+      await gw.anthropic(token).messages.create({ model: "m", max_tokens: 16, messages });
+      // A sub-agent: a second chain and a second conversation.
+      await gw.anthropic(token).messages.create(
+        { model: "m", max_tokens: 16, messages: [{ role: "user", content: "Search." }] },
+        { headers: { "x-claude-code-agent-id": "agent-1" } },
+      );
+    }
+    const cached = (id: string) =>
+      ["c0", "c1"].filter((chain) => gw.deps.cache.latest(cacheKey({ sessionId: id, id: chain })));
+    assert.deepEqual(sessions.map(({ id }) => cached(id)), [["c0", "c1"], ["c0", "c1"], [
+      "c0",
+      "c1",
+    ]]);
+    const identities = gw.deps.identities.stats().bytes;
+    const chains = gw.deps.cache.stats().bytes;
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+    const [closing, deleting, running] = sessions;
+    assert.equal(
+      (await gw.fetch(`/sessions/${closing.id}/close`, { method: "POST", headers: admin })).status,
+      200,
+    );
+    assert.equal(
+      (await gw.fetch(`/sessions/${deleting.id}`, { method: "DELETE", headers: admin })).status,
+      204,
+    );
+    assert.deepEqual(sessions.map(({ id }) => cached(id)), [[], [], ["c0", "c1"]]);
+    // What is left is the running session's: a third of each.
+    const third = (bytes: number) => Math.round(bytes / 3);
+    assert.ok(Math.abs(gw.deps.cache.stats().bytes - third(chains)) < third(chains) / 2);
+    assert.ok(
+      Math.abs(gw.deps.identities.stats().bytes - third(identities)) < third(identities) / 2,
+    );
+    // The running session's next turn still finds its chain cached.
+    const hits = gw.deps.cache.stats().hits;
+    await gw.anthropic(running.token).messages.create(
+      {
+        model: "m",
+        max_tokens: 16,
+        messages: [{ role: "user", content: "Search." }, { role: "assistant", content: "Done." }, {
+          role: "user",
+          content: "More.",
+        }],
+      },
+      { headers: { "x-claude-code-agent-id": "agent-1" } },
+    );
+    assert.ok(gw.deps.cache.stats().hits > hits);
   } finally {
     await gw.close();
   }

@@ -736,7 +736,7 @@ function memoryLine(deps: Deps): string {
   const { memory } = deps;
   const mib = (bytes: number) => Math.round(bytes / (1024 * 1024));
   const caches = Object.values(memory.caches).reduce((sum, bytes) => sum + bytes, 0) +
-    memory.caches.sections * Math.max(0, deps.config.tokenizerWorkers);
+    memory.caches.sections * deps.config.tokenizerWorkers;
   const limit = mib(v8.getHeapStatistics().heap_size_limit);
   // V8's limit is a little above the old space asked (the young generation is added).
   const held = limit <= memory.heapMiB * 1.25;

@@ -149,11 +149,16 @@ function asciiLength(ids: ArrayLike<number>): number {
   for (let i = 0; i < ids.length; i++) {
     const value = ids[i];
     if (value >>> 0 !== value) throw new RangeError(`Invalid token id: ${value}`);
-    let digits = 1;
-    for (let bound = 10; bound <= value; bound *= 10) digits++;
-    bytes += digits;
+    bytes += digitCount(value);
   }
   return bytes;
+}
+
+/** Decimal digits of `value`, a token id: counted by multiplying, cheaper than dividing. */
+function digitCount(value: number): number {
+  let digits = 1;
+  for (let bound = 10; bound <= value; bound *= 10) digits++;
+  return digits;
 }
 
 function writeDigits(out: Uint8Array, at: number, value: number): number {
@@ -162,8 +167,7 @@ function writeDigits(out: Uint8Array, at: number, value: number): number {
   // Digits counted by multiplying, then one division per digit: about 40% faster than dividing
   // for both (a first prompt writes some 12k ids). The quotient truncated by `>>> 0` rather than
   // `Math.floor`: 16 against 26 ns an id here.
-  let digits = 1;
-  for (let bound = 10; bound <= value; bound *= 10) digits++;
+  const digits = digitCount(value);
   let v = value;
   for (let i = at + digits - 1; i >= at; i--) {
     const next = (v / 10) >>> 0;

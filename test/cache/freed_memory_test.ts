@@ -26,8 +26,13 @@ Deno.test("trimEvery() runs one trim at a time: a slow trim is not started again
     1,
     true,
   );
-  // Several intervals pass while the first trim runs (each a macrotask after this one).
-  for (let i = 0; i < 5; i++) await new Promise((resolve) => setTimeout(resolve, 2));
+  // An interval of the same period, started after: by its fifth tick, the trims' interval has
+  // ticked five times too (timers fire in deadline order, ties in the order they were made).
+  let ticks = 0;
+  const ticked = Promise.withResolvers<void>();
+  const observer = setInterval(() => ++ticks === 5 && ticked.resolve(), 1);
+  await ticked.promise;
+  clearInterval(observer);
   assert.equal(calls, 1);
   first.resolve(true);
   await second.promise;

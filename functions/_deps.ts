@@ -26,7 +26,8 @@ import {
 } from "../lib/cache/mod.ts";
 import { jsonShapeProblem, MAX_JSON_DEPTH } from "../lib/limits/mod.ts";
 import { dispatchToolsOf, KNOWN_CLIENTS } from "../lib/clients/mod.ts";
-import { type Config, ConfigError, resolveConfig } from "../lib/config/mod.ts";
+import { type Config, resolveConfig } from "../lib/config/mod.ts";
+import { ConfigError } from "../lib/errors/mod.ts";
 import {
   type Engine,
   ENGINE_DIALECTS,

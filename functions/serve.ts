@@ -6,13 +6,7 @@
  * @module
  */
 import { Hono } from "hono";
-import {
-  type Config,
-  ConfigError,
-  configReport,
-  formatConfigReport,
-  resolveConfig,
-} from "../lib/config/mod.ts";
+import { type Config, configReport, formatConfigReport, resolveConfig } from "../lib/config/mod.ts";
 import { banner, buildDeps, type Deps, listeningOn } from "./_deps.ts";
 import { atEdge } from "./_edge.ts";
 import { errorOptions } from "./_http.ts";
@@ -30,7 +24,7 @@ import { storeUnreachable, writeMetricsSnapshot } from "../lib/kv/mod.ts";
 import { sweepExpiredRollouts } from "../lib/rollout/mod.ts";
 import { runnersHere } from "../lib/evaluate/mod.ts";
 import { METRICS_FRESH_MS, startPublishing, takeSnapshot } from "../lib/metrics/mod.ts";
-import { logBackgroundFailure } from "../lib/errors/mod.ts";
+import { ConfigError, logBackgroundFailure } from "../lib/errors/mod.ts";
 import { TRIM_EVERY_MS, trimEvery } from "../lib/cache/mod.ts";
 import { stopWhenOrphaned, supervise, workerIndex } from "./_workers.ts";
 

@@ -15,9 +15,10 @@ const LIB = new URL("../lib/", import.meta.url);
  */
 const LAYERS: ReadonlyMap<string, readonly string[]> = new Map([
   ["cache", []],
-  ["config", ["cache"]],
   ["errors", []],
+  ["shell", []],
   ["timing", []],
+  ["config", ["cache", "errors"]],
   ["chat", ["cache"]],
   ["vision", ["errors"]],
   ["limits", ["errors"]],
@@ -26,7 +27,7 @@ const LAYERS: ReadonlyMap<string, readonly string[]> = new Map([
   ["kv", ["cache", "errors", "metrics", "timing"]],
   ["sandbox", ["config", "errors", "metrics", "timing"]],
   ["template", ["cache", "chat", "engine", "errors", "limits"]],
-  ["evaluate", ["errors", "kv", "limits", "metrics", "sandbox"]],
+  ["evaluate", ["errors", "kv", "limits", "metrics", "sandbox", "shell"]],
   ["scripted_engine", ["template", "vision"]],
   ["chain", ["chat", "engine", "kv"]],
   [
@@ -80,6 +81,7 @@ const LAYERS: ReadonlyMap<string, readonly string[]> = new Map([
       "metrics",
       "sandbox",
       "session",
+      "shell",
       "timing",
     ],
   ],

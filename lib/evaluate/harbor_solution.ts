@@ -14,7 +14,8 @@ import { repoSource } from "./evaluate.ts";
 import { HARBOR_SANDBOX_DIRS } from "./_harbor_grade.ts";
 import { loadHarborSolution } from "./harbor_folder.ts";
 import { sha256Hex } from "./task_verdicts.ts";
-import { type HarborTestFile, shellQuote, type Task } from "./task.ts";
+import { shellQuote } from "../shell/mod.ts";
+import type { HarborTestFile, Task } from "./task.ts";
 
 /** Where the solution is written inside the sandbox, as Harbor mounts it. */
 export const HARBOR_SOLUTION_DIR = "/solution";

@@ -15,7 +15,7 @@
  */
 import type { ExecResult } from "../sandbox/mod.ts";
 import { unquoteGitPath } from "./patch_paths.ts";
-import { shellQuote } from "./task.ts";
+import { shellQuote } from "../shell/mod.ts";
 
 /** Runs a shell command in the work tree, its stderr in its stdout. */
 export type RunInTree = (command: string) => Promise<ExecResult>;

@@ -9,6 +9,7 @@
 import { z } from "zod";
 import { jsonBytes, MAX_METADATA_BYTES } from "../limits/mod.ts";
 import { extraPathProblem } from "../sandbox/mod.ts";
+import { shellQuote } from "../shell/mod.ts";
 import { FIXTURE_NAME } from "./fixture_repos.ts";
 import { checkPatchPaths, patchPaths } from "./patch_paths.ts";
 
@@ -306,9 +307,4 @@ export function runnerCommand(runner: Runner): string {
 /** Bytes of `values` quoted for a POSIX shell, one space apart. */
 function quotedBytes(values: readonly string[]): number {
   return values.reduce((sum, value) => sum + utf8Bytes(shellQuote(value)) + 1, 0);
-}
-
-/** `value` quoted for a POSIX shell. */
-export function shellQuote(value: string): string {
-  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
 }

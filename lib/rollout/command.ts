@@ -7,7 +7,7 @@
  * @module
  */
 import { z } from "zod";
-import { shellQuote } from "../evaluate/mod.ts";
+import { shellQuote } from "../shell/mod.ts";
 import {
   type AgentConnection,
   COMMON_SETTINGS,

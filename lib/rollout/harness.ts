@@ -7,7 +7,8 @@
  * @module
  */
 import { z } from "zod";
-import { ConfigError, type RolloutConfig } from "../config/mod.ts";
+import type { RolloutConfig } from "../config/mod.ts";
+import { ConfigError } from "../errors/mod.ts";
 import type { Task } from "../evaluate/mod.ts";
 import type { HostBind, Sandbox } from "../sandbox/mod.ts";
 import type { AgentOutcome } from "./records.ts";

@@ -6,8 +6,8 @@
  * @module
  */
 import { z } from "zod";
-import { shellQuote } from "../evaluate/mod.ts";
-import { ConfigError } from "../config/mod.ts";
+import { ConfigError } from "../errors/mod.ts";
+import { shellQuote } from "../shell/mod.ts";
 import type { HostBind } from "../sandbox/mod.ts";
 import {
   type AgentConnection,

@@ -11,9 +11,9 @@ import {
   HarborRefSchema,
   MAX_COMMAND_BYTES,
   MAX_SOLUTION_PATCH_BYTES,
-  shellQuote,
   TaskSchema,
 } from "../evaluate/mod.ts";
+import { shellQuote } from "../shell/mod.ts";
 import { checkMetadata, jsonBytes, MAX_METADATA_BYTES } from "../limits/mod.ts";
 import { REWARD_ALLOCATIONS } from "../config/mod.ts";
 import { SANDBOX_BACKEND_KINDS } from "../sandbox/mod.ts";

@@ -13,9 +13,9 @@ import {
   JudgerError,
   logTail,
   repoSource,
-  shellQuote,
   type Task,
 } from "../evaluate/mod.ts";
+import { shellQuote } from "../shell/mod.ts";
 import { modifyRolloutJob } from "./rollout_store.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
 import {

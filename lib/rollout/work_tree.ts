@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { shellQuote, type Task } from "../evaluate/mod.ts";
+import type { Task } from "../evaluate/mod.ts";
+import { shellQuote } from "../shell/mod.ts";
 import { interleaved, type Sandbox } from "../sandbox/mod.ts";
 import type { NpmInstall } from "./harness.ts";
 import { PROBLEM_FILE } from "./harness.ts";

@@ -4,12 +4,8 @@
  * `serve.ts --config` / `--help` as a process.
  */
 import assert from "node:assert/strict";
-import {
-  CONFIG_DECLARATIONS,
-  ConfigError,
-  configReport,
-  resolveConfig,
-} from "../../lib/config/mod.ts";
+import { CONFIG_DECLARATIONS, configReport, resolveConfig } from "../../lib/config/mod.ts";
+import { ConfigError } from "../../lib/errors/mod.ts";
 
 const SECRETS = {
   ADMIN_TOKEN: "admin-secret-0123456789",

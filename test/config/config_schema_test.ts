@@ -2,10 +2,10 @@ import assert from "node:assert/strict";
 import {
   CONFIG_DECLARATIONS,
   CONFIG_VARIABLES,
-  ConfigError,
   defaultTokenizerPath,
   resolveConfig,
 } from "../../lib/config/mod.ts";
+import { ConfigError } from "../../lib/errors/mod.ts";
 
 /** The value at `path` in `config`. */
 function at(config: object, path: readonly string[]): unknown {

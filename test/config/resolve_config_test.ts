@@ -3,10 +3,10 @@ import { CONFIG_DECLARATIONS } from "../../lib/config/config_schema.ts";
 import { defaultMemoryBudgetMb } from "../../lib/cache/mod.ts";
 import {
   CONFIG_VARIABLES,
-  ConfigError,
   defaultTokenizerPath,
   resolveConfig,
 } from "../../lib/config/resolve_config.ts";
+import { ConfigError } from "../../lib/errors/mod.ts";
 
 /**
  * Asserts that `env` is refused with a ConfigError naming `variable` and quoting `value` (a

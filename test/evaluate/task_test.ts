@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { gradingMode, shellQuote, TaskSchema } from "../../lib/evaluate/mod.ts";
+import { gradingMode, TaskSchema } from "../../lib/evaluate/mod.ts";
 
 const SHA = "1bdf00de100a0db07eae541924db3a45524b6156";
 
@@ -85,11 +85,4 @@ Deno.test("TaskSchema refuses relative paths, option-like commits and bad fixtur
   assert.equal(url.success, true);
   const image = TaskSchema.safeParse({ repo_dir: "/testbed", base_commit: SHA, eval_cmd: "true" });
   assert.equal(image.success, true);
-});
-
-Deno.test("shellQuote() leaves plain words alone and quotes the rest", () => {
-  assert.deepEqual(
-    ["tests.test_a.T.test_b", "a b", "it's", "x::y[1-2]"].map(shellQuote),
-    ["tests.test_a.T.test_b", "'a b'", "'it'\\''s'", "'x::y[1-2]'"],
-  );
 });

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { ConfigError, resolveConfig } from "../../lib/config/mod.ts";
+import { resolveConfig } from "../../lib/config/mod.ts";
+import { ConfigError } from "../../lib/errors/mod.ts";
 import { buildDeps } from "../../functions/_deps.ts";
 import { qwen3 } from "../_gateway.ts";
 import { type BuiltFamily, builtFolder, templateFile } from "../_families.ts";

@@ -8,7 +8,8 @@
 import assert from "node:assert/strict";
 import { buildDeps } from "../../functions/_deps.ts";
 import { createGatewayApp } from "../../functions/serve.ts";
-import { ConfigError, resolveConfig } from "../../lib/config/mod.ts";
+import { resolveConfig } from "../../lib/config/mod.ts";
+import { ConfigError } from "../../lib/errors/mod.ts";
 import { startScriptedEngine } from "../../lib/scripted_engine/mod.ts";
 import { openSession } from "../../lib/session/mod.ts";
 import { ADMIN_HEADERS, qwen3, type SampleJson, startGateway } from "../_gateway.ts";

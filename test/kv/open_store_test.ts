@@ -4,7 +4,8 @@
  * and a database that cannot be reached stops start-up naming `STORE_URL`.
  */
 import assert from "node:assert/strict";
-import { ConfigError, resolveConfig } from "../../lib/config/mod.ts";
+import { resolveConfig } from "../../lib/config/mod.ts";
+import { ConfigError } from "../../lib/errors/mod.ts";
 import { openStore, type StoreLocation } from "../../lib/kv/mod.ts";
 import { buildDeps } from "../../functions/_deps.ts";
 import { qwen3 } from "../_gateway.ts";

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { ConfigError, resolveConfig } from "../../lib/config/mod.ts";
+import { resolveConfig } from "../../lib/config/mod.ts";
+import { ConfigError } from "../../lib/errors/mod.ts";
 import { TaskSchema } from "../../lib/evaluate/mod.ts";
 import {
   agentCommand,

@@ -1,0 +1,2 @@
+/** Words for a POSIX shell. @module */
+export * from "./shell_quote.ts";

@@ -11,10 +11,9 @@
 import type { z } from "zod";
 import type { LowerOptions } from "../lib/anthropic/mod.ts";
 import type { IdentityMemo } from "../lib/chat/mod.ts";
-import { agentIdsOf, KNOWN_CLIENTS } from "../lib/clients/mod.ts";
+import { type AgentIds, agentIdsOf, AGENTS } from "../lib/agents/mod.ts";
 import type { GatewayMetrics } from "../lib/metrics/mod.ts";
 import {
-  type AgentIds,
   resolveToken,
   type StartedTurn,
   startTurn,
@@ -92,7 +91,7 @@ export async function serveTurn<Body extends { stream?: boolean | null }, Reply>
       sessionId: resolved.session.id,
       lowering: loweringOptions(deps),
       // Clients that name their sub-agents (Claude Code) route their requests to their chains.
-      agent: agentIdsOf(raw.headers, KNOWN_CLIENTS),
+      agent: agentIdsOf(raw.headers, AGENTS),
       identities: deps.identities,
     });
     if (resolved.kind === "open") await storeOpenedSession(deps.kv, resolved.session);

@@ -25,7 +25,7 @@ import {
   TRIM_EVERY_MS,
 } from "../lib/cache/mod.ts";
 import { jsonShapeProblem, MAX_JSON_DEPTH } from "../lib/limits/mod.ts";
-import { dispatchToolsOf, KNOWN_CLIENTS } from "../lib/clients/mod.ts";
+import { agentInstalls, AGENTS, dispatchToolsOf } from "../lib/agents/mod.ts";
 import { type Config, resolveConfig } from "../lib/config/mod.ts";
 import { ConfigError } from "../lib/errors/mod.ts";
 import {
@@ -88,7 +88,7 @@ import {
   type TaskValidation,
   type ValidateDeps,
 } from "../lib/evaluate/mod.ts";
-import { agentInstalls, RolloutWorker } from "../lib/rollout/mod.ts";
+import { RolloutWorker } from "../lib/rollout/mod.ts";
 import type { LifecycleDeps } from "../lib/session/mod.ts";
 import {
   countedBackend,
@@ -348,7 +348,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       waitMs: 3 * config.evalTimeoutMs + 10 * 60_000,
     }),
   };
-  const agents = await agentInstalls(config.rollout);
+  const agents = await agentInstalls(config.rollout.agents);
   const load = new TurnLoad();
   const workers = config.tokenizerWorkers;
   const pool = workers === 0
@@ -401,7 +401,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     tokenizer,
     engine,
     cache,
-    dispatch: dispatchToolsOf(KNOWN_CLIENTS),
+    dispatch: dispatchToolsOf(AGENTS),
     encoder,
     encoderPool: pool,
     load,

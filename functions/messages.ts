@@ -20,7 +20,7 @@ import {
   unsampledMessage,
 } from "../lib/anthropic/mod.ts";
 import { countPromptTokens, resolveToken } from "../lib/session/mod.ts";
-import { agentIdsOf, KNOWN_CLIENTS } from "../lib/clients/mod.ts";
+import { agentIdsOf, AGENTS } from "../lib/agents/mod.ts";
 import { type AgentProtocol, serveTurn } from "./_agent_turn.ts";
 import { type AgentRouteDeps, type Deps, lazyApp, loweringOptions } from "./_deps.ts";
 import {
@@ -92,7 +92,7 @@ export function createMessagesApp(deps: MessagesDeps): Hono {
         sessionId: resolved.session.id,
         signingSecret: deps.signingSecret,
         lowering,
-        agent: agentIdsOf(raw.headers, KNOWN_CLIENTS),
+        agent: agentIdsOf(raw.headers, AGENTS),
       });
       const inputTokens = await countPromptTokens(deps, input, {
         sessionExists: resolved.kind === "session",

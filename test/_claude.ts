@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { findClaudeBinary } from "../lib/rollout/mod.ts";
+import { findClaudeBinary } from "../lib/agents/mod.ts";
 
 /** The CLI binary: `CLAUDE_BIN`, else the one tools/setup.ts installed (as the gateway finds it). */
 export async function claudeBinary(): Promise<string> {

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { CODEX_KEY_ENV, codexConfig, findCodex } from "../lib/rollout/mod.ts";
+import { CODEX_KEY_ENV, codexConfig, findCodex } from "../lib/agents/mod.ts";
 
 /** The CLI's native binary in tools/codex (the platform package npm installed). */
 export async function codexBinary(): Promise<string> {

@@ -8,7 +8,7 @@
  *   `chromium` (the viewer's browser test), `postgresql` (the shared-store tests start
  *   throwaway clusters of their own: installing it starts no service, `policy-rc.d` says no) and
  *   `haproxy` (the load balancer of docs/deploy.md, tested in front of two hosts).
- * - Each registered harness's pinned CLI (`lib/rollout/harnesses.ts`; its package pinned in
+ * - Each listed agent's pinned CLI (`AGENTS`, `lib/agents/agents.ts`; its package pinned in
  *   `tools/<folder>/package.json`, installed from its lock file): the agents of `/rollout` and of
  *   the tests that drive the real CLIs — Claude Code and Qwen Code always, Codex with `--tests`.
  *   With `--tests`, each is also packed as an npm tarball (`tools/<folder>/<folder>-<version>.tgz`:
@@ -21,8 +21,7 @@
  * @module
  */
 
-import type { AnyHarness, CliPackage } from "../lib/rollout/harness.ts";
-import { CLI_HARNESSES } from "../lib/rollout/harnesses.ts";
+import { AGENTS, type AnyAgent, type CliPackage } from "../lib/agents/mod.ts";
 
 const tests = Deno.args.includes("--tests");
 
@@ -115,7 +114,7 @@ async function exists(path: string): Promise<boolean> {
 }
 
 /**
- * Installs a harness's pinned CLI in `tools/<folder>` from its lock file, unless the pinned
+ * Installs an agent's pinned CLI in `tools/<folder>` from its lock file, unless the pinned
  * version is there: `npm ci`, or `npm install --no-save` for a package whose other platforms'
  * optional binaries are not on the registry (npm cannot lock them, and `npm ci` then refuses the
  * lock). Then its own step after installing, if it has one.
@@ -202,8 +201,8 @@ async function packPinned({ folder, name: pkg, packed: source = pkg }: CliPackag
 }
 
 await installSystemPackages();
-for (const harness of CLI_HARNESSES as readonly AnyHarness[]) {
-  const cli = harness.package;
+for (const agent of AGENTS as readonly AnyAgent[]) {
+  const cli = agent.package;
   if (cli === undefined || (cli.testsOnly && !tests)) continue;
   await installPinned(cli, tests);
   if (tests) await packPinned(cli);

@@ -6,7 +6,8 @@
  */
 import { InvalidRequestError } from "../errors/mod.ts";
 import type { ChatMessage, ChatTool, IdentityMemo } from "../chat/mod.ts";
-import type { AgentIds, TurnInput, TurnOutput } from "../session/mod.ts";
+import type { AgentIds } from "../agents/mod.ts";
+import type { TurnInput, TurnOutput } from "../session/mod.ts";
 import { buildMessage, type Finish, toolUseId } from "./build_response.ts";
 import { messageIdentities, outputIdentity, settingsDigest, startIdentity } from "./identity.ts";
 import { derivedOnce } from "../cache/mod.ts";

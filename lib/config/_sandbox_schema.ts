@@ -1,14 +1,12 @@
 /**
  * The parts of the configuration schema about sandboxes and what runs in them: judgers, E2B and
- * rollouts with their agent CLIs.
+ * rollouts with their agent CLIs (whose variables `_agent_schema.ts` generates).
  *
  * @module
  */
 import { z } from "zod";
+import { AgentInstallsSchema } from "./_agent_schema.ts";
 import { bool, httpUrl, int, variable } from "./_variable.ts";
-
-const absoluteFile = z.string().regex(/^\//);
-const npmSpec = z.string().min(1);
 
 /** `JUDGERS`: a JSON object of judgers by name. */
 export const JudgersSchema = z.string().transform((raw, ctx) => {
@@ -104,76 +102,9 @@ export const RolloutSchema = z.object({
     meaning: "the URL agents in sandboxes reach the gateway at (loopback for local sandboxes; " +
       "set it for E2B)",
   }),
-  /** The host's Claude Code binary; `null`: the one tools/setup.ts installs. */
-  claudeCodeBin: variable("CLAUDE_CODE_BIN", absoluteFile, {
-    expected: "an absolute file path",
-    shown: "the binary `tools/setup.ts` installs",
-    meaning: "the host's Claude Code binary, lent read-only to local sandboxes",
-  }),
-  /** What an E2B sandbox without `claude` installs with npm; `null`: the version tools/ pins. */
-  claudeCodePackage: variable("CLAUDE_CODE_PACKAGE", npmSpec, {
-    expected: "an npm package spec",
-    shown: "the version `tools/claude-code/package.json` pins",
-    meaning: "what an E2B sandbox without `claude` installs with npm",
-  }),
   /**
-   * An npm tarball of the CLI on this host (native binary inside, as `tools/setup.ts --tests`
-   * packs it): uploaded to an E2B sandbox without `claude` and installed offline instead of
-   * `claudeCodePackage`; `null` installs from the registry.
+   * Each listed agent's install variables (`CLAUDE_CODE_BIN`, `_PACKAGE`, `_TARBALL`, …), by
+   * agent name, generated from the agents' records.
    */
-  claudeCodeTarball: variable("CLAUDE_CODE_TARBALL", absoluteFile, {
-    expected: "an absolute file path",
-    shown: "unset",
-    meaning: "an npm tarball of the CLI on this host (native binary inside), uploaded to an E2B " +
-      "sandbox without `claude` and installed offline instead",
-  }),
-  /** The host's Qwen Code (its `qwen` link or `cli-entry.js`); `null`: tools/qwen-code's. */
-  qwenCodeBin: variable("QWEN_CODE_BIN", absoluteFile, {
-    expected: "an absolute file path",
-    shown: "the install `tools/setup.ts` makes",
-    meaning: "the host's Qwen Code (its `qwen` link or `cli-entry.js`); its `node_modules` is " +
-      "lent read-only to local sandboxes",
-  }),
-  /** What an E2B sandbox without `qwen` installs with npm; `null`: the version tools/ pins. */
-  qwenCodePackage: variable("QWEN_CODE_PACKAGE", npmSpec, {
-    expected: "an npm package spec",
-    shown: "the version `tools/qwen-code/package.json` pins",
-    meaning: "what an E2B sandbox without `qwen` installs with npm",
-  }),
-  /** An npm tarball of Qwen Code on this host, installed offline in E2B; `null`: the registry. */
-  qwenCodeTarball: variable("QWEN_CODE_TARBALL", absoluteFile, {
-    expected: "an absolute file path",
-    shown: "unset",
-    meaning: "an npm tarball of Qwen Code on this host, uploaded to an E2B sandbox without " +
-      "`qwen` and installed offline instead",
-  }),
-  /** The `node` that runs Qwen Code in local sandboxes; `null`: the first on PATH. */
-  nodeBin: variable("NODE_BIN", absoluteFile, {
-    expected: "an absolute file path",
-    shown: "the first `node` on `PATH`",
-    meaning: "the `node` lent read-only to local sandboxes to run Qwen Code",
-  }),
-  /** The host's Codex binary (the native one); `null`: the one tools/setup.ts installs. */
-  codexBin: variable("CODEX_BIN", absoluteFile, {
-    expected: "an absolute file path",
-    shown: "the binary `tools/setup.ts --tests` installs",
-    meaning: "the host's Codex binary (the native one, from `@openai/codex-linux-<arch>`), lent " +
-      "read-only to local sandboxes",
-  }),
-  /** What an E2B sandbox without `codex` installs with npm; `null`: the version tools/ pins. */
-  codexPackage: variable("CODEX_PACKAGE", npmSpec, {
-    expected: "an npm package spec",
-    shown: "the version `tools/codex/package.json` pins",
-    meaning: "what an E2B sandbox without `codex` installs with npm",
-  }),
-  /**
-   * Codex's platform package as an npm tarball (its static binary inside): uploaded to an E2B
-   * sandbox without `codex` and unpacked; `null` installs from the registry.
-   */
-  codexTarball: variable("CODEX_TARBALL", absoluteFile, {
-    expected: "an absolute file path",
-    shown: "unset",
-    meaning: "an npm tarball of Codex's platform package on this host (its static binary " +
-      "inside), uploaded to an E2B sandbox without `codex` and unpacked instead",
-  }),
+  agents: AgentInstallsSchema,
 });

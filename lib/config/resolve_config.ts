@@ -7,15 +7,12 @@
  * @module
  */
 import type { z } from "zod";
+import { agentInstallSettings } from "./_agent_schema.ts";
 import type { Declaration } from "./_variable.ts";
 import { ConfigError } from "../errors/mod.ts";
 import { DEFAULT_BUDGET_MB, defaultMemoryBudgetMb, machineMemory } from "../cache/memory_budget.ts";
-import {
-  type Config,
-  CONFIG_DECLARATIONS,
-  ConfigSchema,
-  type ParsedConfig,
-} from "./config_schema.ts";
+import { CONFIG_DECLARATIONS, ConfigSchema } from "./config_schema.ts";
+import type { Config, ParsedConfig } from "./config_types.ts";
 
 /** The names of every variable the gateway reads, for documentation and tests. */
 export const CONFIG_VARIABLES: readonly string[] = CONFIG_DECLARATIONS.map(({ name }) => name);
@@ -98,7 +95,10 @@ function joinVariables(parsed: ParsedConfig): Readonly<Config> {
     engineUrl: engineUrl ?? sglangUrl,
     judgers: Object.freeze(parsed.judgers),
     e2b: Object.freeze(e2b),
-    rollout: Object.freeze(parsed.rollout),
+    rollout: Object.freeze({
+      ...parsed.rollout,
+      agents: agentInstallSettings(parsed.rollout.agents),
+    }),
   });
 }
 

@@ -17,7 +17,8 @@ import {
 } from "../anthropic/mod.ts";
 import type { IdentityMemo } from "../chat/mod.ts";
 import { UNTIL_CONTEXT_ENDS } from "../engine/mod.ts";
-import type { AgentIds, TurnInput } from "../session/mod.ts";
+import type { AgentIds } from "../agents/mod.ts";
+import type { TurnInput } from "../session/mod.ts";
 import { buildChatCompletion, toolCallId } from "./build_response.ts";
 import { toMessagesRequest } from "./translate.ts";
 import type { ChatCompletion, ChatCompletionCreateParams, ToolChoice } from "./types.ts";

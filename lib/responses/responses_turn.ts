@@ -12,7 +12,8 @@ import { type LowerOptions, outputIdentity, settingsDigest } from "../anthropic/
 import type { IdentityMemo } from "../chat/mod.ts";
 import { translatedTurnInput } from "../openai/mod.ts";
 import { UNTIL_CONTEXT_ENDS } from "../engine/mod.ts";
-import type { AgentIds, TurnInput } from "../session/mod.ts";
+import type { AgentIds } from "../agents/mod.ts";
+import type { TurnInput } from "../session/mod.ts";
 import { buildResponse } from "./build_response.ts";
 import { offeredFunctions } from "./offered_functions.ts";
 import { toMessagesRequest } from "./translate.ts";

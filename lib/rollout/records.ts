@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { AgentEnd } from "../agents/mod.ts";
 import type { RewardPayload } from "../session/mod.ts";
 import type { EpisodeStatus } from "./env_loop.ts";
 import type { JobOutcome } from "./outcome.ts";
@@ -31,19 +32,12 @@ export const FINAL_PHASES: ReadonlySet<RolloutPhase> = new Set<FinalPhase>([
   "aborted",
 ]);
 
-/** How the agent of an attempt ended. */
-export interface AgentOutcome {
+/** How the agent of an attempt ended: its process's exit, and what it said of its end. */
+export interface AgentOutcome extends AgentEnd {
   /** The agent process's exit status; `null` when it was killed. */
   readonly exitCode: number | null;
   /** It ran past its time budget and was stopped. */
   readonly timedOut: boolean;
-  /** Turns the agent reported (Claude Code's and Qwen Code's `num_turns`), when it said. */
-  readonly numTurns: number | null;
-  /**
-   * The agent's own account of how it ended, when it said: Claude Code's and Qwen Code's result
-   * `subtype`, Codex's `success` or `error`.
-   */
-  readonly result: string | null;
 }
 
 /** One job of a group: one run of its task. */

@@ -19,8 +19,7 @@ import { REWARD_ALLOCATIONS } from "../config/mod.ts";
 import { SANDBOX_BACKEND_KINDS } from "../sandbox/mod.ts";
 import { MAX_SYSTEM_PROMPT_CHARS } from "./env_client.ts";
 import { EnvTaskSchema, isEnvTask } from "./env_task.ts";
-import { type AnyHarness, PROBLEM_FILE } from "./harness.ts";
-import { CLI_HARNESSES, type CliSettings } from "./harnesses.ts";
+import { AGENTS, type AnyAgent, type CliSettings, PROBLEM_FILE } from "../agents/mod.ts";
 
 /**
  * Largest settings of a group (the request without its task), in characters of JSON. They are
@@ -67,7 +66,7 @@ const EnvLoopSettings = z.strictObject({
  * How the agent runs: `harness` picks one of `harnesses` (the first when unset) or the
  * environment loop, and its settings (an unknown harness is refused, the known ones named).
  */
-function agentSettingsSchema(harnesses: readonly AnyHarness[]) {
+function agentSettingsSchema(harnesses: readonly AnyAgent[]) {
   return z.preprocess(
     (value) =>
       value !== null && typeof value === "object" && !Array.isArray(value) &&
@@ -127,10 +126,10 @@ const RolloutTaskSchema = z.record(z.string(), z.unknown()).transform((value, ct
 });
 
 /**
- * The `POST /rollout` body with `harnesses` as its agent CLIs (the registered ones: the gateway's
- * is {@linkcode RolloutRequestSchema}).
+ * The `POST /rollout` body with `harnesses` as its agent CLIs (the listed agents, `AGENTS`: the
+ * gateway's is {@linkcode RolloutRequestSchema}).
  */
-export function rolloutRequestSchema(harnesses: readonly AnyHarness[] = CLI_HARNESSES) {
+export function rolloutRequestSchema(harnesses: readonly AnyAgent[] = AGENTS) {
   const byName = new Map(harnesses.map((harness) => [harness.name as string, harness]));
   return z.strictObject({
     task: RolloutTaskSchema,
@@ -234,7 +233,7 @@ function largestPart(settings: Record<string, unknown>): string {
  * An upper bound on the bytes of the agent's shell command (its prompt and tool lists quoted):
  * one argument of `sh -c`, like the evaluation's commands.
  */
-function agentCommandBytes(harness: AnyHarness, agent: CliSettings, problem: string): number {
+function agentCommandBytes(harness: AnyAgent, agent: CliSettings, problem: string): number {
   const bytes = (text: string) => new TextEncoder().encode(text).length;
   const template = agent.prompt_template;
   const fills = template.split("{problem_statement}").length - 1;

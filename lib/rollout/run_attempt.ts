@@ -35,15 +35,8 @@ import {
   setReward,
 } from "../session/mod.ts";
 import { bootScope, boundedBackend } from "./boot_slots.ts";
-import { fillPrompt } from "./harness.ts";
-import {
-  agentCommand,
-  type AgentInstalls,
-  cliHarness,
-  type CliSettings,
-  prepareAgent,
-  readAgentOutcome,
-} from "./harnesses.ts";
+import { type AgentInstalls, agentNamed, type CliSettings } from "../agents/mod.ts";
+import { agentCommand, fillPrompt, prepareAgent, readAgentOutcome } from "./harness.ts";
 import type { AgentOutcome, EpisodeReward, RolloutJobRecord, RolloutPhase } from "./records.ts";
 import type { RolloutSettings } from "./request.ts";
 import { collectPatch, installAgent, prepareWorkTree, SetupError } from "./work_tree.ts";
@@ -179,7 +172,7 @@ export async function runAttempt(
   if (!backend) {
     return failed("sandbox_unavailable", `The ${backendName} sandbox backend is not configured`);
   }
-  const harness = cliHarness(settings.agent.harness);
+  const harness = agentNamed(settings.agent.harness);
   const install = deps.agents.get(settings.agent.harness);
   if (harness === undefined || install === undefined) {
     return failed("agent_unavailable", `No harness ${settings.agent.harness} is registered`);

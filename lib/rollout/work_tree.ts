@@ -8,8 +8,7 @@
 import type { Task } from "../evaluate/mod.ts";
 import { shellQuote } from "../shell/mod.ts";
 import { interleaved, type Sandbox } from "../sandbox/mod.ts";
-import type { NpmInstall } from "./harness.ts";
-import { PROBLEM_FILE } from "./harness.ts";
+import { type NpmInstall, PROBLEM_FILE } from "../agents/mod.ts";
 
 /** Bounds of one setup command. */
 export interface CommandLimits {

@@ -82,7 +82,7 @@ export interface RouteChain {
 }
 
 /**
- * A call that may have dispatched a sub-agent (a dispatch tool of some client, `lib/clients`):
+ * A call that may have dispatched a sub-agent (a dispatch tool of some agent, `lib/agents`):
  * the client's id for it, and its task.
  */
 export interface DispatchCall {

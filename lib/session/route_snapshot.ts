@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { DispatchTools } from "../agents/mod.ts";
 import type { ChainHeader, TurnImage } from "../chain/mod.ts";
 import { type ChainCache, type Store } from "../kv/mod.ts";
 import {
@@ -69,15 +70,6 @@ export function cachedChainBytes(chain: CachedChain): number {
 /** The cache key of a chain. */
 export function cacheKey(chain: { sessionId: string; id: string }): string {
   return `${chain.sessionId}/${chain.id}`;
-}
-
-/**
- * Which tool calls start a sub-agent, by the agent clients' descriptors (`lib/clients`): the
- * planner knows no client's tool names.
- */
-export interface DispatchTools {
-  /** The task a call of tool `name` with `input` starts a sub-agent with; `null` for any other call. */
-  taskOf(name: string, input: Readonly<Record<string, unknown>>): string | null;
 }
 
 /** What reading a snapshot needs. */

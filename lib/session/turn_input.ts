@@ -4,16 +4,11 @@
  *
  * @module
  */
+import type { AgentIds } from "../agents/mod.ts";
 import type { ChatMessage, ChatPrompt } from "../chat/mod.ts";
 import type { SamplingRequest } from "../engine/mod.ts";
 import type { TurnEnd } from "../chain/mod.ts";
 import type { OutputBlock, ToolSchemas } from "../template/mod.ts";
-
-/** The client's agent ids (`x-claude-code-agent-id`, `…-parent-agent-id`), when it sent them. */
-export interface AgentIds {
-  readonly id: string | null;
-  readonly parentId: string | null;
-}
 
 /** A request as the protocol adapter presents it to the session. */
 export interface TurnInput<Reply> {

@@ -7,9 +7,12 @@ import {
 } from "../../lib/config/mod.ts";
 import { ConfigError } from "../../lib/errors/mod.ts";
 
-/** The value at `path` in `config`. */
+/** The value at `path` in `config` (a map's keys are steps of the path too). */
 function at(config: object, path: readonly string[]): unknown {
-  return path.reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], config);
+  return path.reduce<unknown>(
+    (node, key) => node instanceof Map ? node.get(key) : (node as Record<string, unknown>)[key],
+    config,
+  );
 }
 
 Deno.test("each variable is declared once, for one setting, in CONFIG_VARIABLES' order", () => {
@@ -24,7 +27,7 @@ Deno.test("every setting is filled by a declared variable (workers and tokenizer
   const declared = new Set(CONFIG_DECLARATIONS.map(({ path }) => path.join(".")));
   const filled: string[] = [];
   const walk = (node: object, path: readonly string[]) => {
-    for (const [key, value] of Object.entries(node)) {
+    for (const [key, value] of node instanceof Map ? node : Object.entries(node)) {
       const here = [...path, key];
       if (!declared.has(here.join(".")) && typeof value === "object" && value !== null) {
         walk(value, here);

@@ -111,16 +111,11 @@ Deno.test("resolveConfig() fills every setting with its default on an empty envi
       bootConcurrency: 4,
       pollMs: 1000,
       gatewayUrl: null,
-      claudeCodeBin: null,
-      claudeCodePackage: null,
-      claudeCodeTarball: null,
-      qwenCodeBin: null,
-      qwenCodePackage: null,
-      qwenCodeTarball: null,
-      nodeBin: null,
-      codexBin: null,
-      codexPackage: null,
-      codexTarball: null,
+      agents: new Map([
+        ["claude_code", { bin: null, package: null, tarball: null, extra: {} }],
+        ["qwen_code", { bin: null, package: null, tarball: null, extra: { NODE_BIN: null } }],
+        ["codex", { bin: null, package: null, tarball: null, extra: {} }],
+      ]),
     },
   });
 });
@@ -290,16 +285,26 @@ Deno.test("resolveConfig() reads every variable it documents", () => {
       bootConcurrency: 2,
       pollMs: 250,
       gatewayUrl: "http://gateway.internal:8080",
-      claudeCodeBin: "/opt/claude/bin/claude",
-      claudeCodePackage: "@anthropic-ai/claude-code@2.1.330",
-      claudeCodeTarball: "/opt/claude-code.tgz",
-      qwenCodeBin: "/opt/qwen/bin/qwen",
-      qwenCodePackage: "@qwen-code/qwen-code@0.24.5",
-      qwenCodeTarball: "/opt/qwen-code.tgz",
-      nodeBin: "/opt/node/bin/node",
-      codexBin: "/opt/codex/bin/codex",
-      codexPackage: "@openai/codex@0.170.0",
-      codexTarball: "/opt/codex-linux-x64.tgz",
+      agents: new Map([
+        ["claude_code", {
+          bin: "/opt/claude/bin/claude",
+          package: "@anthropic-ai/claude-code@2.1.330",
+          tarball: "/opt/claude-code.tgz",
+          extra: {},
+        }],
+        ["qwen_code", {
+          bin: "/opt/qwen/bin/qwen",
+          package: "@qwen-code/qwen-code@0.24.5",
+          tarball: "/opt/qwen-code.tgz",
+          extra: { NODE_BIN: "/opt/node/bin/node" },
+        }],
+        ["codex", {
+          bin: "/opt/codex/bin/codex",
+          package: "@openai/codex@0.170.0",
+          tarball: "/opt/codex-linux-x64.tgz",
+          extra: {},
+        }],
+      ]),
     },
   });
 });

@@ -8,7 +8,7 @@ import v8 from "node:v8";
 import { memoryShares } from "../../lib/cache/mod.ts";
 import { banner } from "../../functions/_deps.ts";
 import { runnersHere } from "../../lib/evaluate/mod.ts";
-import { CLI_HARNESSES } from "../../lib/rollout/mod.ts";
+import { AGENTS } from "../../lib/agents/mod.ts";
 import { startGateway } from "../_gateway.ts";
 import { PREPROCESSOR, visionGateway } from "../_vision.ts";
 
@@ -24,9 +24,9 @@ Deno.test("the banner names every registered agent CLI, each ready here", async 
     // The test machine has every CLI installed (tools/setup.ts --tests).
     assert.equal(
       line(text, "agents"),
-      `  agents:     ${CLI_HARNESSES.map((harness) => `${harness.name} ready`).join(", ")}`,
+      `  agents:     ${AGENTS.map((harness) => `${harness.name} ready`).join(", ")}`,
     );
-    assert.equal(CLI_HARNESSES.length, 4);
+    assert.equal(AGENTS.length, 4);
   } finally {
     await gw.close();
   }

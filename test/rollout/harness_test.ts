@@ -1,25 +1,20 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { resolveConfig } from "../../lib/config/mod.ts";
-import { ConfigError } from "../../lib/errors/mod.ts";
+import {
+  type Agent,
+  agentNamed,
+  AGENTS,
+  type CliSettings,
+  COMMON_SETTINGS,
+} from "../../lib/agents/mod.ts";
 import { TaskSchema } from "../../lib/evaluate/mod.ts";
 import {
   agentCommand,
-  agentInstalls,
-  CLI_HARNESSES,
-  cliHarness,
-  type CliSettings,
-  codexVendorPath,
-  COMMON_SETTINGS,
   fillPrompt,
-  type Harness,
-  pinnedSpec,
   prepareAgent,
-  readAgentLog,
   readAgentOutcome,
   RolloutRequestSchema,
   rolloutRequestSchema,
-  toolsFolder,
 } from "../../lib/rollout/mod.ts";
 import type { Sandbox } from "../../lib/sandbox/mod.ts";
 import { TASK } from "./_settings.ts";
@@ -149,78 +144,24 @@ Deno.test("readAgentOutcome() reads Claude Code's and Qwen Code's result event, 
   });
 });
 
-Deno.test("readAgentLog() takes the last result event and ignores lines cut by the output cap", () => {
-  const log = [
-    '{"type":"system","subtype":"init"}',
-    '{"type":"assistant","message":{"content":[{"type":"text","text":"\\"result\\""}]}}',
-    '{"type":"result","subtype":"error_max_turns","num_turns":3}',
-    '{"type":"result","subtype":"success","num_turns":7,"result":"Done."}',
-    '{"type":"result","subtype":"succ',
-  ].join("\n");
-  assert.deepEqual(readAgentLog(log), { numTurns: 7, result: "success" });
-  assert.deepEqual(readAgentLog("not json\n"), { numTurns: null, result: null });
-});
-
-Deno.test("each harness's E2B install is the version tools/<folder>/package.json pins, unless configured", async () => {
-  const defaults = resolveConfig({}).rollout;
-  const installs = await agentInstalls(defaults);
-  assert.deepEqual([...installs.keys()], ["claude_code", "qwen_code", "codex", "command"]);
-  assert.deepEqual(
-    [...installs.values()].map((install) => install.npm),
-    [
-      { package: "@anthropic-ai/claude-code@2.1.329", tarball: null, bin: "claude" },
-      { package: "@qwen-code/qwen-code@0.24.4", tarball: null, bin: "qwen" },
-      { package: "@openai/codex@0.169.0", tarball: null, bin: "codex", unpack: codexVendorPath() },
-      null,
-    ],
-  );
-  for (const harness of CLI_HARNESSES) {
-    if (harness.package === undefined) continue;
-    const manifest = JSON.parse(
-      await Deno.readTextFile(`${toolsFolder(harness.package.folder)}package.json`),
-    );
-    assert.equal(
-      await pinnedSpec(harness.package),
-      `${harness.package.name}@${manifest.dependencies[harness.package.name]}`,
-    );
-  }
-  const configured = resolveConfig({ CODEX_PACKAGE: "@openai/codex@0.170.0" }).rollout;
-  assert.equal(
-    (await agentInstalls(configured)).get("codex")?.npm?.package,
-    "@openai/codex@0.170.0",
-  );
-});
-
-Deno.test("a configured path that is not a file is refused at start-up, naming its variable", async () => {
-  for (
-    const variable of ["CLAUDE_CODE_BIN", "CODEX_BIN", "NODE_BIN", "CODEX_TARBALL"]
-  ) {
-    const rollout = resolveConfig({ [variable]: "/nonexistent/file" }).rollout;
-    await assert.rejects(agentInstalls(rollout), (error: unknown) => {
-      assert.ok(error instanceof ConfigError);
-      assert.equal(error.variable, variable);
-      assert.equal(error.message, `Invalid ${variable}: no file at "/nonexistent/file"`);
-      return true;
-    });
-  }
-});
-
-Deno.test("every registered harness has its own name, a schema of that name, and a default first", () => {
-  const names = CLI_HARNESSES.map((harness) => harness.name);
+Deno.test("every listed agent has its own name, a schema of that name, and a default first", () => {
+  const names = AGENTS.map((harness) => harness.name);
   assert.deepEqual(names, ["claude_code", "qwen_code", "codex", "command"]);
-  for (const harness of CLI_HARNESSES) {
-    assert.equal(cliHarness(harness.name), harness);
+  for (const harness of AGENTS) {
+    assert.equal(agentNamed(harness.name), harness);
     const own = harness.name === "command" ? { command: "run {prompt}" } : {};
     assert.equal(agent({ harness: harness.name, ...own }).harness, harness.name);
   }
   assert.equal(agent({}).harness, "claude_code");
-  assert.equal(cliHarness("env_loop"), undefined);
+  assert.equal(agentNamed("env_loop"), undefined);
 });
 
 Deno.test("rolloutRequestSchema() takes a harness that is not registered only when given it", () => {
-  const echo: Harness<{ harness: "echo"; prompt_template: string; env: Record<string, string> }> = {
+  const echo: Agent<{ harness: "echo"; prompt_template: string; env: Record<string, string> }> = {
     name: "echo",
     title: "Echo",
+    agentHeaders: null,
+    dispatchTools: [],
     settings: z.strictObject({ harness: z.literal("echo"), ...COMMON_SETTINGS }),
     installHint: "every shell has it",
     findLocal: () => Promise.resolve({ binds: [], program: "echo" }),
@@ -230,7 +171,7 @@ Deno.test("rolloutRequestSchema() takes a harness that is not registered only wh
     commandWords: () => [],
   };
   const body = { task: TASK, agent: { harness: "echo" } };
-  assert.equal(rolloutRequestSchema([...CLI_HARNESSES, echo]).parse(body).agent.harness, "echo");
+  assert.equal(rolloutRequestSchema([...AGENTS, echo]).parse(body).agent.harness, "echo");
   const refused = RolloutRequestSchema.safeParse(body);
   assert.equal(refused.success, false);
   assert.deepEqual(refused.error?.issues.map((issue) => [issue.path, issue.code]), [

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { DEFAULT_PROMPT, RolloutRequestSchema } from "../../lib/rollout/mod.ts";
+import { DEFAULT_PROMPT } from "../../lib/agents/mod.ts";
+import { RolloutRequestSchema } from "../../lib/rollout/mod.ts";
 
 const TASK = {
   repo: "/srv/r",

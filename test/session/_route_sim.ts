@@ -9,7 +9,7 @@
 import { messageIdentities, type MessageParam, startIdentity } from "../../lib/anthropic/mod.ts";
 import { type ChainHeader, segmentKind, type TurnRecord } from "../../lib/chain/mod.ts";
 import { extendDigest } from "../../lib/chat/mod.ts";
-import { dispatchToolsOf, KNOWN_CLIENTS } from "../../lib/clients/mod.ts";
+import { AGENTS, dispatchToolsOf } from "../../lib/agents/mod.ts";
 import {
   DISPATCH_LOOKBACK_TURNS,
   type DispatchCall,
@@ -23,8 +23,8 @@ import {
 } from "../../lib/session/mod.ts";
 import { session as sessionRecord } from "./_store.ts";
 
-/** The dispatch tools of every known client, as the gateway reads them. */
-const DISPATCH = dispatchToolsOf(KNOWN_CLIENTS);
+/** The dispatch tools of every listed agent, as the gateway reads them. */
+const DISPATCH = dispatchToolsOf(AGENTS);
 
 /** One request of a scenario: labelled messages, who sends them, and the reply it gets. */
 export interface Step {

@@ -1,20 +1,16 @@
 /**
- * The command harness: any command-line agent. Its shell command runs in the work tree with the
+ * The command: any command-line agent. Its shell command runs in the work tree with the
  * gateway's base URL, the session's token (and the model id, if it reads one) in the environment
  * variables it names, and the prompt in its command line (`{prompt}`) or in a file
- * (`{prompt_file}`). It says nothing about how it ended beyond its exit code.
+ * (`{prompt_file}`). It says nothing about how it ended beyond its exit code, and the gateway
+ * knows none of its habits on the wire (no sub-agent headers, no dispatch tools).
  *
  * @module
  */
 import { z } from "zod";
 import { shellQuote } from "../shell/mod.ts";
-import {
-  type AgentConnection,
-  COMMON_SETTINGS,
-  ENV_NAME,
-  type Harness,
-  MAX_PROMPT_TEMPLATE_CHARS,
-} from "./harness.ts";
+import type { AgentConnection, OwnProgramAgent } from "./agent.ts";
+import { COMMON_SETTINGS, ENV_NAME, MAX_PROMPT_TEMPLATE_CHARS } from "./common_settings.ts";
 
 /**
  * Any command-line agent: a shell command run in the work tree with the gateway's base URL and the
@@ -44,10 +40,12 @@ export const CommandSettingsSchema = z.strictObject({
 /** A command-line agent's settings. */
 export type CommandSettings = z.output<typeof CommandSettingsSchema>;
 
-/** The command harness (`command`): it brings its own program, so nothing is lent or installed. */
-export const COMMAND: Harness<CommandSettings> = {
+/** The command (`command`): it brings its own program, so nothing is lent or installed. */
+export const COMMAND: OwnProgramAgent<CommandSettings> = {
   name: "command",
   title: "The command",
+  agentHeaders: null,
+  dispatchTools: [],
   settings: CommandSettingsSchema,
   installHint: "it brings its own program",
   findLocal: () => Promise.resolve({ binds: [], program: "" }),
@@ -75,12 +73,11 @@ export function promptFilePath(tmpdir: string): string {
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { agentCommandLine, type CommandSettings } from "./command.ts";
- * import { RolloutRequestSchema } from "./request.ts";
- * const settings = RolloutRequestSchema.parse({
- *   task: { repo: "/r", base_commit: "abc1234", problem_statement: "Fix it", eval_cmd: "true" },
- *   agent: { harness: "command", command: "python3 agent.py --task {prompt}" },
- * }).agent as CommandSettings;
+ * import { agentCommandLine, CommandSettingsSchema } from "./command.ts";
+ * const settings = CommandSettingsSchema.parse({
+ *   harness: "command",
+ *   command: "python3 agent.py --task {prompt}",
+ * });
  * assert.equal(
  *   agentCommandLine(settings, "Fix it", "/tmp/rollout-prompt.txt"),
  *   "python3 agent.py --task 'Fix it'",

@@ -6,7 +6,7 @@ import {
   qwenCodeCommand,
   qwenCodeEnv,
   qwenCodeLocal,
-} from "../../lib/rollout/mod.ts";
+} from "../../lib/agents/mod.ts";
 
 const agent = (settings: Record<string, unknown> = {}) => agentSettings("qwen_code", settings);
 

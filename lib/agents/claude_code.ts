@@ -1,20 +1,26 @@
 /**
- * The Claude Code harness: the CLI run headless in the sandbox's work tree, pointed at the
+ * Claude Code (`@anthropic-ai/claude-code`), speaking the Messages API.
+ *
+ * On the wire it names each sub-agent's requests with `x-claude-code-agent-id` (and a nested
+ * one's parent with `x-claude-code-parent-agent-id`), and starts sub-agents with its `Agent` tool
+ * (`Task` in earlier versions), whose `prompt` is the sub-agent's task.
+ *
+ * As a rollout's harness, the CLI runs headless in the sandbox's work tree, pointed at the
  * gateway with the session's token, its settings from the request.
  *
  * @module
  */
 import { z } from "zod";
 import { shellQuote } from "../shell/mod.ts";
+import type { AgentConnection, PackagedAgent } from "./agent.ts";
+import { COMMON_SETTINGS, ToolPattern } from "./common_settings.ts";
 import {
-  type AgentConnection,
-  COMMON_SETTINGS,
   configuredFile,
-  type Harness,
+  type InstallDeclaration,
+  installVariables,
   lentProgram,
-  readAgentLog,
-  ToolPattern,
-} from "./harness.ts";
+} from "./install.ts";
+import { readAgentLog } from "./result_event.ts";
 
 /** Where a local sandbox shows the host's Claude Code binary. */
 export const CLAUDE_INSIDE = "/sandbox/tools/claude";
@@ -40,10 +46,25 @@ export const ClaudeCodeSettingsSchema = z.strictObject({
 /** Claude Code's settings. */
 export type ClaudeCodeSettings = z.output<typeof ClaudeCodeSettingsSchema>;
 
-/** The Claude Code harness (`claude_code`, the default). */
-export const CLAUDE_CODE: Harness<ClaudeCodeSettings> = {
+/** Claude Code's install variables: `CLAUDE_CODE_BIN`, `_PACKAGE`, `_TARBALL`. */
+const INSTALL: InstallDeclaration = {
+  prefix: "CLAUDE_CODE",
+  bin: {
+    shown: "the binary `tools/setup.ts` installs",
+    meaning: "the host's Claude Code binary, lent read-only to local sandboxes",
+  },
+  tarball: { of: "the CLI", inside: "native binary inside" },
+};
+
+/** Claude Code (`claude_code`, the default harness). */
+export const CLAUDE_CODE: PackagedAgent<ClaudeCodeSettings> = {
   name: "claude_code",
   title: "Claude Code",
+  agentHeaders: { id: "x-claude-code-agent-id", parentId: "x-claude-code-parent-agent-id" },
+  dispatchTools: [
+    { name: "Agent", taskField: "prompt" },
+    { name: "Task", taskField: "prompt" },
+  ],
   settings: ClaudeCodeSettingsSchema,
   package: {
     folder: "claude-code",
@@ -52,16 +73,14 @@ export const CLAUDE_CODE: Harness<ClaudeCodeSettings> = {
     ci: true,
     testsOnly: false,
   },
+  install: INSTALL,
   installHint: "run tools/setup.ts or set CLAUDE_CODE_BIN",
-  async findLocal(rollout) {
-    const configured = await configuredFile("CLAUDE_CODE_BIN", rollout.claudeCodeBin);
-    const binary = await findClaudeBinary(configured);
+  async findLocal(configured) {
+    const binary = await findClaudeBinary(
+      await configuredFile(installVariables(INSTALL).bin, configured.bin),
+    );
     return binary === null ? null : lentProgram(binary, CLAUDE_INSIDE);
   },
-  remote: (rollout) => ({
-    package: rollout.claudeCodePackage,
-    tarball: { path: rollout.claudeCodeTarball, variable: "CLAUDE_CODE_TARBALL" },
-  }),
   command: (settings, run) => claudeCodeCommand(run.program, settings, run.prompt),
   prepare: (_sandbox, settings, connection) => Promise.resolve(claudeCodeEnv(settings, connection)),
   outcome: readAgentLog,

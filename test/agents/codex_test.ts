@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { agentSettings } from "./_settings.ts";
-import { codexCommand, codexConfig, codexEnv, findCodex } from "../../lib/rollout/mod.ts";
+import { codexCommand, codexConfig, codexEnv, findCodex } from "../../lib/agents/mod.ts";
 
 const agent = (settings: Record<string, unknown> = {}) => agentSettings("codex", settings);
 

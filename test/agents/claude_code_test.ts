@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { agentSettings } from "./_settings.ts";
-import { claudeCodeCommand, claudeCodeEnv } from "../../lib/rollout/mod.ts";
+import { claudeCodeCommand, claudeCodeEnv } from "../../lib/agents/mod.ts";
 
 const agent = (settings: Record<string, unknown> = {}) => agentSettings("claude_code", settings);
 

@@ -1,22 +1,32 @@
 /**
- * The Codex harness: the CLI's native binary run headless (`codex exec --json`) in the sandbox's
- * work tree, with a config.toml of its own that makes the gateway its model provider over the
- * Responses API (the session token read from an environment variable), turns off everything that
- * would reach another host, and leaves the sandboxing to the rollout's sandbox. Its JSONL log
- * says how it ended (`turn.completed` or `turn.failed`).
+ * Codex (`@openai/codex`), speaking the Responses API.
+ *
+ * On the wire, with `[agents]` on, it offers its sub-agent tools in a `namespace` tool
+ * (`multi_agent_v1`, shown to the model by their plain names): `spawn_agent`, whose `message` (or
+ * the text of its `items`) is the sub-agent's task, then `wait_agent`, `send_input`,
+ * `close_agent`. A sub-agent's requests carry its own thread id in `thread-id` and its parent's in
+ * `x-codex-parent-thread-id`; the root agent sends its thread id in `thread-id` too, with no
+ * parent, so only a request naming a parent names a sub-agent. A sub-agent has the root's system
+ * prompt: without its thread id it would look like the root's own new conversation.
+ *
+ * As a rollout's harness, the CLI's native binary runs headless (`codex exec --json`) in the
+ * sandbox's work tree, with a config.toml of its own that makes the gateway its model provider
+ * over the Responses API (the session token read from an environment variable), turns off
+ * everything that would reach another host, and leaves the sandboxing to the rollout's sandbox.
+ * Its JSONL log says how it ended (`turn.completed` or `turn.failed`).
  *
  * @module
  */
 import { z } from "zod";
 import { shellQuote } from "../shell/mod.ts";
+import type { AgentConnection, AgentEnd, PackagedAgent } from "./agent.ts";
+import { COMMON_SETTINGS } from "./common_settings.ts";
 import {
-  type AgentConnection,
-  COMMON_SETTINGS,
   configuredFile,
-  type Harness,
+  type InstallDeclaration,
+  installVariables,
   lentProgram,
-} from "./harness.ts";
-import type { AgentOutcome } from "./records.ts";
+} from "./install.ts";
 
 /** A TOML value of a `-c key=value` override: a string, a number or a boolean. */
 const TomlScalar = z.union([z.string().max(4096), z.number().finite(), z.boolean()]);
@@ -36,10 +46,26 @@ export const CodexSettingsSchema = z.strictObject({
 /** Codex's settings. */
 export type CodexSettings = z.output<typeof CodexSettingsSchema>;
 
-/** The Codex harness (`codex`). */
-export const CODEX: Harness<CodexSettings> = {
+/** Codex's install variables: `CODEX_BIN`, `_PACKAGE`, `_TARBALL`. */
+const INSTALL: InstallDeclaration = {
+  prefix: "CODEX",
+  bin: {
+    shown: "the binary `tools/setup.ts --tests` installs",
+    meaning: "the host's Codex binary (the native one, from `@openai/codex-linux-<arch>`), lent " +
+      "read-only to local sandboxes",
+  },
+  tarball: { of: "Codex's platform package", inside: "its static binary inside" },
+};
+
+/** Codex (`codex`). */
+export const CODEX: PackagedAgent<CodexSettings> = {
   name: "codex",
   title: "Codex",
+  agentHeaders: { id: "thread-id", parentId: "x-codex-parent-thread-id", onlyWithParent: true },
+  dispatchTools: [
+    { name: "spawn_agent", taskField: "message" },
+    { name: "spawn_agent", taskField: "items" },
+  ],
   settings: CodexSettingsSchema,
   package: {
     folder: "codex",
@@ -51,15 +77,14 @@ export const CODEX: Harness<CodexSettings> = {
     packed: `@openai/codex-linux-${Deno.build.arch === "aarch64" ? "arm64" : "x64"}`,
     unpack: codexVendorPath(),
   },
+  install: INSTALL,
   installHint: "run tools/setup.ts --tests (or npm ci --prefix tools/codex) or set CODEX_BIN",
-  async findLocal(rollout) {
-    const binary = await findCodex(await configuredFile("CODEX_BIN", rollout.codexBin));
+  async findLocal(configured) {
+    const binary = await findCodex(
+      await configuredFile(installVariables(INSTALL).bin, configured.bin),
+    );
     return binary === null ? null : lentProgram(binary, CODEX_INSIDE);
   },
-  remote: (rollout) => ({
-    package: rollout.codexPackage,
-    tarball: { path: rollout.codexTarball, variable: "CODEX_TARBALL" },
-  }),
   command: (settings, run) => codexCommand(run.program, settings, run.prompt),
   async prepare(sandbox, settings, connection) {
     const home = `${sandbox.tmpdir}/codex-home`;
@@ -206,7 +231,7 @@ export function codexEnv(
  * How Codex said it ended: `success` for a last `turn.completed`, `error` for `turn.failed`;
  * the model requests it made are not in its log (`numTurns` stays `null`).
  */
-export function readCodexLog(stdout: string): Pick<AgentOutcome, "numTurns" | "result"> {
+export function readCodexLog(stdout: string): AgentEnd {
   let result: string | null = null;
   for (const line of stdout.split("\n")) {
     if (!line.startsWith('{"type":"turn.')) continue;

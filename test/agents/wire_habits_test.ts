@@ -1,40 +1,40 @@
 import assert from "node:assert/strict";
 import {
-  type AgentClient,
   agentIdsOf,
+  AGENTS,
   CLAUDE_CODE,
   dispatchToolsOf,
-  KNOWN_CLIENTS,
-} from "../../lib/clients/mod.ts";
+  type WireHabits,
+} from "../../lib/agents/mod.ts";
 import { LimitError, MAX_AGENT_ID_CHARS } from "../../lib/limits/mod.ts";
 
 Deno.test("agentIdsOf() reads Claude Code's sub-agent headers, and null ids where none are sent", () => {
   assert.deepEqual(
     agentIdsOf(
       new Headers({ "x-claude-code-agent-id": "a1", "x-claude-code-parent-agent-id": "p1" }),
-      KNOWN_CLIENTS,
+      AGENTS,
     ),
     { id: "a1", parentId: "p1" },
   );
-  assert.deepEqual(agentIdsOf(new Headers({ "x-claude-code-agent-id": "" }), KNOWN_CLIENTS), {
+  assert.deepEqual(agentIdsOf(new Headers({ "x-claude-code-agent-id": "" }), AGENTS), {
     id: null,
     parentId: null,
   });
-  assert.deepEqual(agentIdsOf(new Headers(), KNOWN_CLIENTS), { id: null, parentId: null });
+  assert.deepEqual(agentIdsOf(new Headers(), AGENTS), { id: null, parentId: null });
 });
 
 Deno.test("agentIdsOf() refuses an oversized header by name, even one it would not read", () => {
   const long = "a".repeat(MAX_AGENT_ID_CHARS + 1);
   for (const name of ["x-claude-code-agent-id", "x-claude-code-parent-agent-id"]) {
     assert.throws(
-      () => agentIdsOf(new Headers({ [name]: long }), KNOWN_CLIENTS),
+      () => agentIdsOf(new Headers({ [name]: long }), AGENTS),
       (error: unknown) => error instanceof LimitError && error.field === name,
     );
   }
 });
 
 Deno.test("agentIdsOf() takes the first client whose headers name an agent", () => {
-  const other: AgentClient = {
+  const other: WireHabits = {
     name: "other",
     agentHeaders: { id: "x-other-agent", parentId: "x-other-parent" },
     dispatchTools: [],
@@ -45,7 +45,7 @@ Deno.test("agentIdsOf() takes the first client whose headers name an agent", () 
 });
 
 Deno.test("dispatchToolsOf() knows Claude Code's Agent and Task and Qwen Code's agent, by their task field", () => {
-  const dispatch = dispatchToolsOf(KNOWN_CLIENTS);
+  const dispatch = dispatchToolsOf(AGENTS);
   assert.equal(dispatch.taskOf("Agent", { prompt: "A", description: "d" }), "A");
   assert.equal(dispatch.taskOf("Task", { prompt: "T" }), "T");
   assert.equal(dispatch.taskOf("agent", { prompt: "q", subagent_type: "general-purpose" }), "q");
@@ -58,12 +58,12 @@ Deno.test("dispatchToolsOf() knows Claude Code's Agent and Task and Qwen Code's 
 });
 
 Deno.test("dispatchToolsOf() reads every task field the clients name for one tool", () => {
-  const a: AgentClient = {
+  const a: WireHabits = {
     name: "a",
     agentHeaders: null,
     dispatchTools: [{ name: "spawn", taskField: "message" }],
   };
-  const b: AgentClient = {
+  const b: WireHabits = {
     name: "b",
     agentHeaders: null,
     dispatchTools: [{ name: "spawn", taskField: "task" }],
@@ -79,20 +79,20 @@ Deno.test("agentIdsOf() reads Codex's thread id only from a sub-agent's request,
   const child = "01a21a75-944e-7ce1-bbd3-d54da3df21cf";
   // The root agent sends its own thread id too: it is no sub-agent.
   assert.deepEqual(
-    agentIdsOf(new Headers({ "thread-id": root, "session-id": root }), KNOWN_CLIENTS),
+    agentIdsOf(new Headers({ "thread-id": root, "session-id": root }), AGENTS),
     { id: null, parentId: null },
   );
   assert.deepEqual(
     agentIdsOf(
       new Headers({ "thread-id": child, "session-id": root, "x-codex-parent-thread-id": root }),
-      KNOWN_CLIENTS,
+      AGENTS,
     ),
     { id: child, parentId: root },
   );
 });
 
 Deno.test("dispatchToolsOf() knows Codex's spawn_agent by its message, or the text of its items", () => {
-  const dispatch = dispatchToolsOf(KNOWN_CLIENTS);
+  const dispatch = dispatchToolsOf(AGENTS);
   assert.equal(dispatch.taskOf("spawn_agent", { message: "Run alpha." }), "Run alpha.");
   assert.equal(
     dispatch.taskOf("spawn_agent", {

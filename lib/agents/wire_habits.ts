@@ -1,13 +1,12 @@
 /**
- * What the gateway knows of an agent client's habits, as a descriptor per client: the headers
- * that name its sub-agents, and the tool calls that start one. Routing asks the registered
- * descriptors (`known_clients.ts`) instead of naming any client's tools itself.
+ * What the gateway knows of an agent's habits on the wire, part of each agent's record: the
+ * headers that name its sub-agents, and the tool calls that start one. Routing asks the listed
+ * agents (`agents.ts`) instead of naming any agent's tools itself.
  *
  * @module
  */
 import type { CodedError } from "../errors/mod.ts";
 import { LimitError, MAX_AGENT_ID_CHARS } from "../limits/mod.ts";
-import type { AgentIds, DispatchTools } from "../session/mod.ts";
 
 /** A tool whose calls start a sub-agent, and the input field that holds the sub-agent's task. */
 export interface DispatchTool {
@@ -30,30 +29,45 @@ export interface AgentHeaders {
   readonly onlyWithParent?: boolean;
 }
 
-/** An agent client's habits that routing depends on. */
-export interface AgentClient {
-  /** The client as the docs name it (`claude_code`, `qwen_code`, `codex`). */
+/** An agent's habits that routing depends on. */
+export interface WireHabits {
+  /** The agent as requests and the docs name it (`claude_code`, `qwen_code`, `codex`). */
   readonly name: string;
   /** Headers naming the sub-agent a request comes from, and its parent; `null` when it sends none. */
   readonly agentHeaders: AgentHeaders | null;
-  /** Tools whose calls start a sub-agent. */
+  /** Tools whose calls start a sub-agent; none for an agent that starts none the gateway knows. */
   readonly dispatchTools: readonly DispatchTool[];
 }
 
+/** The client's agent ids (`x-claude-code-agent-id`, `…-parent-agent-id`), when it sent them. */
+export interface AgentIds {
+  readonly id: string | null;
+  readonly parentId: string | null;
+}
+
 /**
- * The agent ids a request's headers carry, read with the first client's headers that name an
- * agent: `null` ids when none does.
+ * Which tool calls start a sub-agent, by the agents' wire habits: the route planner knows no
+ * agent's tool names.
+ */
+export interface DispatchTools {
+  /** The task a call of tool `name` with `input` starts a sub-agent with; `null` for any other call. */
+  taskOf(name: string, input: Readonly<Record<string, unknown>>): string | null;
+}
+
+/**
+ * The agent ids a request's headers carry, read with the first agent's headers that name one:
+ * `null` ids when none does.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { agentIdsOf, KNOWN_CLIENTS } from "./mod.ts";
+ * import { agentIdsOf, AGENTS } from "./mod.ts";
  * const headers = new Headers({ "x-claude-code-agent-id": "a1b2" });
- * assert.deepEqual(agentIdsOf(headers, KNOWN_CLIENTS), { id: "a1b2", parentId: null });
+ * assert.deepEqual(agentIdsOf(headers, AGENTS), { id: "a1b2", parentId: null });
  * ```
  * @throws {LimitError} naming the header when an id is longer than {@linkcode MAX_AGENT_ID_CHARS}.
  */
-export function agentIdsOf(headers: Headers, clients: readonly AgentClient[]): AgentIds {
+export function agentIdsOf(headers: Headers, clients: readonly WireHabits[]): AgentIds {
   let found: AgentIds = { id: null, parentId: null };
   for (const client of clients) {
     if (!client.agentHeaders) continue;
@@ -67,7 +81,7 @@ export function agentIdsOf(headers: Headers, clients: readonly AgentClient[]): A
 }
 
 /**
- * The dispatch tools of all `clients` together: a call starts a sub-agent when any client's
+ * The dispatch tools of all `clients` together: a call starts a sub-agent when any agent's
  * table names its tool and its task field holds a string. A client is not told apart by its
  * requests (proxies and SDKs rewrite user agents), and a dispatch is only taken once a new
  * conversation quotes the task, so one table serves every request.
@@ -75,13 +89,13 @@ export function agentIdsOf(headers: Headers, clients: readonly AgentClient[]): A
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { dispatchToolsOf, KNOWN_CLIENTS } from "./mod.ts";
- * const dispatch = dispatchToolsOf(KNOWN_CLIENTS);
+ * import { AGENTS, dispatchToolsOf } from "./mod.ts";
+ * const dispatch = dispatchToolsOf(AGENTS);
  * assert.equal(dispatch.taskOf("agent", { prompt: "List the files." }), "List the files.");
  * assert.equal(dispatch.taskOf("Bash", { command: "ls" }), null);
  * ```
  */
-export function dispatchToolsOf(clients: readonly AgentClient[]): DispatchTools {
+export function dispatchToolsOf(clients: readonly WireHabits[]): DispatchTools {
   const fields = new Map<string, string[]>();
   for (const client of clients) {
     for (const tool of client.dispatchTools) {

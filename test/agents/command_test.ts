@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { agentSettings } from "./_settings.ts";
-import { agentCommandLine, commandEnv } from "../../lib/rollout/mod.ts";
+import { agentCommandLine, commandEnv } from "../../lib/agents/mod.ts";
 
 const agent = (settings: Record<string, unknown> = {}) => agentSettings("command", settings);
 

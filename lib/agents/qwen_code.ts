@@ -1,5 +1,12 @@
 /**
- * The Qwen Code harness: the CLI (a Node.js program) run headless in the sandbox's work tree,
+ * Qwen Code (`@qwen-code/qwen-code`), speaking Chat Completions.
+ *
+ * On the wire it sends no header naming a sub-agent; its `agent` tool starts one, whose first
+ * user message quotes the call's `prompt` after the skills reminder. Its background helpers (the
+ * memory extractor, the skill reviewer) are forked agents with system prompts and tools of their
+ * own, which routing treats as helpers (docs/DESIGN.md §4.1).
+ *
+ * As a rollout's harness, the CLI (a Node.js program) runs headless in the sandbox's work tree,
  * pointed at the gateway's Chat Completions with the session's token, its settings file written
  * beside it, its stream-json log read for how it ended (the same `result` event as Claude Code's).
  *
@@ -8,15 +15,15 @@
 import { z } from "zod";
 import { ConfigError } from "../errors/mod.ts";
 import { shellQuote } from "../shell/mod.ts";
-import type { HostBind } from "../sandbox/mod.ts";
+import type { AgentConnection, PackagedAgent } from "./agent.ts";
+import { COMMON_SETTINGS, ToolPattern } from "./common_settings.ts";
 import {
-  type AgentConnection,
-  COMMON_SETTINGS,
   configuredFile,
-  type Harness,
-  readAgentLog,
-  ToolPattern,
-} from "./harness.ts";
+  type InstallDeclaration,
+  installVariables,
+  type LocalAgent,
+} from "./install.ts";
+import { readAgentLog } from "./result_event.ts";
 
 /**
  * Qwen Code's settings when a request gives none: no background memory or skill agents (each
@@ -47,10 +54,31 @@ export const QwenCodeSettingsSchema = z.strictObject({
 /** Qwen Code's settings. */
 export type QwenCodeSettings = z.output<typeof QwenCodeSettingsSchema>;
 
-/** The Qwen Code harness (`qwen_code`). */
-export const QWEN_CODE: Harness<QwenCodeSettings> = {
+/** The variable naming the `node` that runs Qwen Code in local sandboxes. */
+const NODE_BIN = "NODE_BIN";
+
+/** Qwen Code's install variables: `QWEN_CODE_BIN`, `_PACKAGE`, `_TARBALL`, and `NODE_BIN`. */
+const INSTALL: InstallDeclaration = {
+  prefix: "QWEN_CODE",
+  bin: {
+    shown: "the install `tools/setup.ts` makes",
+    meaning: "the host's Qwen Code (its `qwen` link or `cli-entry.js`); its `node_modules` is " +
+      "lent read-only to local sandboxes",
+  },
+  tarball: {},
+  extra: [{
+    variable: NODE_BIN,
+    shown: "the first `node` on `PATH`",
+    meaning: "the `node` lent read-only to local sandboxes to run Qwen Code",
+  }],
+};
+
+/** Qwen Code (`qwen_code`). */
+export const QWEN_CODE: PackagedAgent<QwenCodeSettings> = {
   name: "qwen_code",
   title: "Qwen Code",
+  agentHeaders: null,
+  dispatchTools: [{ name: "agent", taskField: "prompt" }],
   settings: QwenCodeSettingsSchema,
   package: {
     folder: "qwen-code",
@@ -61,25 +89,22 @@ export const QWEN_CODE: Harness<QwenCodeSettings> = {
     testsOnly: false,
     afterInstall: makeRipgrepExecutable,
   },
+  install: INSTALL,
   installHint: "run tools/setup.ts or set QWEN_CODE_BIN",
-  async findLocal(rollout) {
-    const node = await findNode(await configuredFile("NODE_BIN", rollout.nodeBin));
-    const configured = rollout.qwenCodeBin;
-    const install = node === null ? null : await findQwenCode(configured, node);
-    if (configured !== null && install === null) {
+  async findLocal(configured) {
+    const node = await findNode(await configuredFile(NODE_BIN, configured.extra[NODE_BIN] ?? null));
+    const install = node === null ? null : await findQwenCode(configured.bin, node);
+    if (configured.bin !== null && install === null) {
+      const variable = installVariables(INSTALL).bin;
       throw new ConfigError(
-        "QWEN_CODE_BIN",
+        variable,
         node === null
-          ? "Invalid QWEN_CODE_BIN: no node on PATH to run it (set NODE_BIN)"
-          : `Invalid QWEN_CODE_BIN: no Qwen Code (node_modules/${ENTRY}) at "${configured}"`,
+          ? `Invalid ${variable}: no node on PATH to run it (set ${NODE_BIN})`
+          : `Invalid ${variable}: no Qwen Code (node_modules/${ENTRY}) at "${configured.bin}"`,
       );
     }
     return install === null ? null : qwenCodeLocal(install);
   },
-  remote: (rollout) => ({
-    package: rollout.qwenCodePackage,
-    tarball: { path: rollout.qwenCodeTarball, variable: "QWEN_CODE_TARBALL" },
-  }),
   command: (settings, run) => qwenCodeCommand(run.program, settings, run.prompt),
   async prepare(sandbox, settings, connection) {
     const path = qwenSettingsPath(sandbox.tmpdir);
@@ -156,10 +181,7 @@ export async function findNode(configured: string | null): Promise<string | null
 }
 
 /** What a local sandbox is lent: `node` and the CLI's modules, read-only; how to run it there. */
-export function qwenCodeLocal(install: QwenCodeInstall): {
-  readonly binds: HostBind[];
-  readonly program: string;
-} {
+export function qwenCodeLocal(install: QwenCodeInstall): LocalAgent {
   return {
     binds: [
       { host: install.node, inside: NODE_INSIDE },

@@ -260,7 +260,7 @@ Deno.test("lib/ imports only what its table of layers allows, and no modules imp
   const imports = importGraph(sources);
   // The reader finds the imports it must: a sample of known ones.
   const has = (from: string, to: string) => imports.some((i) => i.from === from && i.to === to);
-  assert.ok(has("session/route.ts", "template/mod.ts"));
+  assert.ok(has("session/turn_prompt.ts", "template/mod.ts"));
   assert.ok(has("template/_encoder_worker.ts", "template/mod.ts")); // `await import(…)`
   assert.ok(has("kv/mod.ts", "kv/keys.ts")); // `export * from`
   assert.deepEqual(layeringProblems(imports, folders, LAYERS), []);

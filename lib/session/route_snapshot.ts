@@ -153,6 +153,21 @@ export function firstSnapshot(
   };
 }
 
+/**
+ * The head of the session's main chain as this process cached it (unread: usually what KV
+ * holds), for a request of the main agent; `null` for another agent's request, or when nothing
+ * is cached.
+ */
+export function cachedHead(
+  deps: Pick<SnapshotDeps, "cache">,
+  agentId: string | null,
+  session: SessionRecord,
+): RouteChain | null {
+  if (agentId !== null || session.mainChain === null) return null;
+  const cached = deps.cache.latest(cacheKey({ sessionId: session.id, id: session.mainChain }));
+  return cached && { header: cached.value.header, versionstamp: cached.versionstamp };
+}
+
 /** The snapshot with what the planner asked for read. */
 export async function readNeed<Reply>(
   deps: SnapshotDeps,

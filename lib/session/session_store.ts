@@ -9,6 +9,7 @@
 import type { ChainHeader, TurnMessages, TurnRecord } from "../chain/records.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
 import {
+  blobChunks,
   commit,
   type DecodedTurnTokens,
   decodeTurnTokens,
@@ -21,7 +22,7 @@ import {
   readBlob,
   type Store,
   type StoreAtomic,
-  writeBlob,
+  writeChunks,
 } from "../kv/mod.ts";
 import type { SessionRecord } from "./records.ts";
 
@@ -386,19 +387,24 @@ export async function commitTurn(kv: Store, turn: TurnCommit): Promise<string | 
   return result.ok ? result.versionstamp : null;
 }
 
+/** A turn's request messages as the chunks of the blob its record names. */
+export function turnMessageChunks(messages: TurnMessages): Uint8Array[] {
+  return blobChunks(new TextEncoder().encode(JSON.stringify(messages)));
+}
+
 /**
- * Writes a turn's request messages before its commit, under its rid (a turn that loses its
- * commit leaves them to the session's deletion); returns the chunk count its record keeps.
+ * Writes a turn's request messages (`turnMessageChunks`) before its commit, under its rid (a
+ * turn that loses its commit leaves them to the session's deletion).
  */
 export function writeTurnMessages(
   kv: Store,
   turn: { sessionId: string; chainId: string; index: number; rid: string },
-  messages: TurnMessages,
-): Promise<number> {
-  return writeBlob(
+  chunks: readonly Uint8Array[],
+): Promise<void> {
+  return writeChunks(
     kv,
     keys.turnMessages(turn.sessionId, turn.chainId, turn.index, turn.rid),
-    messages,
+    chunks,
   );
 }
 

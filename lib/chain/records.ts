@@ -1,7 +1,7 @@
 /**
  * The stored shapes of a chain: its header and its turns' records, and what a chain is as a
  * training segment. The chain and session layers build and read them; `lib/session`'s
- * `session_store.ts` keeps them in KV.
+ * `session_store.ts` and `turn_store.ts` keep them in KV.
  *
  * @module
  */

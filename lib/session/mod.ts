@@ -1,10 +1,12 @@
 /** Sessions: tokens, routing requests to chains, and running one turn. @module */
 export * from "./records.ts";
 export * from "./session_store.ts";
+export * from "./turn_store.ts";
 export * from "./reward_store.ts";
 export * from "./errors.ts";
 export * from "./session.ts";
 export * from "./turn_input.ts";
+export * from "./route_types.ts";
 export * from "./route_plan.ts";
 export * from "./route_snapshot.ts";
 export * from "./routed_turn.ts";

@@ -10,7 +10,8 @@ import type { GatewayMetrics } from "../metrics/mod.ts";
 import type { ChatTokenizer } from "../template/mod.ts";
 import { parseTurnOutput } from "./output.ts";
 import type { ReplayRoute } from "./routed_turn.ts";
-import { countReplay, readAllTurns, readChainTokens, readTurnTokens } from "./session_store.ts";
+import { countReplay } from "./session_store.ts";
+import { readAllTurns, readChainTokens, readTurnTokens } from "./turn_store.ts";
 import type { TurnInput } from "./turn_input.ts";
 
 /** What a replay reads. */

@@ -12,13 +12,8 @@ import type { ChainHeader } from "../chain/mod.ts";
 import { keys } from "../kv/mod.ts";
 import { LimitError, MAX_CHAINS_PER_SESSION } from "../limits/mod.ts";
 import { ContextOverflowError } from "./errors.ts";
-import {
-  type ExtendPlan,
-  newChainHeader,
-  type RegisterPlan,
-  type RouteRequest,
-  type RouteSnapshot,
-} from "./route_plan.ts";
+import { newChainHeader } from "./route_plan.ts";
+import type { ExtendPlan, RegisterPlan, RouteRequest, RouteSnapshot } from "./route_types.ts";
 import type { ChainBase, ChainRoute, RouteDeps, RouteLimits, TurnPrompt } from "./routed_turn.ts";
 import { registerChain, reopenChain } from "./session_store.ts";
 import { chainHistory, deltaPrompt, wholePrompt } from "./turn_prompt.ts";

@@ -7,27 +7,15 @@
  */
 import type { ChainHeader, TurnImage } from "../chain/mod.ts";
 import { type ChainCache, type Store } from "../kv/mod.ts";
-import {
-  getAgentChain,
-  getChain,
-  getReplay,
-  listChainEntries,
-  liveTurns,
-  readAllTurns,
-  readTurnTokens,
-} from "./session_store.ts";
+import { getAgentChain, getChain, getReplay, listChainEntries } from "./session_store.ts";
+import { liveTurns, readAllTurns, readTurnTokens } from "./turn_store.ts";
 import type { PromptIds } from "../engine/mod.ts";
 import type { ChatTokenizer } from "../template/mod.ts";
 import { liveSession } from "./lifecycle.ts";
 import type { SessionRecord } from "./records.ts";
 import { parseTurnOutput, untypedTools } from "./output.ts";
-import {
-  DISPATCH_LOOKBACK_TURNS,
-  type DispatchCall,
-  type RouteChain,
-  type RouteNeed,
-  type RouteSnapshot,
-} from "./route_plan.ts";
+import { DISPATCH_LOOKBACK_TURNS } from "./route_plan.ts";
+import type { DispatchCall, RouteChain, RouteNeed, RouteSnapshot } from "./route_types.ts";
 import type { TurnInput } from "./turn_input.ts";
 
 /**

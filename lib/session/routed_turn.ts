@@ -10,7 +10,7 @@ import type { ChainHeader, TurnImage, TurnMessages, TurnRecord } from "../chain/
 import type { PromptIds } from "../engine/mod.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
 import type { PromptEncoder } from "../template/mod.ts";
-import type { RouteKind, RoutePolicy } from "./route_plan.ts";
+import type { RouteKind, RoutePolicy } from "./route_types.ts";
 import type { SnapshotDeps } from "./route_snapshot.ts";
 
 /** What routing reads. */

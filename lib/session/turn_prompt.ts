@@ -11,10 +11,10 @@ import { type ChatImage, type ChatMessage, type ChatPrompt, takeImageData } from
 import { PromptIds } from "../engine/mod.ts";
 import { opensReasoning, OverBudgetError, type Rendered } from "../template/mod.ts";
 import { ContextOverflowError } from "./errors.ts";
-import type { RouteChain } from "./route_plan.ts";
+import type { RouteChain } from "./route_types.ts";
 import { cacheKey } from "./route_snapshot.ts";
 import type { RouteDeps, RouteLimits, TurnPrompt } from "./routed_turn.ts";
-import { readChainTokens, readLiveTurns } from "./session_store.ts";
+import { readChainTokens, readLiveTurns } from "./turn_store.ts";
 
 /** What building a prompt reads. */
 export type PromptDeps = Pick<RouteDeps, "kv" | "cache" | "encoder" | "tokenizer">;

@@ -11,7 +11,7 @@ import { extendDigest } from "../../chat/mod.ts";
 import type { Generation } from "../../engine/mod.ts";
 import { encodeTurnTokens } from "../../kv/mod.ts";
 import type { ChainRoute } from "../routed_turn.ts";
-import { turnMessageChunks } from "../session_store.ts";
+import { turnMessageChunks } from "../turn_store.ts";
 import type { SettledOutput } from "./settle_output.ts";
 
 /** Everything a turn's record is built from. */

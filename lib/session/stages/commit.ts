@@ -12,7 +12,7 @@ import type { GatewayMetrics } from "../../metrics/mod.ts";
 import { ChainConflictError } from "../errors.ts";
 import { writeImages } from "../image_store.ts";
 import type { ChainRoute } from "../routed_turn.ts";
-import { commitTurn, writeTurnMessages } from "../session_store.ts";
+import { commitTurn, writeTurnMessages } from "../turn_store.ts";
 import type { TurnCommitRecord } from "./build_record.ts";
 
 /** What committing writes to, and counts its retries in. */

@@ -26,12 +26,8 @@ import {
 } from "./session_store.ts";
 import { LimitError, MAX_CHAINS_PER_SESSION } from "../limits/mod.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
-import {
-  opensReasoning,
-  OverBudgetError,
-  type PromptEncoder,
-  type Rendered,
-} from "../template/mod.ts";
+import { OverBudgetError } from "../tokenizer/mod.ts";
+import { opensReasoning, type PromptEncoder, type Rendered } from "../template/mod.ts";
 import { ContextOverflowError } from "./errors.ts";
 import { liveEntry } from "./lifecycle.ts";
 import type { SessionRecord } from "./records.ts";

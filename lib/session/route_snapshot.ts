@@ -17,7 +17,7 @@ import {
   readTurnTokens,
 } from "./session_store.ts";
 import type { PromptIds } from "../engine/mod.ts";
-import type { ChatTokenizer } from "../template/mod.ts";
+import type { ChatTokenizer } from "../tokenizer/mod.ts";
 import { liveSession } from "./lifecycle.ts";
 import type { SessionRecord } from "./records.ts";
 import { parseTurnOutput, untypedTools } from "./output.ts";

@@ -54,7 +54,8 @@ import {
   writeTurnMessages,
 } from "./session_store.ts";
 import type { GatewayMetrics, TurnFlag } from "../metrics/mod.ts";
-import { EncodeCancelledError, parseOutput } from "../template/mod.ts";
+import { parseOutput } from "../output/mod.ts";
+import { EncodeCancelledError } from "../tokenizer/mod.ts";
 import { ChainConflictError } from "./errors.ts";
 import type { TurnLoad } from "./turn_load.ts";
 import type { Dispatches } from "./dispatches.ts";

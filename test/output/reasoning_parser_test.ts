@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { splitReasoning } from "../../lib/template/mod.ts";
+import { splitReasoning } from "../../lib/output/mod.ts";
 
 Deno.test("splitReasoning() separates reasoning from the answer and trims their newlines", () => {
   assert.deepEqual(splitReasoning("<think>\nplan the work\n</think>\n\nThe answer.", false), {

@@ -4,7 +4,7 @@
  * as the gateway decodes them (the stop token that ended the turn removed).
  */
 import assert from "node:assert/strict";
-import { parseHarmony, parseOutput } from "../../lib/template/mod.ts";
+import { parseHarmony, parseOutput } from "../../lib/output/mod.ts";
 
 const TOOLS = new Set(["get_weather", "get_temp", "Bash", "mcp.search"]);
 

@@ -5,13 +5,8 @@
  */
 import assert from "node:assert/strict";
 import type { ChatMessage, ChatPrompt } from "../../lib/chat/mod.ts";
-import {
-  EncodeCancelledError,
-  EncodeGuard,
-  OverBudgetError,
-  renderDelta,
-  renderPrompt,
-} from "../../lib/template/mod.ts";
+import { EncodeCancelledError, EncodeGuard, OverBudgetError } from "../../lib/tokenizer/mod.ts";
+import { renderDelta, renderPrompt } from "../../lib/template/mod.ts";
 import { qwen3 } from "../_gateway.ts";
 
 const tokenizer = await qwen3();

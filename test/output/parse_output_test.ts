@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { parseOutput } from "../../lib/template/mod.ts";
+import { parseOutput } from "../../lib/output/mod.ts";
 
 const OPTIONS = {
   startsInReasoning: false,

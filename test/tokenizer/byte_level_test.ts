@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { byteLevelMapper, installFastByteLevel } from "../../lib/template/byte_level.ts";
+import { byteLevelMapper, installFastByteLevel } from "../../lib/tokenizer/byte_level.ts";
 import { EDGES, FOLDERS, libraryTokenizer, randomTexts } from "./_library_tokenizer.ts";
 
 for (const { name, path } of FOLDERS) {

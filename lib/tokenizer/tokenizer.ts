@@ -7,12 +7,7 @@
 import { AutoTokenizer, env, type PreTrainedTokenizer } from "@huggingface/transformers";
 import type { ChatPrompt } from "../chat/mod.ts";
 import { type CacheStats, DEFAULT_BUDGET_MB, memoryShares } from "../cache/mod.ts";
-import {
-  detectFormats,
-  ModelFormatError,
-  type ModelFormats,
-  turnEndTexts,
-} from "./model_family.ts";
+import { detectFormats, ModelFormatError, type ModelFormats, turnEndTexts } from "../output/mod.ts";
 import { type AddedToken, type Escapes, PlainText, type TextTokens } from "./plain_text.ts";
 import { type EncodeGuard, GUARD_BATCH_PIECES } from "./encode_guard.ts";
 import { SectionCache } from "./section_cache.ts";

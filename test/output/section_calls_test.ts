@@ -3,7 +3,7 @@
  * tests (`test_kimik2_detector.py`) and detector documentation (`deepseekv31_detector.py`).
  */
 import assert from "node:assert/strict";
-import { parseDeepSeekV31Calls, parseKimiK2Calls } from "../../lib/template/mod.ts";
+import { parseDeepSeekV31Calls, parseKimiK2Calls } from "../../lib/output/mod.ts";
 
 const KIMI_TOOLS = new Set(["ReadFile", "get_weather", "mcp__portal__search-documents"]);
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { detectFormats, ModelFormatError, resolveFormats } from "../../lib/template/mod.ts";
+import { detectFormats, ModelFormatError, resolveFormats } from "../../lib/output/mod.ts";
 import { qwen3 } from "../_gateway.ts";
 
 Deno.test("detectFormats() reads Qwen3's own template as hermes tool calls and <think> reasoning", async () => {

@@ -4,7 +4,7 @@
  * keeps that SGLang drops: text around calls, and calls that cannot be used, as text.
  */
 import assert from "node:assert/strict";
-import { parseQwen3CoderCalls, type ToolSchemas, typedValue } from "../../lib/template/mod.ts";
+import { parseQwen3CoderCalls, type ToolSchemas, typedValue } from "../../lib/output/mod.ts";
 
 const TOOLS: ToolSchemas = new Map([
   ["get_current_weather", {

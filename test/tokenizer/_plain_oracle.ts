@@ -5,7 +5,7 @@
  * @module
  */
 import { defaultTokenizerPath } from "../../lib/config/mod.ts";
-import { type ChatTokenizer, loadTokenizer } from "../../lib/template/mod.ts";
+import { type ChatTokenizer, loadTokenizer } from "../../lib/tokenizer/mod.ts";
 
 let oracle: Promise<ChatTokenizer> | null = null;
 

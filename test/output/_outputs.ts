@@ -5,12 +5,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import type {
-  ModelFormats,
-  OutputBlock,
-  OutputEvent,
-  ToolSchemas,
-} from "../../lib/template/mod.ts";
+import type { ModelFormats, OutputBlock, OutputEvent, ToolSchemas } from "../../lib/output/mod.ts";
 
 export const TOOLS: ToolSchemas = new Map<string, Record<string, unknown>>([
   ["ReadFile", { type: "object", properties: { path: { type: "string" } } }],

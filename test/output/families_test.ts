@@ -18,8 +18,8 @@ import {
   QWEN,
   QWEN3_CODER,
   TOOL_CALL_PARSERS,
-  withFormats,
-} from "../../lib/template/mod.ts";
+} from "../../lib/output/mod.ts";
+import { withFormats } from "../../lib/tokenizer/mod.ts";
 import { type Family, familyTokenizer } from "../_families.ts";
 import { qwen3 } from "../_gateway.ts";
 

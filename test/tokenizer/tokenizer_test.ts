@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { defaultTokenizerPath } from "../../lib/config/mod.ts";
-import { loadTokenizer, ModelFormatError, withFormats } from "../../lib/template/mod.ts";
+import { ModelFormatError } from "../../lib/output/mod.ts";
+import { loadTokenizer, withFormats } from "../../lib/tokenizer/mod.ts";
 import { familyTokenizer, templateFile } from "../_families.ts";
 import { qwen3 } from "../_gateway.ts";
 

@@ -1,13 +1,7 @@
 import assert from "node:assert/strict";
 import type { ChatMessage, ChatPrompt } from "../../lib/chat/mod.ts";
-import {
-  type ChatTokenizer,
-  PlainText,
-  renderDelta,
-  renderPrompt,
-  TemplateError,
-  withTextTokens,
-} from "../../lib/template/mod.ts";
+import { type ChatTokenizer, PlainText, withTextTokens } from "../../lib/tokenizer/mod.ts";
+import { renderDelta, renderPrompt, TemplateError } from "../../lib/template/mod.ts";
 import { LimitError } from "../../lib/limits/mod.ts";
 import { qwen3 } from "../_gateway.ts";
 import { IM_END, IM_START, plainOracle, plainToolDelta, plainUserTurn } from "./_plain_oracle.ts";

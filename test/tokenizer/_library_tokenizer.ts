@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { libraryTokenizer as loadLibraryTokenizer } from "../../lib/template/mod.ts";
+import { libraryTokenizer as loadLibraryTokenizer } from "../../lib/tokenizer/mod.ts";
 import { seeded } from "../../bench/_random.ts";
 
 /** The npm tokenizer folders of the three families that ship one. */

@@ -3,12 +3,12 @@
  * with the Jinja engine the tokenizer uses, on literal strings, independent of any tokenizer: how
  * each renders tool calls and results, where a turn ends, and the calls it renders read back by
  * the gateway's parsers as the same calls. Their token-level deltas are in
- * family_templates_test.ts.
+ * test/template/family_templates_test.ts.
  */
 import assert from "node:assert/strict";
 import { Template } from "@huggingface/jinja";
 import type { ChatMessage, ChatTool } from "../../lib/chat/mod.ts";
-import { type GlmVariant, parseGlmCalls, parseKimiK2Calls } from "../../lib/template/mod.ts";
+import { type GlmVariant, parseGlmCalls, parseKimiK2Calls } from "../../lib/output/mod.ts";
 
 const render = async (name: string, messages: ChatMessage[], tools: ChatTool[]) =>
   new Template(

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { loadTokenizer } from "../../lib/template/mod.ts";
+import { loadTokenizer } from "../../lib/tokenizer/mod.ts";
 import {
   EDGES,
   FOLDERS,
@@ -8,7 +8,7 @@ import {
   recordedTexts,
 } from "./_library_tokenizer.ts";
 
-// The gateway installs a faster byte-level step and BPE word cache (lib/template/byte_level.ts,
+// The gateway installs a faster byte-level step and BPE word cache (lib/tokenizer/byte_level.ts,
 // bpe_cache.ts): its tokens must be the library's, on first sight of a word and from the cache.
 for (const { name, path } of FOLDERS) {
   Deno.test(`the gateway's ${name} tokenizer encodes exactly as the library's own`, async () => {

@@ -4,7 +4,7 @@
  * kept around calls, unusable and cut-short calls left as text.
  */
 import assert from "node:assert/strict";
-import { inferType, parseGlmCalls, type ToolSchemas } from "../../lib/template/mod.ts";
+import { inferType, parseGlmCalls, type ToolSchemas } from "../../lib/output/mod.ts";
 
 const TOOLS: ToolSchemas = new Map<string, Record<string, unknown>>([
   ["get_weather", {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { parseToolCalls } from "../../lib/template/mod.ts";
+import { parseToolCalls } from "../../lib/output/mod.ts";
 
 const TOOLS = new Set(["Bash", "Read"]);
 

@@ -3,9 +3,10 @@
  * a tokenizer that never saw it gives, each section once, and the cache stays within its bound.
  */
 import assert from "node:assert/strict";
-import { SectionCache } from "../../lib/template/section_cache.ts";
+import { SectionCache } from "../../lib/tokenizer/section_cache.ts";
 import { defaultTokenizerPath } from "../../lib/config/mod.ts";
-import { loadTokenizer, renderPrompt } from "../../lib/template/mod.ts";
+import { loadTokenizer } from "../../lib/tokenizer/mod.ts";
+import { renderPrompt } from "../../lib/template/mod.ts";
 import type { ChatPrompt } from "../../lib/chat/mod.ts";
 
 /** A cache over a counting encoder that spells each character's code. */

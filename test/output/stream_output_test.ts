@@ -5,7 +5,7 @@
  * one character at a time, and at random.
  */
 import assert from "node:assert/strict";
-import { type ParseOptions, parseOutput, streamOutput } from "../../lib/template/mod.ts";
+import { type ParseOptions, parseOutput, streamOutput } from "../../lib/output/mod.ts";
 import { fold, FORMATS, random, TABLE, TOOLS } from "./_outputs.ts";
 
 /** The events of `chunks` streamed in order, and the events of each push. */

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { installFastSplit, tilingMatches } from "../../lib/template/split_step.ts";
+import { installFastSplit, tilingMatches } from "../../lib/tokenizer/split_step.ts";
 import { EDGES, FOLDERS, libraryTokenizer, randomTexts } from "./_library_tokenizer.ts";
 
 interface Step {

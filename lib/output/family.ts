@@ -1,14 +1,14 @@
 /**
  * What a model family is to the gateway, as one record: the names SGLang serves it under, how its
- * chat template is recognised, how its turns end, how its output is parsed (whole and streamed),
- * the role markers its template starts messages with, and how its template names tool calls. Each
- * family is one file in `families/`, registered in `families/mod.ts`; everything that differs by
- * family (start-up checks, `parse_output`, `stream_output`, the xtuner export, lowering) reads
- * the record instead of switching on a parser name.
+ * chat template is recognised, how its turns end, how its output is read (whole and streamed, by
+ * the record itself), the role markers its template starts messages with, and how its template
+ * names tool calls. Each family is one file in `families/`, registered in `families/mod.ts`;
+ * everything that differs by family (start-up checks, `parse_output`, `stream_output`, the xtuner
+ * export, lowering) reads the record instead of switching on a parser name.
  *
  * @module
  */
-import type { ParsedOutput } from "./output_blocks.ts";
+import type { OutputStream, ParsedOutput } from "./output_blocks.ts";
 import type { ToolSchemas } from "./qwen3_coder_parser.ts";
 import type { ParsedAnswer } from "./tool_parser.ts";
 
@@ -49,29 +49,52 @@ export const TAGGED_CALLS: ToolRegions = {
   once: false,
 };
 
-/** How a family's output is read. */
-export type OutputFormat =
+/** The parsers of the served model, by SGLang's names; `null` reasoning: it does not think. */
+export interface ModelFormats {
+  readonly toolCallParser: string;
+  readonly reasoningParser: string | null;
+}
+
+/** What reading an output needs to know about the model and the request that produced it. */
+export interface OutputOptions {
+  /** The prompt ended inside an open `<think>` block. */
+  readonly startsInReasoning: boolean;
+  /** The tools the request offered, with their parameter schemas when the format types values. */
+  readonly tools: ToolSchemas;
+  /** The served model's formats: one of the family's tool-call parsers, and its reasoning. */
+  readonly formats: ModelFormats;
+}
+
+/**
+ * How a family's output is read, whole and as it streams, each by the record itself. What the
+ * stream sends always adds up to what `parse` makes of the whole text, for any way the text is cut
+ * into chunks.
+ */
+export interface OutputFormat {
+  /** The blocks of decoded model output (its end-of-turn token already removed). */
+  parse(text: string, options: OutputOptions): ParsedOutput;
+  /** A stream reading output as `parse` reads it with the same options. */
+  stream(options: OutputOptions): OutputStream;
   /**
-   * One parser reads reasoning, text and calls alike: harmony's channels (streamed by
-   * `stream_output`'s harmony stream). `reasoningParser` is SGLang's name for the channels'
-   * reasoning, the only reasoning parser that goes with them.
+   * The reasoning parser that goes with this output alone, when the output's own parser reads the
+   * reasoning too (harmony's channels: `gpt-oss`): the family is served with it or with none, and
+   * no other family with it. Absent when the reasoning is read apart from the answer.
    */
-  | {
-    readonly kind: "channels";
-    parse(text: string, toolNames: ReadonlySet<string>): ParsedOutput;
-    readonly reasoningParser: string;
-  }
-  /**
-   * `<think>` reasoning (per the reasoning parser), then an answer of text and tool calls. An
-   * unclosed reasoning block also ends where `callsStart` begins the calls.
-   */
-  | {
-    readonly kind: "reasoned";
-    /** The answer's text and calls, by the tool-call parser `parser` (one of the family's). */
-    parseAnswer(text: string, tools: ToolSchemas, parser: string): ParsedAnswer;
-    readonly regions: ToolRegions;
-    readonly callsStart: string;
-  };
+  readonly ownReasoning?: string;
+}
+
+/**
+ * How a family that reasons in `<think>` blocks writes its answer after them: text and tool calls,
+ * read by `reasoned_output.ts`'s shared parse and stream.
+ */
+export interface AnswerFormat {
+  /** The answer's text and calls, by the tool-call parser `parser` (one of the family's). */
+  parseAnswer(text: string, tools: ToolSchemas, parser: string): ParsedAnswer;
+  /** Where a streamed answer's calls are. */
+  readonly regions: ToolRegions;
+  /** What begins the calls: an unclosed reasoning block also ends there. */
+  readonly callsStart: string;
+}
 
 /** The role a prompt message has, as the xtuner export names it; `context` when unknown. */
 export type MessageRole = "system" | "developer" | "user" | "assistant" | "tool" | "context";

@@ -10,4 +10,6 @@ export * from "./qwen3_coder_parser.ts";
 export * from "./section_calls.ts";
 export * from "./harmony_parser.ts";
 export * from "./glm_parser.ts";
+export * from "./reasoned_output.ts";
+export * from "./reasoned_stream.ts";
 export * from "./stream_output.ts";

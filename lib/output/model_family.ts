@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { type ModelFamily, thinksInTags, type TurnEndTexts } from "./family.ts";
+import { type ModelFamily, type ModelFormats, thinksInTags, type TurnEndTexts } from "./family.ts";
 import { FAMILIES, familyOf, QWEN } from "./families/mod.ts";
 
 /** The tool-call formats this gateway parses: every name a family in `families/` is served under. */
@@ -66,12 +66,6 @@ const OTHER_REASONING_PARSERS: ReadonlySet<string> = new Set([
   "nemotron_3",
   "gemma4",
 ]);
-
-/** The parsers of the served model, by SGLang's names; `null` reasoning: it does not think. */
-export interface ModelFormats {
-  readonly toolCallParser: string;
-  readonly reasoningParser: string | null;
-}
 
 /** The family serving `formats`: its tool-call parser's (Qwen's for a name none serves). */
 export function modelFamily(formats: ModelFormats): ModelFamily {
@@ -169,18 +163,14 @@ export function resolveFormats(
       configured.reasoningParser === null,
     );
   }
-  // A family whose one parser reads its channels goes with that reasoning parser or none, and
-  // that reasoning parser with no other family.
+  // A family whose one parser reads its reasoning too goes with that reasoning parser or none,
+  // and that reasoning parser with no other family.
   const own = (families.find((family) => family.toolCallParsers.includes(toolCallParser)) ?? QWEN)
-    .output;
-  const channelReasoning = families.flatMap((family) =>
-    family.output.kind === "channels" ? [family.output.reasoningParser] : []
-  );
+    .output.ownReasoning;
+  const owned = families.flatMap((family) => family.output.ownReasoning ?? []);
   if (
     reasoningParser !== null &&
-    (own.kind === "channels"
-      ? reasoningParser !== own.reasoningParser
-      : channelReasoning.includes(reasoningParser))
+    (own !== undefined ? reasoningParser !== own : owned.includes(reasoningParser))
   ) {
     throw new ModelFormatError(
       "REASONING_PARSER",

@@ -6,6 +6,7 @@
  * @module
  */
 import { EOS_ENDS, type MessageRole, type ModelFamily, roleByMarker } from "../family.ts";
+import { reasonedOutput } from "../reasoned_output.ts";
 import { parseDeepSeekV31Calls } from "../section_calls.ts";
 
 const ROLES: Readonly<Record<string, MessageRole>> = {
@@ -22,12 +23,11 @@ export const DEEPSEEK: ModelFamily = {
     has("tool▁calls▁begin") ? (has("function<｜tool▁sep｜>") ? "deepseekv3" : "deepseekv31") : null,
   detectReasoning: () => "deepseek-v3",
   ends: EOS_ENDS,
-  output: {
-    kind: "reasoned",
+  output: reasonedOutput({
     parseAnswer: (text, tools) => parseDeepSeekV31Calls(text, new Set(tools.keys())),
     regions: { open: "<｜tool▁calls▁begin｜>", close: "<｜tool▁calls▁end｜>", once: true },
     callsStart: "<tool_call>",
-  },
+  }),
   roles: { openers: Object.keys(ROLES), role: roleByMarker(ROLES), lead: "system" },
   toolCallIds: "client",
 };

@@ -12,6 +12,7 @@ import {
   type TurnEndTexts,
 } from "../family.ts";
 import { parseGlmCalls } from "../glm_parser.ts";
+import { reasonedOutput } from "../reasoned_output.ts";
 
 /**
  * GLM has no end-of-turn token: the model stops by sampling the next message's role marker,
@@ -39,13 +40,12 @@ export const GLM: ModelFamily = {
   detect: (has) => has("<arg_key>") ? (has("{function-name}<arg_key>") ? "glm47" : "glm45") : null,
   detectReasoning: (has) => has("<think>") ? "glm45" : null,
   ends: GLM_ENDS,
-  output: {
-    kind: "reasoned",
+  output: reasonedOutput({
     parseAnswer: (text, tools, parser) =>
       parseGlmCalls(text, tools, parser === "glm47" ? "glm47" : "glm45"),
     regions: TAGGED_CALLS,
     callsStart: "<tool_call>",
-  },
+  }),
   roles: {
     openers: Object.keys(ROLES),
     role: roleByMarker(ROLES),

@@ -6,7 +6,7 @@
  * @module
  */
 import { type ModelFamily, namedRole, type TurnEndTexts } from "../family.ts";
-import { parseHarmony } from "../harmony_parser.ts";
+import { parseHarmony, streamHarmony } from "../harmony_parser.ts";
 
 /**
  * Harmony ends a turn with `<|call|>` after a tool call and `<|return|>` after a final answer;
@@ -27,7 +27,12 @@ export const GPT_OSS: ModelFamily = {
   detect: (has) => has("<|channel|>") ? "gpt-oss" : null,
   detectReasoning: () => "gpt-oss",
   ends: HARMONY_ENDS,
-  output: { kind: "channels", parse: parseHarmony, reasoningParser: "gpt-oss" },
+  // One parser reads reasoning, text and calls alike, so it goes with its own reasoning parser.
+  output: {
+    parse: (text, { tools }) => parseHarmony(text, new Set(tools.keys())),
+    stream: ({ tools }) => streamHarmony(new Set(tools.keys())),
+    ownReasoning: "gpt-oss",
+  },
   roles: {
     openers: ["<|start|>"],
     role: (text) => {

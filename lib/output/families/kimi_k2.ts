@@ -6,6 +6,7 @@
  * @module
  */
 import { type ModelFamily, namedRole, type TurnEndTexts } from "../family.ts";
+import { reasonedOutput } from "../reasoned_output.ts";
 import { KIMI_K2_SECTION_BEGIN, parseKimiK2Calls } from "../section_calls.ts";
 
 /**
@@ -26,13 +27,12 @@ export const KIMI_K2: ModelFamily = {
   detect: (has) => has("<|tool_calls_section_begin|>") ? "kimi_k2" : null,
   detectReasoning: (has) => has("<think>") ? "kimi_k2" : null,
   ends: KIMI_ENDS,
-  output: {
-    kind: "reasoned",
+  output: reasonedOutput({
     parseAnswer: (text, tools) => parseKimiK2Calls(text, new Set(tools.keys())),
     regions: { open: KIMI_K2_SECTION_BEGIN, close: "<|tool_calls_section_end|>", once: true },
     // Its section of calls ends its reasoning as `<tool_call>` ends the others'.
     callsStart: KIMI_K2_SECTION_BEGIN,
-  },
+  }),
   roles: {
     openers: ["<|im_system|>", "<|im_user|>", "<|im_assistant|>"],
     // The name after the marker (`tool` under `<|im_system|>`), else the marker's own role.

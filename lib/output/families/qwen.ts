@@ -13,6 +13,7 @@ import {
   TAGGED_CALLS,
   thinksInTags,
 } from "../family.ts";
+import { reasonedOutput } from "../reasoned_output.ts";
 import { parseToolCalls } from "../tool_parser.ts";
 
 /**
@@ -40,12 +41,11 @@ export const QWEN: ModelFamily = {
   detectLast: true,
   detectReasoning: thinksInTags,
   ends: EOS_ENDS,
-  output: {
-    kind: "reasoned",
+  output: reasonedOutput({
     parseAnswer: (text, tools) => parseToolCalls(text, new Set(tools.keys())),
     regions: TAGGED_CALLS,
     callsStart: "<tool_call>",
-  },
+  }),
   roles: CHATML_ROLES,
   toolCallIds: "client",
   imagePad: "<|image_pad|>",

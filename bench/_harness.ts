@@ -6,7 +6,7 @@
  */
 import { resolveConfig } from "../lib/config/mod.ts";
 import type { MessageParam } from "../lib/anthropic/mod.ts";
-import { type ChatTokenizer, loadTokenizer } from "../lib/template/mod.ts";
+import { type ChatTokenizer, loadTokenizer } from "../lib/tokenizer/mod.ts";
 import { buildDeps, type Deps } from "../functions/_deps.ts";
 import { createGatewayApp } from "../functions/serve.ts";
 

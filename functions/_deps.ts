@@ -57,21 +57,25 @@ import {
 } from "../lib/session/mod.ts";
 import { ImageBytes } from "../lib/session/mod.ts";
 import {
-  adaptiveEncoder,
-  type ChatTokenizer,
-  checkImageTemplate,
-  checkTemplate,
-  EncoderPool,
-  inProcessEncoder,
-  loadTokenizer,
   modelFamily,
   ModelFormatError,
   type ModelFormats,
   resolveFormats,
-  TemplateError,
+} from "../lib/output/mod.ts";
+import {
+  type ChatTokenizer,
+  loadTokenizer,
   tokenizerSource,
   withFormats,
   withTextTokens,
+} from "../lib/tokenizer/mod.ts";
+import {
+  adaptiveEncoder,
+  checkImageTemplate,
+  checkTemplate,
+  EncoderPool,
+  inProcessEncoder,
+  TemplateError,
 } from "../lib/template/mod.ts";
 import { type ScriptedEngine, startScriptedEngine } from "../lib/scripted_engine/mod.ts";
 import {

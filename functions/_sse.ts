@@ -16,7 +16,7 @@ import {
   PING_EVENT,
 } from "../lib/anthropic/mod.ts";
 import type { OutputFeed } from "../lib/session/mod.ts";
-import type { OutputEvent } from "../lib/template/mod.ts";
+import type { OutputEvent } from "../lib/output/mod.ts";
 import { codeOf } from "../lib/errors/mod.ts";
 import type { GatewayMetrics } from "../lib/metrics/mod.ts";
 import {

@@ -15,12 +15,8 @@
 import type { Store } from "../lib/kv/mod.ts";
 import { Buffer } from "node:buffer";
 import { resolveConfig } from "../lib/config/mod.ts";
-import {
-  type ChatTokenizer,
-  type EncoderPool,
-  loadTokenizer,
-  tokenizerSource,
-} from "../lib/template/mod.ts";
+import { type ChatTokenizer, loadTokenizer, tokenizerSource } from "../lib/tokenizer/mod.ts";
+import type { EncoderPool } from "../lib/template/mod.ts";
 import { defaultTokenizerPath } from "../lib/config/mod.ts";
 import {
   type EngineCall,

@@ -93,7 +93,7 @@ interface Placed {
  * import assert from "node:assert/strict";
  * import { defaultTokenizerPath } from "../config/mod.ts";
  * import { startScriptedFleet } from "../scripted_engine/mod.ts";
- * import { loadTokenizer } from "../template/mod.ts";
+ * import { loadTokenizer } from "../tokenizer/mod.ts";
  * import { PlacedEngine } from "./placement.ts";
  * import { samplingParams } from "./sampling.ts";
  * import { SglangClient } from "./sglang_client.ts";

@@ -37,7 +37,7 @@ import { ChunkReader, type NewTokens, newTokens, type RawOutput } from "./stream
  * import assert from "node:assert/strict";
  * import { startScriptedEngine } from "../scripted_engine/mod.ts";
  * import { defaultTokenizerPath } from "../config/mod.ts";
- * import { loadTokenizer } from "../template/mod.ts";
+ * import { loadTokenizer } from "../tokenizer/mod.ts";
  * import { samplingParams } from "./sampling.ts";
  * import { SglangClient } from "./sglang_client.ts";
  * const tokenizer = await loadTokenizer(defaultTokenizerPath());

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { ChatTokenizer } from "../template/mod.ts";
+import type { ChatTokenizer } from "../tokenizer/mod.ts";
 import { scriptedLogprob, scriptedTopLogprobs } from "./logprobs.ts";
 import type { EngineCall } from "./script.ts";
 

@@ -24,7 +24,7 @@ export interface ScriptedFleet {
  * ```ts
  * import assert from "node:assert/strict";
  * import { defaultTokenizerPath } from "../config/mod.ts";
- * import { loadTokenizer } from "../template/mod.ts";
+ * import { loadTokenizer } from "../tokenizer/mod.ts";
  * import { startScriptedFleet } from "./fleet.ts";
  * const tokenizer = await loadTokenizer(defaultTokenizerPath());
  * const fleet = await startScriptedFleet(3, { tokenizer });

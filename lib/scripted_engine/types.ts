@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { ChatTokenizer } from "../template/mod.ts";
+import type { ChatTokenizer } from "../tokenizer/mod.ts";
 import type { EngineCall, Fault, Reply, Script, Spelling } from "./script.ts";
 import type { VisionSettings } from "../vision/mod.ts";
 

@@ -16,7 +16,7 @@ import {
   type LeaseOptions,
   tryLease,
 } from "../kv/mod.ts";
-import { EncodeCancelledError } from "../template/mod.ts";
+import { EncodeCancelledError } from "../tokenizer/mod.ts";
 import type { SessionRecord } from "./records.ts";
 import { route } from "./route.ts";
 import { cachedHead } from "./route_snapshot.ts";

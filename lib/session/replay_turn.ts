@@ -7,7 +7,7 @@
 import type { TurnEnd, TurnRecord } from "../chain/mod.ts";
 import type { Store } from "../kv/mod.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
-import type { ChatTokenizer } from "../template/mod.ts";
+import type { ChatTokenizer } from "../tokenizer/mod.ts";
 import { parseTurnOutput } from "./output.ts";
 import type { ReplayRoute } from "./routed_turn.ts";
 import { countReplay } from "./session_store.ts";

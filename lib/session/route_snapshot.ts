@@ -10,7 +10,7 @@ import { type ChainCache, type Store } from "../kv/mod.ts";
 import { getAgentChain, getChain, getReplay, listChainEntries } from "./session_store.ts";
 import { liveTurns, readAllTurns, readTurnTokens } from "./turn_store.ts";
 import type { PromptIds } from "../engine/mod.ts";
-import type { ChatTokenizer } from "../template/mod.ts";
+import type { ChatTokenizer } from "../tokenizer/mod.ts";
 import { liveSession } from "./lifecycle.ts";
 import type { SessionRecord } from "./records.ts";
 import { parseTurnOutput, untypedTools } from "./output.ts";

@@ -7,7 +7,7 @@
 import type { ChatMessage, ChatPrompt } from "../chat/mod.ts";
 import type { SamplingRequest } from "../engine/mod.ts";
 import type { TurnEnd } from "../chain/mod.ts";
-import type { OutputBlock, ToolSchemas } from "../template/mod.ts";
+import type { OutputBlock, ToolSchemas } from "../output/mod.ts";
 
 /** The client's agent ids (`x-claude-code-agent-id`, `…-parent-agent-id`), when it sent them. */
 export interface AgentIds {

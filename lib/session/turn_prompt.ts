@@ -9,7 +9,8 @@
 import { type ChainHeader, deltaAfter, type TurnImage, type TurnRecord } from "../chain/mod.ts";
 import { type ChatImage, type ChatMessage, type ChatPrompt, takeImageData } from "../chat/mod.ts";
 import { PromptIds } from "../engine/mod.ts";
-import { opensReasoning, OverBudgetError, type Rendered } from "../template/mod.ts";
+import { opensReasoning, type Rendered } from "../template/mod.ts";
+import { OverBudgetError } from "../tokenizer/mod.ts";
 import { ContextOverflowError } from "./errors.ts";
 import type { RouteChain } from "./route_types.ts";
 import { cacheKey } from "./route_snapshot.ts";

@@ -4,7 +4,7 @@ import { buildDeps } from "../../functions/_deps.ts";
 import { qwen3 } from "../_gateway.ts";
 import { type BuiltFamily, builtFolder, templateFile } from "../_families.ts";
 import { PREPROCESSOR, qwen3Vl } from "../_vision.ts";
-import type { ChatTokenizer } from "../../lib/template/mod.ts";
+import type { ChatTokenizer } from "../../lib/tokenizer/mod.ts";
 
 /** Asserts that `env` (on top of an in-memory KV and an engine URL) is refused at start-up. */
 async function assertRefusedAtStartup(

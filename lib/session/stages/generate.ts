@@ -8,7 +8,7 @@
  */
 import { chainRef } from "../../chain/mod.ts";
 import type { Engine, EngineImage, Generation, SamplingParams } from "../../engine/mod.ts";
-import type { ChatTokenizer } from "../../template/mod.ts";
+import type { ChatTokenizer } from "../../tokenizer/mod.ts";
 import type { ImageBytes } from "../image_bytes.ts";
 import { LiveOutput } from "../live_output.ts";
 import type { OutputFeed } from "../output_feed.ts";

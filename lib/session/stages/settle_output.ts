@@ -12,12 +12,8 @@ import { closingTokens, survivesRoundTrip, type TurnEnd, turnEnd } from "../../c
 import type { RoundtripPolicy } from "../../config/mod.ts";
 import type { Generation } from "../../engine/mod.ts";
 import type { TurnFlag } from "../../metrics/mod.ts";
-import {
-  type ChatTokenizer,
-  type OutputBlock,
-  parseOutput,
-  type ToolSchemas,
-} from "../../template/mod.ts";
+import { type OutputBlock, parseOutput, type ToolSchemas } from "../../output/mod.ts";
+import type { ChatTokenizer } from "../../tokenizer/mod.ts";
 import type { LiveOutput } from "../live_output.ts";
 import type { OutputFeed } from "../output_feed.ts";
 import { turnText } from "../output.ts";

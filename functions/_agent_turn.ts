@@ -12,6 +12,7 @@ import type { z } from "zod";
 import type { LowerOptions } from "../lib/anthropic/mod.ts";
 import type { IdentityMemo } from "../lib/chat/mod.ts";
 import { agentIdsOf, KNOWN_CLIENTS } from "../lib/clients/mod.ts";
+import type { ErrorEnvelope, ErrorReply } from "../lib/errors/mod.ts";
 import type { GatewayMetrics } from "../lib/metrics/mod.ts";
 import {
   type AgentIds,
@@ -24,7 +25,7 @@ import {
 import { type AgentRouteDeps, loweringOptions } from "./_deps.ts";
 import {
   credential,
-  type ErrorOptions,
+  envelopedResponse,
   errorOptions,
   newRequestId,
   readTurnJson,
@@ -67,8 +68,8 @@ export interface AgentProtocol<Body extends { stream?: boolean | null }, Reply> 
   nothingSampled(request: Body, turn: StartedTurn<Reply>): Reply;
   /** The streamed reply of a started turn. */
   stream(request: Body, turn: StartedTurn<Reply>, stream: StreamContext<Reply>): Response;
-  /** An error, answered in the protocol's envelope. */
-  errorResponse(error: unknown, requestId: string, options: ErrorOptions): Response;
+  /** An error in the protocol's envelope: its body and headers. */
+  errorEnvelope(reply: ErrorReply): ErrorEnvelope;
   /** The headers of a JSON reply (the request id, as the protocol's clients read it). */
   replyHeaders(requestId: string): Record<string, string>;
 }
@@ -81,6 +82,8 @@ export async function serveTurn<Body extends { stream?: boolean | null }, Reply>
 ): Promise<Response> {
   const requestId = newRequestId();
   const errors = errorOptions(deps);
+  const answer = (error: unknown) =>
+    envelopedResponse(error, requestId, errors, (reply) => protocol.errorEnvelope(reply));
   try {
     // The token first, writing nothing: a stranger learns nothing about the body's checks.
     const resolved = await resolveToken(deps.kv, credential(raw), {
@@ -107,7 +110,7 @@ export async function serveTurn<Body extends { stream?: boolean | null }, Reply>
     // Until the engine samples or the first keep-alive is due, a failure can still be answered
     // with an HTTP status.
     const early = await settleWithin(done, deps.config.pingIntervalMs, turn.feed?.sampling);
-    if (early && "error" in early) return protocol.errorResponse(early.error, requestId, errors);
+    if (early && "error" in early) return answer(early.error);
     return protocol.stream(request, turn, {
       requestId,
       sessionId: resolved.session.id,
@@ -116,11 +119,6 @@ export async function serveTurn<Body extends { stream?: boolean | null }, Reply>
       metrics: deps.metrics,
     });
   } catch (error) {
-    return protocol.errorResponse(error, requestId, errors);
+    return answer(error);
   }
-}
-
-/** The reply headers of OpenAI's protocols: the request id under both names clients read. */
-export function openaiReplyHeaders(requestId: string): Record<string, string> {
-  return { "request-id": requestId, "x-request-id": requestId };
 }

@@ -13,13 +13,14 @@ import { Hono } from "hono";
 import {
   type ChatCompletion,
   ChatCompletionCreateParams,
+  openaiErrorEnvelope,
+  openaiReplyHeaders,
   openaiTurnInput,
   unsampledCompletion,
 } from "../lib/openai/mod.ts";
 import type { StartedTurn } from "../lib/session/mod.ts";
-import { type AgentProtocol, openaiReplyHeaders, serveTurn } from "./_agent_turn.ts";
+import { type AgentProtocol, serveTurn } from "./_agent_turn.ts";
 import { type AgentRouteDeps, lazyApp } from "./_deps.ts";
-import { openaiErrorResponse } from "./_http.ts";
 import { chunkStreamResponse } from "./_sse.ts";
 
 /** Chat Completions as an agent protocol, decoding single tokens with `decodeToken`. */
@@ -43,7 +44,7 @@ export function chatCompletionsProtocol(
         cancel: turn.cancel,
         cancelled: () => turn.cancelled,
       }),
-    errorResponse: openaiErrorResponse,
+    errorEnvelope: openaiErrorEnvelope,
     replyHeaders: openaiReplyHeaders,
   };
 }

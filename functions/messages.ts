@@ -16,6 +16,7 @@ import {
   MessageCountTokensParams,
   MessageCreateParams,
   messageHead,
+  messagesErrorEnvelope,
   signThinking,
   unsampledMessage,
 } from "../lib/anthropic/mod.ts";
@@ -25,8 +26,8 @@ import { type AgentProtocol, serveTurn } from "./_agent_turn.ts";
 import { type AgentRouteDeps, type Deps, lazyApp, loweringOptions } from "./_deps.ts";
 import {
   credential,
+  envelopedResponse,
   errorOptions,
-  errorResponse,
   newRequestId,
   readJson,
   validate,
@@ -59,7 +60,7 @@ export function messagesProtocol(
         cancel: turn.cancel,
         cancelled: () => turn.cancelled,
       }),
-    errorResponse,
+    errorEnvelope: messagesErrorEnvelope,
     replyHeaders: (requestId) => ({ "request-id": requestId }),
   };
 }
@@ -99,7 +100,7 @@ export function createMessagesApp(deps: MessagesDeps): Hono {
       });
       return c.json({ input_tokens: inputTokens }, 200, { "request-id": requestId });
     } catch (error) {
-      return errorResponse(error, requestId, errors);
+      return envelopedResponse(error, requestId, errors, protocol.errorEnvelope);
     }
   });
 

@@ -18,10 +18,10 @@ import {
   unsampledResponse,
   wantsEncrypted,
 } from "../lib/responses/mod.ts";
+import { openaiErrorEnvelope, openaiReplyHeaders } from "../lib/openai/mod.ts";
 import type { StartedTurn } from "../lib/session/mod.ts";
-import { type AgentProtocol, openaiReplyHeaders, serveTurn } from "./_agent_turn.ts";
+import { type AgentProtocol, serveTurn } from "./_agent_turn.ts";
 import { type AgentRouteDeps, lazyApp } from "./_deps.ts";
-import { openaiErrorResponse } from "./_http.ts";
 import { responseStreamResponse } from "./_sse.ts";
 
 /** The Responses API as an agent protocol. */
@@ -41,7 +41,7 @@ export const RESPONSES_PROTOCOL: AgentProtocol<ResponseCreateParams, ResponseObj
       cancel: turn.cancel,
       cancelled: () => turn.cancelled,
     }),
-  errorResponse: openaiErrorResponse,
+  errorEnvelope: openaiErrorEnvelope,
   replyHeaders: openaiReplyHeaders,
 };
 

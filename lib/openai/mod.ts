@@ -6,3 +6,4 @@ export * from "./stream_response.ts";
 export * from "./error_body.ts";
 export * from "./chat_completions_turn.ts";
 export * from "./request_fields.ts";
+export * from "./reply_headers.ts";

@@ -4,7 +4,8 @@
  * and translated, a first-use session stored, the turn started; then the reply as JSON, or as the
  * protocol's stream — a failure before the first keep-alive is due still answered with an HTTP
  * status — and any error in the protocol's envelope. A protocol is an {@linkcode AgentProtocol}
- * record; its route is one line.
+ * record of pure parts from its folder of `lib/` (its stream's shape and its error envelope among
+ * them: this file and the plumbing it calls know no protocol's bytes); its route is one line.
  *
  * @module
  */
@@ -13,13 +14,13 @@ import type { LowerOptions } from "../lib/anthropic/mod.ts";
 import type { IdentityMemo } from "../lib/chat/mod.ts";
 import { agentIdsOf, KNOWN_CLIENTS } from "../lib/clients/mod.ts";
 import type { ErrorEnvelope, ErrorReply } from "../lib/errors/mod.ts";
-import type { GatewayMetrics } from "../lib/metrics/mod.ts";
 import {
   type AgentIds,
   resolveToken,
   type StartedTurn,
   startTurn,
   storeOpenedSession,
+  type StreamShape,
   type TurnInput,
 } from "../lib/session/mod.ts";
 import { type AgentRouteDeps, loweringOptions } from "./_deps.ts";
@@ -31,7 +32,7 @@ import {
   readTurnJson,
   validate,
 } from "./_http.ts";
-import { settleWithin } from "./_sse.ts";
+import { settleWithin, streamResponse } from "./_sse.ts";
 
 /** What a protocol's translation is given besides the request. */
 export interface TurnContext {
@@ -42,15 +43,11 @@ export interface TurnContext {
   readonly identities: IdentityMemo;
 }
 
-/** What the protocol's stream is given besides the request and the turn. */
-export interface StreamContext<Reply> {
+/** What the protocol's stream shape is given besides the request and the turn. */
+export interface StreamContext {
   readonly requestId: string;
   /** The turn's session. */
   readonly sessionId: string;
-  /** The whole reply, once the turn is done. */
-  readonly done: Promise<Reply>;
-  readonly pingIntervalMs: number;
-  readonly metrics: GatewayMetrics;
 }
 
 /** One agent protocol: its body, its translation into a turn, its replies and its errors. */
@@ -66,8 +63,8 @@ export interface AgentProtocol<Body extends { stream?: boolean | null }, Reply> 
   turnInput(request: Body, context: TurnContext): TurnInput<Reply>;
   /** The reply when nothing is sampled (a request for no tokens): nothing is recorded. */
   nothingSampled(request: Body, turn: StartedTurn<Reply>): Reply;
-  /** The streamed reply of a started turn. */
-  stream(request: Body, turn: StartedTurn<Reply>, stream: StreamContext<Reply>): Response;
+  /** What the streamed reply of a started turn writes at each point. */
+  streamShape(request: Body, turn: StartedTurn<Reply>, stream: StreamContext): StreamShape<Reply>;
   /** An error in the protocol's envelope: its body and headers. */
   errorEnvelope(reply: ErrorReply): ErrorEnvelope;
   /** The headers of a JSON reply (the request id, as the protocol's clients read it). */
@@ -111,13 +108,19 @@ export async function serveTurn<Body extends { stream?: boolean | null }, Reply>
     // with an HTTP status.
     const early = await settleWithin(done, deps.config.pingIntervalMs, turn.feed?.sampling);
     if (early && "error" in early) return answer(early.error);
-    return protocol.stream(request, turn, {
+    const shape = protocol.streamShape(request, turn, {
       requestId,
       sessionId: resolved.session.id,
+    });
+    return streamResponse({
+      requestId,
       done,
+      feed: turn.feed,
+      cancel: turn.cancel,
+      cancelled: () => turn.cancelled,
       pingIntervalMs: deps.config.pingIntervalMs,
       metrics: deps.metrics,
-    });
+    }, shape);
   } catch (error) {
     return answer(error);
   }

@@ -13,6 +13,7 @@ import { Hono } from "hono";
 import {
   type ChatCompletion,
   ChatCompletionCreateParams,
+  chunkStreamShape,
   openaiErrorEnvelope,
   openaiReplyHeaders,
   openaiTurnInput,
@@ -21,7 +22,6 @@ import {
 import type { StartedTurn } from "../lib/session/mod.ts";
 import { type AgentProtocol, serveTurn } from "./_agent_turn.ts";
 import { type AgentRouteDeps, lazyApp } from "./_deps.ts";
-import { chunkStreamResponse } from "./_sse.ts";
 
 /** Chat Completions as an agent protocol, decoding single tokens with `decodeToken`. */
 export function chatCompletionsProtocol(
@@ -32,17 +32,14 @@ export function chatCompletionsProtocol(
     recurring: ["tools"],
     turnInput: (request, context) => openaiTurnInput(request, { ...context, decodeToken }),
     nothingSampled: (request, turn) => unsampledCompletion(head(request, turn), turn.promptTokens),
-    stream: (request, turn, stream) =>
-      chunkStreamResponse({
-        ...stream,
+    streamShape: (request, turn, stream) =>
+      chunkStreamShape({
+        requestId: stream.requestId,
         head: head(request, turn),
         options: { includeUsage: request.stream_options?.include_usage === true },
         rid: turn.rid,
         promptIdsFirst: request.return_token_ids === true,
         promptIds: turn.promptIds,
-        feed: turn.feed,
-        cancel: turn.cancel,
-        cancelled: () => turn.cancelled,
       }),
     errorEnvelope: openaiErrorEnvelope,
     replyHeaders: openaiReplyHeaders,

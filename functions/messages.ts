@@ -17,6 +17,7 @@ import {
   MessageCreateParams,
   messageHead,
   messagesErrorEnvelope,
+  messageStreamShape,
   signThinking,
   unsampledMessage,
 } from "../lib/anthropic/mod.ts";
@@ -32,7 +33,6 @@ import {
   readJson,
   validate,
 } from "./_http.ts";
-import { sseResponse } from "./_sse.ts";
 
 /** What the messages app uses: a turn's dependencies and the thinking-signature secret. */
 export type MessagesDeps = AgentRouteDeps & Pick<Deps, "signingSecret">;
@@ -50,15 +50,11 @@ export function messagesProtocol(
     recurring: ["system", "tools"],
     turnInput: (request, context) => anthropicTurnInput(request, { ...context, signingSecret }),
     nothingSampled: (request, turn) => unsampledMessage(turn.rid, request.model, turn.promptTokens),
-    stream: (request, turn, stream) =>
-      sseResponse({
-        ...stream,
+    streamShape: (request, turn, stream) =>
+      messageStreamShape({
         head: messageHead(turn.rid, request.model, turn.promptTokens),
         rid: turn.rid,
         sign: (thinking) => signThinking(signingSecret, stream.sessionId, thinking),
-        feed: turn.feed,
-        cancel: turn.cancel,
-        cancelled: () => turn.cancelled,
       }),
     errorEnvelope: messagesErrorEnvelope,
     replyHeaders: (requestId) => ({ "request-id": requestId }),

@@ -3,11 +3,10 @@
  * output is sampled, at the end, and when the turn fails after the stream started.
  */
 import assert from "node:assert/strict";
+import { ENGINE_DOWN, text } from "../_stream_shapes.ts";
 import { type Message, messageHead, messageStreamShape } from "../../lib/anthropic/mod.ts";
 
 const RID = "0123456789abcdef";
-const text = (chunks: readonly Uint8Array[]) =>
-  chunks.map((chunk) => new TextDecoder().decode(chunk)).join("");
 const shape = () =>
   messageStreamShape({
     head: messageHead(RID, "m", 5),
@@ -75,13 +74,7 @@ Deno.test("messageStreamShape() streams a thinking block signed as it closes and
 });
 
 Deno.test("messageStreamShape() reports a failure after the stream started as Anthropic's error event", () => {
-  const failure = shape().failure({
-    code: "engine_unavailable",
-    status: 529,
-    type: "overloaded_error",
-    message: "engine down",
-    retry: true,
-  });
+  const failure = shape().failure(ENGINE_DOWN);
   assert.equal(
     text([failure]),
     "event: error\n" +

@@ -4,14 +4,17 @@
  * `data: [DONE]`, and a failure as `data: {"error": …}`.
  */
 import assert from "node:assert/strict";
-import { buildChatCompletion, chunkStreamShape } from "../../lib/openai/mod.ts";
+import { ENGINE_DOWN, text } from "../_stream_shapes.ts";
+import {
+  buildChatCompletion,
+  chunkStreamShape,
+  type ChunkStreamTurn,
+} from "../../lib/openai/mod.ts";
 
 const RID = "0123456789abcdef";
 const HEAD = { id: `chatcmpl-${RID}`, model: "m", created: 7 };
 const CHUNK = '{"id":"chatcmpl-0123456789abcdef","object":"chat.completion.chunk","created":7,' +
   '"model":"m",';
-const text = (chunks: readonly Uint8Array[]) =>
-  chunks.map((chunk) => new TextDecoder().decode(chunk)).join("");
 const completion = buildChatCompletion({
   rid: RID,
   blocks: [{ type: "text", text: "Hi" }],
@@ -30,40 +33,38 @@ const completion = buildChatCompletion({
   created: 7,
 });
 
-Deno.test("chunkStreamShape() sends the role chunk at once, keep-alive comments, and x-request-id", () => {
-  const shape = chunkStreamShape({
+/** A stream of `completion`'s turn: prompt ids not asked for and no usage, unless `asked` says. */
+const shape = (asked: Partial<ChunkStreamTurn> = {}) =>
+  chunkStreamShape({
     requestId: "req_1",
     head: HEAD,
     rid: RID,
     options: { includeUsage: false },
     promptIdsFirst: false,
     promptIds: null,
+    ...asked,
   });
+
+Deno.test("chunkStreamShape() sends the role chunk at once, keep-alive comments, and x-request-id", () => {
+  const stream = shape();
   assert.equal(
-    text(shape.head),
+    text(stream.head),
     `data: ${CHUNK}"choices":[{"index":0,"delta":{"role":"assistant"},"logprobs":null,` +
       '"finish_reason":null}]}\n\n',
   );
-  assert.equal(text([shape.keepAlive]), ": keep-alive\n\n");
-  assert.deepEqual(shape.headers, { "x-request-id": "req_1" });
+  assert.equal(text([stream.keepAlive]), ": keep-alive\n\n");
+  assert.deepEqual(stream.headers, { "x-request-id": "req_1" });
 });
 
 Deno.test("chunkStreamShape() streams content as sampled, then the finish with the token ids and [DONE]", () => {
-  const shape = chunkStreamShape({
-    requestId: "req_1",
-    head: HEAD,
-    rid: RID,
-    options: { includeUsage: false },
-    promptIdsFirst: false,
-    promptIds: null,
-  });
+  const stream = shape();
   assert.equal(
-    text(shape.content([{ type: "text", index: 0, text: "Hi" }])),
+    text(stream.content([{ type: "text", index: 0, text: "Hi" }])),
     `data: ${CHUNK}"choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":null,` +
       '"finish_reason":null}]}\n\n',
   );
   assert.equal(
-    text(shape.body(completion)),
+    text(stream.body(completion)),
     `data: ${CHUNK}"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop",` +
       '"token_ids":[9,10]}]}\n\n' +
       "data: [DONE]\n\n",
@@ -71,27 +72,13 @@ Deno.test("chunkStreamShape() streams content as sampled, then the finish with t
 });
 
 Deno.test("chunkStreamShape() puts known prompt ids in the role chunk, and holds the role chunk for the end when they are not known", () => {
-  const known = chunkStreamShape({
-    requestId: "req_1",
-    head: HEAD,
-    rid: RID,
-    options: { includeUsage: false },
-    promptIdsFirst: true,
-    promptIds: [1, 2],
-  });
+  const known = shape({ promptIdsFirst: true, promptIds: [1, 2] });
   assert.equal(
     text(known.head),
     `data: ${CHUNK}"choices":[{"index":0,"delta":{"role":"assistant"},"logprobs":null,` +
       '"finish_reason":null}],"prompt_token_ids":[1,2]}\n\n',
   );
-  const waits = chunkStreamShape({
-    requestId: "req_1",
-    head: HEAD,
-    rid: RID,
-    options: { includeUsage: true },
-    promptIdsFirst: true,
-    promptIds: null,
-  });
+  const waits = shape({ options: { includeUsage: true }, promptIdsFirst: true });
   assert.deepEqual(waits.head, []);
   const usage = '{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,' +
     '"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}';
@@ -109,21 +96,8 @@ Deno.test("chunkStreamShape() puts known prompt ids in the role chunk, and holds
 });
 
 Deno.test("chunkStreamShape() reports a failure after the stream started in OpenAI's envelope, the code as code", () => {
-  const shape = chunkStreamShape({
-    requestId: "req_1",
-    head: HEAD,
-    rid: RID,
-    options: { includeUsage: false },
-    promptIdsFirst: false,
-    promptIds: null,
-  });
-  const failure = shape.failure({
-    code: "engine_unavailable",
-    status: 529,
-    type: "overloaded_error",
-    message: "engine down",
-    retry: true,
-  });
+  const stream = shape();
+  const failure = stream.failure(ENGINE_DOWN);
   assert.equal(
     text([failure]),
     'data: {"error":{"message":"engine down","type":"server_error","param":null,' +

@@ -4,14 +4,13 @@
  * `response.failed`; every event numbered in one sequence across the stream.
  */
 import assert from "node:assert/strict";
+import { ENGINE_DOWN, text } from "../_stream_shapes.ts";
 import { buildResponse, responseHead, responseStreamShape } from "../../lib/responses/mod.ts";
 
 const RID = "0123456789abcdef";
 const REQUEST = { model: "m", input: "hi" };
 const HEAD = responseHead(`resp_${RID}`, REQUEST, 7);
 const ITEM = "msg_ec34c0bac75e743919bcf436";
-const text = (chunks: readonly Uint8Array[]) =>
-  chunks.map((chunk) => new TextDecoder().decode(chunk)).join("");
 const shape = () =>
   responseStreamShape({
     requestId: "req_1",
@@ -86,13 +85,7 @@ Deno.test("responseStreamShape() streams a message item as sampled and closes it
 
 Deno.test("responseStreamShape() reports a failure after the stream started as response.failed with the code and message", () => {
   const stream = shape();
-  const failure = stream.failure({
-    code: "engine_unavailable",
-    status: 529,
-    type: "overloaded_error",
-    message: "engine down",
-    retry: true,
-  });
+  const failure = stream.failure(ENGINE_DOWN);
   const failed = {
     ...HEAD,
     status: "failed",

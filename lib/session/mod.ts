@@ -16,6 +16,7 @@ export * from "./run_turn.ts";
 export * from "./turn_load.ts";
 export * from "./dispatches.ts";
 export * from "./output_feed.ts";
+export * from "./stream_shape.ts";
 export * from "./lifecycle.ts";
 export * from "./chain_page.ts";
 export * from "./image_bytes.ts";

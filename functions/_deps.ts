@@ -34,6 +34,8 @@ import {
   type EngineDialect,
   engineDialect,
   EngineHttpWorker,
+  type MoeShape,
+  moeShape,
   PlacedEngine,
 } from "../lib/engine/mod.ts";
 import {
@@ -248,6 +250,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   const vision = config.imagePolicy === "vision"
     ? await loadVision(config, tokenizer, dialect)
     : null;
+  const moe = config.routedExperts ? await loadMoe(config, dialect) : null;
   const contextLength = config.contextLength ?? tokenizer.modelMaxLength ?? 32_768;
   let engine = overrides.engine;
   // Engine requests are made off the request's event loop (docs/DESIGN.md §7).
@@ -264,6 +267,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       ...(config.engineSessions
         ? { engineSessions: { idleS: config.engineSessionIdleS, capacity: contextLength } }
         : {}),
+      ...(moe ? { moe } : {}),
     };
     if (config.enginePlacement === "gateway") {
       // Validated with the configuration: gateway placement names its workers.
@@ -279,6 +283,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
           latencyMs: config.scriptedLatencyMs,
           dialect: dialect.name,
           ...(vision ? { vision: { settings: vision.settings, padId: vision.padId } } : {}),
+          ...(moe ? { moe } : {}),
         });
         url = scripted.url;
       }
@@ -410,6 +415,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     load,
     dispatches: new Dispatches(),
     ...(imageBytes ? { imageBytes } : {}),
+    ...(moe ? { moe } : {}),
     identities,
     recurringFields,
     sampleMemory: memorySampler(metrics, {
@@ -520,6 +526,34 @@ async function imageProcessorOf(dir: string): Promise<string | null> {
     return (await Deno.stat(file)).isFile ? file : null;
   } catch {
     return null;
+  }
+}
+
+/**
+ * The served model's MoE shape for `ROUTED_EXPERTS`, from `config.json` beside the tokenizer,
+ * on a dialect whose engine returns routed experts.
+ *
+ * @throws {ConfigError} naming `ROUTED_EXPERTS` without the file, with a file that describes no
+ * mixture of experts, or on a dialect that cannot return them.
+ */
+async function loadMoe(config: Config, dialect: EngineDialect): Promise<MoeShape> {
+  const refuse = (why: string) =>
+    new ConfigError("ROUTED_EXPERTS", `Invalid ROUTED_EXPERTS: ${why}`);
+  if (!dialect.routedExperts) {
+    throw refuse(`the ${dialect.name} dialect's engine returns no routed experts`);
+  }
+  const file = `${config.tokenizerPath.replace(/\/+$/, "")}/config.json`;
+  let text: string;
+  try {
+    text = await Deno.readTextFile(file);
+  } catch {
+    throw refuse(`no model config.json in TOKENIZER_PATH (${config.tokenizerPath}) to read the ` +
+      "model's layers and experts from");
+  }
+  try {
+    return moeShape(JSON.parse(text));
+  } catch (error) {
+    throw refuse(`${file}: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
 

@@ -32,7 +32,7 @@ import {
 } from "../lib/scripted_engine/mod.ts";
 import { buildDeps, type Deps, encoderPool } from "../functions/_deps.ts";
 import type { RecurringFields } from "../lib/cache/mod.ts";
-import { EngineHttpWorker } from "../lib/engine/mod.ts";
+import { EngineHttpWorker, type MoeShape } from "../lib/engine/mod.ts";
 import { createGatewayApp } from "../functions/serve.ts";
 import type { Hono } from "hono";
 import Anthropic from "@anthropic-ai/sdk";
@@ -225,6 +225,11 @@ export async function startGateway(
     workers?: number;
     /** The engine serves a vision-language model (its `image_data` checked against the pads). */
     vision?: ScriptedEngineOptions["vision"];
+    /**
+     * The engine serves a mixture-of-experts model of this shape, and the gateway records its
+     * routed experts (`ROUTED_EXPERTS`, the shape's `config.json` in `TOKENIZER_PATH`).
+     */
+    moe?: MoeShape;
     /** The memo of agents' recurring fields, in place of the default one. */
     recurringFields?: RecurringFields;
     /** The clock its leases go by (another host's, running ahead or behind). */
@@ -249,6 +254,7 @@ export async function startGateway(
     // The engine speaks the dialect the gateway is configured for.
     dialect: options.env?.ENGINE_API ?? "sglang",
     ...(options.vision ? { vision: options.vision } : {}),
+    ...(options.moe ? { moe: options.moe } : {}),
   };
   const fleet = options.workers ? await startScriptedFleet(options.workers, engineOptions) : null;
   const engine = fleet?.workers[0] ?? await startScriptedEngine(engineOptions);
@@ -269,6 +275,9 @@ export async function startGateway(
         ENGINE_WORKERS: fleet.urls.join(","),
         ENGINE_HEALTH_INTERVAL_MS: "100",
       }
+      : {}),
+    ...(options.moe
+      ? { ROUTED_EXPERTS: "true", TOKENIZER_PATH: await moeModelFolder(options.moe) }
       : {}),
     ...options.env,
   });
@@ -427,4 +436,29 @@ export async function kvSnapshot(kv: Store): Promise<string[]> {
     out.push(`${JSON.stringify(entry.key)}@${entry.versionstamp}`);
   }
   return out;
+}
+
+/**
+ * A model folder whose `config.json` describes `shape` as Qwen3-MoE's does (the tokenizer itself
+ * is given to the gateway): what `ROUTED_EXPERTS` reads at start-up.
+ */
+export async function moeModelFolder(shape: MoeShape): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix: "rg-moe-" });
+  // The served tokenizer's files beside it, for a tokenizer worker that loads them from here.
+  const tokenizer = defaultTokenizerPath().replace(/\/+$/, "");
+  for await (const entry of Deno.readDir(tokenizer)) {
+    if (entry.isFile) await Deno.symlink(`${tokenizer}/${entry.name}`, `${dir}/${entry.name}`);
+  }
+  await Deno.writeTextFile(
+    `${dir}/config.json`,
+    JSON.stringify({
+      architectures: ["Qwen3MoeForCausalLM"],
+      num_hidden_layers: shape.layers,
+      num_experts: shape.experts,
+      num_experts_per_tok: shape.topK,
+      decoder_sparse_step: 1,
+      mlp_only_layers: shape.denseLayers,
+    }),
+  );
+  return dir;
 }

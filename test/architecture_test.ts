@@ -29,7 +29,7 @@ const LAYERS: ReadonlyMap<string, readonly string[]> = new Map([
   ["tokenizer", ["cache", "chat", "errors", "limits", "output"]],
   ["template", ["cache", "chat", "engine", "errors", "limits", "output", "tokenizer"]],
   ["evaluate", ["errors", "kv", "limits", "metrics", "sandbox"]],
-  ["scripted_engine", ["tokenizer", "vision"]],
+  ["scripted_engine", ["engine", "tokenizer", "vision"]],
   ["chain", ["chat", "engine", "kv"]],
   [
     "session",

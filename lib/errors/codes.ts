@@ -86,6 +86,11 @@ export const ERROR_TABLE = {
   template: row(500, "api_error"),
   /** The client left before the answer (mid-body, mid-turn); nobody reads this one. */
   client_disconnected: row(500, "api_error"),
+  /**
+   * The engine answered without the routed experts a turn asked for (`ROUTED_EXPERTS`), or with
+   * rows that do not fit the model or the turn: nothing is recorded.
+   */
+  engine_routes: row(502, "api_error"),
   /** Anything not raised on purpose: a bug, logged. */
   internal: row(500, "api_error"),
   /** A sandbox backend that cannot work (bubblewrap missing, E2B unreachable). */

@@ -6,6 +6,7 @@
 import type { ChatTokenizer } from "../tokenizer/mod.ts";
 import { scriptedLogprob, scriptedTopLogprobs } from "./logprobs.ts";
 import type { EngineCall } from "./script.ts";
+import { toBase64 } from "../engine/mod.ts";
 
 /** A call's output as produced so far, and its responses in SGLang's shape (sglang.md §1.3). */
 export class Output {
@@ -16,6 +17,11 @@ export class Output {
   readonly spans: { version: string; start: number; end: number }[] = [];
   /** Told when tokens were produced. */
   onEmit: () => void = () => {};
+  /**
+   * The routed experts of the call's whole sequence as asked for (int32 rows), once it is done;
+   * `null` when the call asked for none.
+   */
+  routedExperts: (() => Int32Array) | null = null;
 
   constructor(
     readonly call: EngineCall,
@@ -65,6 +71,11 @@ export class Output {
           ? { output_top_logprobs: ids.map((t, i) => scriptedTopLogprobs(t, from + i, k)) }
           : {}),
         ...(finish === null ? {} : { e2e_latency: (performance.now() - this.received) / 1000 }),
+        // SGLang sends the rows once the whole sequence was forwarded: on the answer or the last
+        // chunk, and none for an aborted call.
+        ...(finish === null || finish.type === "abort" || this.routedExperts === null ? {} : {
+          routed_experts: toBase64(new Uint8Array(this.routedExperts().buffer)),
+        }),
       },
     };
   }

@@ -7,6 +7,7 @@
 import type { ChatTokenizer } from "../tokenizer/mod.ts";
 import type { EngineCall, Fault, Reply, Script, Spelling } from "./script.ts";
 import type { VisionSettings } from "../vision/mod.ts";
+import type { MoeShape } from "../engine/mod.ts";
 
 /** Options of {@linkcode startScriptedEngine}. */
 export interface ScriptedEngineOptions {
@@ -51,6 +52,16 @@ export interface ScriptedEngineOptions {
    * refuses a prompt whose image tokens do not match its images). Without it, images are refused.
    */
   readonly vision?: { readonly settings: VisionSettings; readonly padId: number };
+  /**
+   * It serves a mixture-of-experts model of this shape and returns routed experts when asked
+   * (`--enable-return-routed-experts`; `_routes.ts`). Without it, a request for them is refused.
+   */
+  readonly moe?: MoeShape;
+  /**
+   * What tells this engine's computations of a position apart from another engine's (a fleet's
+   * workers each have their own): a recompute elsewhere routes some rows differently.
+   */
+  readonly routeSalt?: string;
 }
 
 /** A running scripted engine. */

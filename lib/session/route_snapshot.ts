@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { ChainHeader, TurnImage } from "../chain/mod.ts";
+import type { ChainHeader, ChainRoutes, TurnImage } from "../chain/mod.ts";
 import { type ChainCache, type Store } from "../kv/mod.ts";
 import { getAgentChain, getChain, getReplay, listChainEntries } from "./session_store.ts";
 import { liveTurns, readAllTurns, readTurnTokens } from "./turn_store.ts";
@@ -29,6 +29,8 @@ export interface CachedChain {
   readonly prompt: PromptIds;
   /** The images in `prompt`, in order (absent: none). */
   readonly images?: readonly TurnImage[];
+  /** The routed experts the chain recorded (absent: none). */
+  readonly routes?: ChainRoutes;
   /** Identities of the start and of every message, the last reply included; `null` after a KV read. */
   readonly conversation: { readonly start: string; readonly messages: readonly string[] } | null;
 }

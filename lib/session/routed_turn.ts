@@ -6,7 +6,13 @@
  *
  * @module
  */
-import type { ChainHeader, TurnImage, TurnMessages, TurnRecord } from "../chain/mod.ts";
+import type {
+  ChainHeader,
+  ChainRoutes,
+  TurnImage,
+  TurnMessages,
+  TurnRecord,
+} from "../chain/mod.ts";
 import type { PromptIds } from "../engine/mod.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
 import type { PromptEncoder } from "../template/mod.ts";
@@ -53,6 +59,8 @@ export interface TurnPrompt {
   readonly startsInReasoning: boolean;
   /** The canonical messages rendered into `delta`. */
   readonly messages: TurnMessages;
+  /** The routed experts the chain's kept turns recorded (R3; none on a chain's first turn). */
+  readonly routes: ChainRoutes;
 }
 
 /** The digests every routed request carries. */

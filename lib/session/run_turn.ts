@@ -16,7 +16,7 @@
  * @module
  */
 import type { RoundtripPolicy } from "../config/mod.ts";
-import { type Engine, newRid } from "../engine/mod.ts";
+import { type Engine, type MoeShape, newRid } from "../engine/mod.ts";
 import { codeOf } from "../errors/mod.ts";
 import type { Dispatches } from "./dispatches.ts";
 import type { ImageBytes } from "./image_bytes.ts";
@@ -38,6 +38,7 @@ import { commitRecord } from "./stages/commit.ts";
 import { generateOutput } from "./stages/generate.ts";
 import { releaseEnded } from "./stages/release_ended.ts";
 import { settleOutput } from "./stages/settle_output.ts";
+import { settleRoutes } from "./stages/settle_routes.ts";
 import type { TurnInput } from "./turn_input.ts";
 import type { TurnLoad } from "./turn_load.ts";
 
@@ -51,6 +52,8 @@ export interface TurnDeps extends PrepareDeps {
   readonly dispatches?: Dispatches;
   /** Bytes of images seen in turns, for the engine calls of later turns. */
   readonly imageBytes?: ImageBytes;
+  /** The served model's MoE shape when its routed experts are recorded (`ROUTED_EXPERTS`). */
+  readonly moe?: MoeShape;
 }
 
 /** A turn under way, as a handler needs it. */
@@ -237,6 +240,17 @@ async function generateAndRecord<Reply>(
     tools: input.toolSchemas,
     live: feed && live ? { parse: live, feed } : null,
   });
+  const routes = deps.moe
+    ? await settleRoutes({ kv: deps.kv, moe: deps.moe }, {
+      sessionId: routed.sessionId,
+      chainId: routed.chainId,
+      promptLength: routed.prompt.ids.length,
+      outputLength: settled.output.length,
+      recorded: routed.prompt.routes,
+      reported: generation.routes,
+    })
+    : null;
+  if (routes?.routes.mismatched) settled.flags.push("routing_mismatch");
   const { reply, identity } = input.reply({
     rid: turn.rid,
     blocks: settled.blocks,
@@ -253,6 +267,7 @@ async function generateAndRecord<Reply>(
     route: routed,
     generation,
     settled,
+    routes,
     request: {
       model: input.model,
       toolNames: input.toolNames,

@@ -106,6 +106,7 @@ export async function deleteSession(kv: Store, sessionId: string): Promise<boole
     keys.sessionTurns(sessionId),
     keys.sessionChunks(sessionId),
     keys.sessionMessages(sessionId),
+    keys.sessionRoutes(sessionId),
     keys.replays(sessionId),
     keys.sessionReplays(sessionId),
     keys.sessionImages(sessionId),

@@ -6,7 +6,15 @@
  *
  * @module
  */
-import { type ChainHeader, deltaAfter, type TurnImage, type TurnRecord } from "../chain/mod.ts";
+import {
+  type ChainHeader,
+  type ChainRoutes,
+  chainRoutes,
+  deltaAfter,
+  NO_ROUTES,
+  type TurnImage,
+  type TurnRecord,
+} from "../chain/mod.ts";
 import { type ChatImage, type ChatMessage, type ChatPrompt, takeImageData } from "../chat/mod.ts";
 import { PromptIds } from "../engine/mod.ts";
 import { opensReasoning, type Rendered } from "../template/mod.ts";
@@ -20,10 +28,11 @@ import { readChainTokens, readLiveTurns } from "./turn_store.ts";
 /** What building a prompt reads. */
 export type PromptDeps = Pick<RouteDeps, "kv" | "cache" | "encoder" | "tokenizer">;
 
-/** A chain's kept tokens and the images among them. */
+/** A chain's kept tokens, the images among them, and the routed experts they recorded. */
 export interface ChainHistory {
   readonly prompt: PromptIds;
   readonly images: readonly TurnImage[];
+  readonly routes: ChainRoutes;
 }
 
 /** A chain's first prompt: the whole conversation rendered. */
@@ -48,6 +57,7 @@ export async function wholePrompt(
     imageData: imageData(images),
     startsInReasoning: opensReasoning(rendered.text),
     messages: { messages: prompt.messages, tools: prompt.tools },
+    routes: NO_ROUTES,
   };
 }
 
@@ -77,6 +87,7 @@ export async function deltaPrompt(
     imageData: imageData(images),
     startsInReasoning: opensReasoning(rendered.text),
     messages: { messages },
+    routes: history.routes,
   };
 }
 
@@ -93,7 +104,13 @@ export async function chainHistory(
   const header = chain.header;
   if (turns !== null) return await readTurnsPrompt(deps, header, turns);
   const cached = deps.cache.get(cacheKey(header), chain.versionstamp);
-  if (cached) return { prompt: cached.prompt, images: cached.images ?? [] };
+  if (cached) {
+    return {
+      prompt: cached.prompt,
+      images: cached.images ?? [],
+      routes: cached.routes ?? NO_ROUTES,
+    };
+  }
   const history = await readTurnsPrompt(
     deps,
     header,
@@ -103,6 +120,7 @@ export async function chainHistory(
     header,
     prompt: history.prompt,
     ...(history.images.length > 0 ? { images: history.images } : {}),
+    ...(history.routes.spans.length > 0 ? { routes: history.routes } : {}),
     conversation: null,
   });
   return history;
@@ -143,7 +161,7 @@ async function readTurnsPrompt(
     prompt = prompt.concat(turn.delta).concat(turn.output).concat(turn.closing);
     if (record.images) images.push(...record.images);
   });
-  return { prompt, images };
+  return { prompt, images, routes: chainRoutes(turns) };
 }
 
 /**

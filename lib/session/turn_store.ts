@@ -7,7 +7,8 @@
  *
  * @module
  */
-import type { ChainHeader, TurnMessages, TurnRecord } from "../chain/records.ts";
+import type { ChainHeader, RouteSpan, TurnMessages, TurnRecord } from "../chain/records.ts";
+import { dtypeBytes, type ExpertRows } from "../engine/mod.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
 import {
   blobChunks,
@@ -19,13 +20,15 @@ import {
   KV_MAX_GET_MANY,
   type Lease,
   readBlob,
+  readBytes,
   type Store,
-  writeChunks,
 } from "../kv/mod.ts";
 import type { ReplayEntry } from "./session_store.ts";
 
 /** Room left in a commit for the records and keys besides the chunks. */
 const COMMIT_SLACK_BYTES = 32_768;
+/** Chunks written in one commit at most (KV allows 1,000 mutations). */
+const COMMIT_PIECES = 500;
 
 /** A turn to commit, with the entries it was computed from. */
 export interface TurnCommit {
@@ -34,6 +37,14 @@ export interface TurnCommit {
   readonly header: ChainHeader;
   readonly turn: TurnRecord;
   readonly chunks: readonly Uint8Array[];
+  /**
+   * The turn's other blobs, each under its key prefix (its request's messages, its routed
+   * experts): written with the tokens, under the same guarantees.
+   */
+  readonly blobs?: readonly {
+    readonly prefix: Deno.KvKey;
+    readonly chunks: readonly Uint8Array[];
+  }[];
   /** The chain's lease as last renewed: the commit fails if it was lost, and releases it. */
   readonly lease?: Deno.KvEntry<Lease>;
   /** Counts the commits' retries. */
@@ -42,65 +53,65 @@ export interface TurnCommit {
 
 /**
  * Commits a turn. Resolves to the new versionstamp of the chain header, or `null` when the
- * chain or its lease changed since they were read; nothing visible is written then.
+ * chain or its lease changed since they were read; nothing is left written then. Chunks that do
+ * not fit the commit of the records are written first, under keys nothing references until the
+ * records do, and deleted again when that commit fails.
  */
 export async function commitTurn(kv: Store, turn: TurnCommit): Promise<string | null> {
   const { sessionId, id: chainId } = turn.header;
   const { index, rid } = turn.turn;
+  const pieces: [Deno.KvKey, Uint8Array][] = turn.chunks.map((chunk, j) => [
+    keys.turnChunk(sessionId, chainId, index, rid, j),
+    chunk,
+  ]);
+  for (const blob of turn.blobs ?? []) {
+    blob.chunks.forEach((chunk, j) => pieces.push([[...blob.prefix, j], chunk]));
+  }
   const budget = KV_MAX_COMMIT_BYTES - COMMIT_SLACK_BYTES;
-  // Early chunks go in their own commits; the last batch rides with the records.
+  // Early pieces go in their own commits; the last batch rides with the records.
   let first = 0;
-  while (first < turn.chunks.length) {
+  const ahead: Deno.KvKey[] = [];
+  while (first < pieces.length) {
     let end = first;
     let bytes = 0;
-    while (end < turn.chunks.length && bytes + turn.chunks[end].length <= budget) {
-      bytes += turn.chunks[end++].length;
-    }
-    if (end === turn.chunks.length) break;
-    const batch = turn.chunks.slice(first, end);
-    const from = first;
+    while (
+      end < pieces.length && end - first < COMMIT_PIECES && bytes + pieces[end][1].length <= budget
+    ) bytes += pieces[end++][1].length;
+    if (end === pieces.length) break;
+    const batch = pieces.slice(first, end);
     await commit(() => {
       const op = kv.atomic();
-      batch.forEach((chunk, j) =>
-        op.set(keys.turnChunk(sessionId, chainId, index, rid, from + j), chunk)
-      );
+      for (const [key, chunk] of batch) op.set(key, chunk);
       return op;
     }, turn.metrics);
+    ahead.push(...batch.map(([key]) => key));
     first = end;
   }
   const replay: ReplayEntry = { chainId, index, rid };
   const result = await commit(() => {
     const op = kv.atomic().check(turn.chain);
     if (turn.lease) op.check(turn.lease).delete(turn.lease.key);
-    for (let j = first; j < turn.chunks.length; j++) {
-      op.set(keys.turnChunk(sessionId, chainId, index, rid, j), turn.chunks[j]);
-    }
+    for (let j = first; j < pieces.length; j++) op.set(pieces[j][0], pieces[j][1]);
     return op.set(keys.turn(sessionId, chainId, index, rid), turn.turn)
       .set(keys.replay(sessionId, turn.turn.bodyDigest), replay)
       .set(keys.chain(sessionId, chainId), turn.header);
   }, turn.metrics);
-  return result.ok ? result.versionstamp : null;
+  if (result.ok) return result.versionstamp;
+  // Nothing references them: they go, so a lost commit leaves no blob of a turn that never was.
+  for (let at = 0; at < ahead.length; at += COMMIT_PIECES) {
+    const doomed = ahead.slice(at, at + COMMIT_PIECES);
+    await commit(() => {
+      const op = kv.atomic();
+      for (const key of doomed) op.delete(key);
+      return op;
+    }).catch((error) => console.warn(`Cannot delete the chunks of turn ${rid}:`, error));
+  }
+  return null;
 }
 
 /** A turn's request messages as the chunks of the blob its record names. */
 export function turnMessageChunks(messages: TurnMessages): Uint8Array[] {
   return blobChunks(new TextEncoder().encode(JSON.stringify(messages)));
-}
-
-/**
- * Writes a turn's request messages (`turnMessageChunks`) before its commit, under its rid (a
- * turn that loses its commit leaves them to the session's deletion).
- */
-export function writeTurnMessages(
-  kv: Store,
-  turn: { sessionId: string; chainId: string; index: number; rid: string },
-  chunks: readonly Uint8Array[],
-): Promise<void> {
-  return writeChunks(
-    kv,
-    keys.turnMessages(turn.sessionId, turn.chainId, turn.index, turn.rid),
-    chunks,
-  );
 }
 
 /** A turn's request messages, or `null` when its session did not record them. */
@@ -220,4 +231,40 @@ export async function readTurnTokens(
     }
   }
   return decodeTurnTokens(chunks);
+}
+
+/**
+ * The own rows of routed experts a turn recorded (`span`: its record's routes, with its index and
+ * rid), from its blob.
+ *
+ * @throws {Error} when the blob is shorter than its record says (a broken chain).
+ */
+export async function readTurnRoutes(
+  kv: Store,
+  sessionId: string,
+  chainId: string,
+  span: RouteSpan,
+): Promise<ExpertRows> {
+  const bytes = await readBytes(
+    kv,
+    keys.turnRoutes(sessionId, chainId, span.index, span.rid),
+    span.chunks,
+  );
+  const length = span.rows * span.width;
+  const size = dtypeBytes(span.dtype);
+  if (bytes.length < length * size) {
+    throw new Error(
+      `Cannot read the routed experts of turn ${span.index} of chain "${chainId}": ${bytes.length} bytes, not ${
+        length * size
+      }`,
+    );
+  }
+  // A copy, aligned for the typed array.
+  const own = bytes.slice(0, length * size);
+  const values = span.dtype === "uint8"
+    ? own
+    : span.dtype === "uint16"
+    ? new Uint16Array(own.buffer, 0, length)
+    : new Int32Array(own.buffer, 0, length);
+  return { start: span.start, rows: span.rows, values };
 }

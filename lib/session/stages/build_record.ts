@@ -9,10 +9,11 @@
 import type { ChainHeader, TurnRecord } from "../../chain/mod.ts";
 import { extendDigest } from "../../chat/mod.ts";
 import type { Generation } from "../../engine/mod.ts";
-import { encodeTurnTokens } from "../../kv/mod.ts";
+import { blobChunks, encodeTurnTokens } from "../../kv/mod.ts";
 import type { ChainRoute } from "../routed_turn.ts";
 import { turnMessageChunks } from "../turn_store.ts";
 import type { SettledOutput } from "./settle_output.ts";
+import type { SettledRoutes } from "./settle_routes.ts";
 
 /** Everything a turn's record is built from. */
 export interface RecordFacts {
@@ -21,6 +22,8 @@ export interface RecordFacts {
   readonly route: ChainRoute;
   readonly generation: Generation;
   readonly settled: SettledOutput;
+  /** Its routed experts (`ROUTED_EXPERTS`); `null` without. */
+  readonly routes: SettledRoutes | null;
   /** What the request asked with: its model, the tools it offered, its messages' count. */
   readonly request: {
     readonly model: string;
@@ -43,6 +46,8 @@ export interface TurnCommitRecord {
   readonly chunks: Uint8Array[];
   /** The request's messages, when the session keeps them (`record_messages`). */
   readonly messageChunks: Uint8Array[] | null;
+  /** Its routed experts (`ROUTED_EXPERTS`). */
+  readonly routeChunks: Uint8Array[] | null;
 }
 
 /**
@@ -62,6 +67,7 @@ export interface TurnCommitRecord {
  *     prompt: {
  *       ids: PromptIds.from([1, 2]), delta: [1, 2], images: [], newImages: [],
  *       imageData: new Map(), startsInReasoning: false, messages: { messages: [] },
+ *       routes: { recorded: 0, spans: [] },
  *     },
  *     tools: [], recordMessages: false,
  *   },
@@ -70,6 +76,7 @@ export interface TurnCommitRecord {
  *     weightVersions: ["v1"], versionSpans: [{ version: "v1", start: 0, end: 1 }], aborts: 0,
  *     engineMs: 5, engineReportedMs: 4,
  *   },
+ *   routes: null,
  *   settled: {
  *     output: [3], end: { reason: "end_of_turn", stopSequence: null }, closing: [], flags: [],
  *     masked: false, blocks: [], reasoning: false,
@@ -96,6 +103,7 @@ export function buildTurnRecord(facts: RecordFacts): TurnCommitRecord {
     closing,
   });
   const messageChunks = route.recordMessages ? turnMessageChunks(route.prompt.messages) : null;
+  const routeChunks = facts.routes ? blobChunks(facts.routes.bytes) : null;
   const turn: TurnRecord = {
     index: route.base.turnCount,
     rid: facts.rid,
@@ -116,6 +124,9 @@ export function buildTurnRecord(facts: RecordFacts): TurnCommitRecord {
     ...(generation.cachedTokens === undefined ? {} : { cachedTokens: generation.cachedTokens }),
     ...(generation.worker === undefined ? {} : { worker: generation.worker }),
     ...(route.prompt.newImages.length > 0 ? { images: route.prompt.newImages } : {}),
+    ...(facts.routes && routeChunks
+      ? { routes: { ...facts.routes.routes, chunks: routeChunks.length } }
+      : {}),
     startsInReasoning: route.prompt.startsInReasoning,
     reasoning: settled.reasoning,
     toolNames: request.toolNames,
@@ -145,5 +156,5 @@ export function buildTurnRecord(facts: RecordFacts): TurnCommitRecord {
     lastRid: turn.rid,
     updatedAt: facts.now,
   };
-  return { turn, header, chunks, messageChunks };
+  return { turn, header, chunks, messageChunks, routeChunks };
 }

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { withTurn } from "../../chain/mod.ts";
 import type { ChainCache } from "../../kv/mod.ts";
 import type { GatewayMetrics } from "../../metrics/mod.ts";
 import type { ChainRoute } from "../routed_turn.ts";
@@ -40,6 +41,7 @@ export function cacheAndCount(deps: CacheDeps, committed: CommittedTurn): void {
     header,
     prompt: route.prompt.ids.concat([...settled.output, ...settled.closing]),
     ...(route.prompt.images.length > 0 ? { images: route.prompt.images } : {}),
+    ...(turn.routes ? { routes: withTurn(route.prompt.routes, turn) } : {}),
     conversation: committed.conversation,
   });
   const metrics = deps.metrics;
@@ -49,6 +51,10 @@ export function cacheAndCount(deps: CacheDeps, committed: CommittedTurn): void {
   if (turn.cachedTokens !== undefined) metrics.cachedTokens.add(turn.cachedTokens);
   metrics.sampledTokens.add(turn.outputLen);
   for (const flag of settled.flags) metrics.turnFlags.inc(flag);
+  if (turn.routes) {
+    metrics.routedExpertRows.add(turn.routes.rows);
+    if (turn.routes.mismatched) metrics.routingMismatchRows.add(turn.routes.mismatched);
+  }
   metrics.engineSeconds.observe(committed.engineMs / 1000);
   metrics.gatewaySeconds.observe(
     (performance.now() - committed.started - committed.engineMs) / 1000,

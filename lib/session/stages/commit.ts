@@ -1,18 +1,19 @@
 /**
- * The commit stage (docs/DESIGN.md §6.2): what the turn keeps beside its record is written first
- * (its new images, its request's messages when the session keeps them), under keys nothing
- * references until the head does; then the record, its chunks, its replay entry and the chain's
- * new head in one atomic commit checked against the head as routed on and the chain's lease as
- * last renewed, which the commit deletes.
+ * The commit stage (docs/DESIGN.md §6.2): the turn's new images are written first (kept by digest
+ * for the session, whichever turn committed them); then the record, its token chunks, its other
+ * blobs (its request's messages when the session keeps them, its routed experts), its replay
+ * entry and the chain's new head in one atomic commit checked against the head as routed on and
+ * the chain's lease as last renewed, which the commit deletes. Chunks too many for that commit go
+ * ahead of it under keys nothing references until it lands (`commitTurn`).
  *
  * @module
  */
-import type { HeldLease, Store } from "../../kv/mod.ts";
+import { type HeldLease, keys, type Store } from "../../kv/mod.ts";
 import type { GatewayMetrics } from "../../metrics/mod.ts";
 import { ChainConflictError } from "../errors.ts";
 import { writeImages } from "../image_store.ts";
 import type { ChainRoute } from "../routed_turn.ts";
-import { commitTurn, writeTurnMessages } from "../turn_store.ts";
+import { commitTurn } from "../turn_store.ts";
 import type { TurnCommitRecord } from "./build_record.ts";
 
 /** What committing writes to, and counts its retries in. */
@@ -39,12 +40,18 @@ export async function commitRecord(
   if (prompt.newImages.length > 0) {
     await writeImages(deps.kv, sessionId, prompt.newImages, prompt.imageData);
   }
+  const blobs = [];
   if (record.messageChunks) {
-    await writeTurnMessages(
-      deps.kv,
-      { sessionId, chainId, index: turn.index, rid: turn.rid },
-      record.messageChunks,
-    );
+    blobs.push({
+      prefix: keys.turnMessages(sessionId, chainId, turn.index, turn.rid),
+      chunks: record.messageChunks,
+    });
+  }
+  if (record.routeChunks) {
+    blobs.push({
+      prefix: keys.turnRoutes(sessionId, chainId, turn.index, turn.rid),
+      chunks: record.routeChunks,
+    });
   }
   await lease.pause();
   const versionstamp = await commitTurn(deps.kv, {
@@ -52,6 +59,7 @@ export async function commitRecord(
     header: record.header,
     turn,
     chunks: record.chunks,
+    blobs,
     lease: lease.entry,
     metrics: deps.metrics,
   });

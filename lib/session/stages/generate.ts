@@ -7,7 +7,13 @@
  * @module
  */
 import { chainRef } from "../../chain/mod.ts";
-import type { Engine, EngineImage, Generation, SamplingParams } from "../../engine/mod.ts";
+import type {
+  Engine,
+  EngineImage,
+  Generation,
+  MoeShape,
+  SamplingParams,
+} from "../../engine/mod.ts";
 import type { ChatTokenizer } from "../../tokenizer/mod.ts";
 import type { ImageBytes } from "../image_bytes.ts";
 import { LiveOutput } from "../live_output.ts";
@@ -21,6 +27,8 @@ export interface GenerateDeps {
   readonly tokenizer: ChatTokenizer;
   /** Bytes of images seen in turns, for the engine calls of later turns. */
   readonly imageBytes?: ImageBytes;
+  /** The served model's MoE shape when its routed experts are recorded (`ROUTED_EXPERTS`). */
+  readonly moe?: MoeShape;
 }
 
 /** A turn about to be generated. */
@@ -66,6 +74,16 @@ export async function generateOutput<Reply>(
     ...(input.tokenData?.topLogprobs ? { topLogprobs: input.tokenData.topLogprobs } : {}),
     signal,
     ...(feed && live ? { onTokens: (tokens) => feed.push(live.push(tokens.ids)) } : {}),
+    // Only the rows the chain has not recorded; all of them where the prefix is recomputed on
+    // purpose (a rewind: the engine may compute it again), to be checked against the record.
+    ...(deps.moe
+      ? {
+        routes: {
+          recorded: route.prompt.routes.recorded,
+          verify: route.kind === "rewind" || route.kind === "realign",
+        },
+      }
+      : {}),
     // A session's chains share their system prompt and tools, and a sub-agent its parent's
     // context: one key keeps them on the worker that has those cached.
     routingKey: sessionId,

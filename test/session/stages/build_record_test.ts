@@ -3,7 +3,7 @@
  * and the settled output's facts, compared whole.
  */
 import assert from "node:assert/strict";
-import type { ChainHeader, TurnImage } from "../../../lib/chain/mod.ts";
+import { type ChainHeader, NO_ROUTES, type TurnImage } from "../../../lib/chain/mod.ts";
 import { extendDigest } from "../../../lib/chat/mod.ts";
 import { type Generation, PromptIds } from "../../../lib/engine/mod.ts";
 import { decodeTurnTokens } from "../../../lib/kv/mod.ts";
@@ -61,6 +61,7 @@ function route(overrides: Partial<ChainRoute> = {}): ChainRoute {
       imageData: new Map([["img", "AAAA"]]),
       startsInReasoning: true,
       messages: { messages: [{ role: "user", content: "look" }] },
+      routes: NO_ROUTES,
     },
     tools: ["Read", "Write"],
     recordMessages: false,
@@ -101,6 +102,7 @@ function facts(overrides: Partial<RecordFacts> = {}): RecordFacts {
     route: route(),
     generation: GENERATION,
     settled: SETTLED,
+    routes: null,
     request: { model: "m2", toolNames: ["Read", "Write"], messageCount: 5 },
     replyIdentity: "reply",
     now: 1_000,
@@ -110,7 +112,7 @@ function facts(overrides: Partial<RecordFacts> = {}): RecordFacts {
 }
 
 Deno.test("buildTurnRecord() gives a later turn's whole record and the chain's next head", () => {
-  const { turn, header, messageChunks } = buildTurnRecord(facts());
+  const { turn, header, messageChunks, routeChunks } = buildTurnRecord(facts());
   const digest = extendDigest("d4", "reply");
   assert.deepEqual(turn, {
     index: 2,
@@ -156,6 +158,7 @@ Deno.test("buildTurnRecord() gives a later turn's whole record and the chain's n
     updatedAt: 1_000,
   });
   assert.equal(messageChunks, null);
+  assert.equal(routeChunks, null);
 });
 
 Deno.test("buildTurnRecord()'s chunks hold the delta, the output, its logprobs and the closing tokens", () => {

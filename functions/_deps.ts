@@ -547,8 +547,10 @@ async function loadMoe(config: Config, dialect: EngineDialect): Promise<MoeShape
   try {
     text = await Deno.readTextFile(file);
   } catch {
-    throw refuse(`no model config.json in TOKENIZER_PATH (${config.tokenizerPath}) to read the ` +
-      "model's layers and experts from");
+    throw refuse(
+      `no model config.json in TOKENIZER_PATH (${config.tokenizerPath}) to read the ` +
+        "model's layers and experts from",
+    );
   }
   try {
     return moeShape(JSON.parse(text));

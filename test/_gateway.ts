@@ -230,6 +230,8 @@ export async function startGateway(
      * routed experts (`ROUTED_EXPERTS`, the shape's `config.json` in `TOKENIZER_PATH`).
      */
     moe?: MoeShape;
+    /** How a vLLM engine returns them (`ScriptedEngineOptions.vllmRoutes`). */
+    vllmRoutes?: "npy" | "split";
     /** The memo of agents' recurring fields, in place of the default one. */
     recurringFields?: RecurringFields;
     /** The clock its leases go by (another host's, running ahead or behind). */
@@ -255,6 +257,7 @@ export async function startGateway(
     dialect: options.env?.ENGINE_API ?? "sglang",
     ...(options.vision ? { vision: options.vision } : {}),
     ...(options.moe ? { moe: options.moe } : {}),
+    ...(options.vllmRoutes ? { vllmRoutes: options.vllmRoutes } : {}),
   };
   const fleet = options.workers ? await startScriptedFleet(options.workers, engineOptions) : null;
   const engine = fleet?.workers[0] ?? await startScriptedEngine(engineOptions);

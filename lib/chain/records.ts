@@ -145,6 +145,12 @@ export interface TurnRoutes {
    */
   readonly mismatched?: number;
   readonly recomputedFrom?: number;
+  /**
+   * What the engine reported, when it reported rows for recorded positions too: from where, and
+   * the SHA-256 (hex) of every row it sent. The next turn's report of the same positions, when
+   * equal, is the engine's view unchanged (its cache), not a new recompute.
+   */
+  readonly reported?: { readonly start: number; readonly digest: string };
 }
 
 /** A live turn's own rows of routed experts, as a chain's later turns check theirs against. */

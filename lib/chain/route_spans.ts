@@ -11,6 +11,11 @@ export interface ChainRoutes {
   /** Positions `0 .. recorded` have a recorded row. */
   readonly recorded: number;
   readonly spans: readonly RouteSpan[];
+  /**
+   * The last turn's whole report, when it reported recorded positions too: the positions it
+   * covered and the digest of its rows.
+   */
+  readonly lastReport?: { readonly start: number; readonly end: number; readonly digest: string };
 }
 
 /** A chain with nothing recorded. */
@@ -53,5 +58,12 @@ export function withTurn(routes: ChainRoutes, turn: TurnRecord): ChainRoutes {
   const recorded = own.start <= routes.recorded
     ? Math.max(routes.recorded, own.start + own.rows)
     : routes.recorded;
-  return { recorded, spans: [...routes.spans, span] };
+  const report = own.reported;
+  return {
+    recorded,
+    spans: [...routes.spans, span],
+    ...(report
+      ? { lastReport: { start: report.start, end: own.start + own.rows, digest: report.digest } }
+      : {}),
+  };
 }

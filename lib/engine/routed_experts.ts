@@ -137,6 +137,36 @@ export function decodeNpyRoutes(
   return { start, rows, values: converted(array.values, shape, dtype) };
 }
 
+/**
+ * Rows given as nested lists (`rows × layers × topK` of ids, as older vLLM servers send them),
+ * from position 0, in the smallest type that holds `shape`'s ids.
+ *
+ * @throws {RoutesFormatError} for a row of another shape, or an id out of range.
+ */
+export function nestedRoutes(
+  rows: readonly unknown[],
+  shape: Pick<MoeShape, "layers" | "topK" | "experts">,
+): ExpertRows {
+  const width = rowWidth(shape);
+  const values = new Int32Array(rows.length * width);
+  rows.forEach((row, r) => {
+    if (!Array.isArray(row) || row.length !== shape.layers) {
+      throw new RoutesFormatError(`routed_experts row ${r} does not have ${shape.layers} layers`);
+    }
+    row.forEach((layer: unknown, l) => {
+      if (!Array.isArray(layer) || layer.length !== shape.topK) {
+        throw new RoutesFormatError(
+          `routed_experts row ${r}, layer ${l} does not have ${shape.topK} experts`,
+        );
+      }
+      layer.forEach((id: unknown, k) => {
+        values[r * width + l * shape.topK + k] = Number.isInteger(id) ? Number(id) : -1;
+      });
+    });
+  });
+  return { start: 0, rows: rows.length, values: converted(values, shape, expertDtype(shape)) };
+}
+
 /** A decoded `.npy` array of integers. */
 export interface NpyArray {
   readonly shape: readonly number[];

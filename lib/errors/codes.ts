@@ -62,6 +62,8 @@ export const ERROR_TABLE = {
   chain_not_found: row(404, "not_found_error"),
   /** A session holds no image of this digest (`GET /sessions/:id/images/:digest`). */
   image_not_found: row(404, "not_found_error"),
+  /** A chain recorded no routed experts, or the gateway records none (`GET /sessions/:id/routes/:chain`). */
+  routes_not_found: row(404, "not_found_error"),
   /** No route for this method and path. */
   route_not_found: row(404, "not_found_error"),
   /** A folder the request names does not exist (`GET /tasks?dir=`). */

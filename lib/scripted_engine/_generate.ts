@@ -82,6 +82,8 @@ export interface GenerateDialect {
   readonly skipEmpty: boolean;
   /** The header its router places a request by. */
   readonly routingHeader: string;
+  /** It returns routed experts from position 0 unasked, as vLLM does with the engine flag. */
+  readonly routesUnasked?: boolean;
 }
 
 /** SGLang's `/generate`, as `options` configure the scripted engine. */
@@ -248,22 +250,29 @@ export async function generate(
   const served = engine.cache.epochs(inputIds, out.cachedTokens, "");
   const epochs = (end: number) =>
     epochsThen(served, end, `${engine.epoch()}/${state.weightVersion}`);
-  if (options.moe && parsed.routes) {
+  // vLLM returns every row, unasked, when its server was launched to.
+  const routesFrom = parsed.routes?.start ?? (dialect.routesUnasked ? 0 : null);
+  if (options.moe && routesFrom !== null) {
     const { moe } = options;
-    const from = parsed.routes.start;
-    out.routedExperts = () => {
-      const sequence = [...inputIds, ...out.ids()];
-      const rows = scriptedRoutes(
-        moe,
-        sequence,
-        from,
-        sequence.length - 1,
-        epochs(sequence.length),
-      );
-      call.routes = { start: from, values: rows };
-      return rows;
+    let rows: Int32Array | null = null;
+    out.routes = {
+      rows: () => {
+        const sequence = [...inputIds, ...out.ids()];
+        rows ??= scriptedRoutes(
+          moe,
+          sequence,
+          routesFrom,
+          sequence.length - 1,
+          epochs(sequence.length),
+        );
+        call.routes = { start: routesFrom, values: rows };
+        return rows;
+      },
+      shape: moe,
+      split: options.vllmRoutes === "split",
     };
   }
+
   const finished = async (): Promise<Record<string, unknown>> => {
     const produced = await state.produce(
       run,

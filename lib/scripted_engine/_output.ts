@@ -6,7 +6,7 @@
 import type { ChatTokenizer } from "../tokenizer/mod.ts";
 import { scriptedLogprob, scriptedTopLogprobs } from "./logprobs.ts";
 import type { EngineCall } from "./script.ts";
-import { toBase64 } from "../engine/mod.ts";
+import { type MoeShape, toBase64 } from "../engine/mod.ts";
 
 /** A call's output as produced so far, and its responses in SGLang's shape (sglang.md §1.3). */
 export class Output {
@@ -18,10 +18,15 @@ export class Output {
   /** Told when tokens were produced. */
   onEmit: () => void = () => {};
   /**
-   * The routed experts of the call's whole sequence as asked for (int32 rows), once it is done;
-   * `null` when the call asked for none.
+   * The routed experts the call answers with (int32 rows from the position it asked for), once
+   * it is done, the model's shape, and whether they go in vLLM's older split form; `null` when
+   * the call asked for none.
    */
-  routedExperts: (() => Int32Array) | null = null;
+  routes: {
+    readonly rows: () => Int32Array;
+    readonly shape: MoeShape;
+    readonly split: boolean;
+  } | null = null;
 
   constructor(
     readonly call: EngineCall,
@@ -73,8 +78,8 @@ export class Output {
         ...(finish === null ? {} : { e2e_latency: (performance.now() - this.received) / 1000 }),
         // SGLang sends the rows once the whole sequence was forwarded: on the answer or the last
         // chunk, and none for an aborted call.
-        ...(finish === null || finish.type === "abort" || this.routedExperts === null ? {} : {
-          routed_experts: toBase64(new Uint8Array(this.routedExperts().buffer)),
+        ...(finish === null || finish.type === "abort" || this.routes === null ? {} : {
+          routed_experts: toBase64(new Uint8Array(this.routes.rows().buffer)),
         }),
       },
     };

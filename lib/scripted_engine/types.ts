@@ -62,6 +62,12 @@ export interface ScriptedEngineOptions {
    * workers each have their own): a recompute elsewhere routes some rows differently.
    */
   readonly routeSalt?: string;
+  /**
+   * How a vLLM engine returns routed experts: `npy` (the default, vLLM ≥ 0.21: base64 of a
+   * `.npy` of every row on the choice) or `split` (older servers: the prompt's rows as nested
+   * lists in `prompt_routed_experts`, the output's but its last on the choice).
+   */
+  readonly vllmRoutes?: "npy" | "split";
 }
 
 /** A running scripted engine. */

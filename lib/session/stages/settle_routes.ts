@@ -3,9 +3,12 @@
  * reported for a generated turn become its own rows — the positions its chain had not recorded,
  * up to the output's last token but one — checked to cover exactly those. Rows the engine reported
  * again for recorded positions (vLLM always does; SGLang when the gateway asked, for a recompute)
- * are compared with the record, span by span through their digests, and a span that differs row
- * by row against its blob: the turn is flagged `routing_mismatch` with the count, and keeps those
- * rows beside its own. Hashing runs off the event loop (WebCrypto).
+ * are first compared with the last turn's report of them, in one digest: equal, the engine's view
+ * has not changed. Else they are compared with the record, span by span through their digests,
+ * and a span that differs row by row against its blob: the turn is flagged `routing_mismatch`
+ * with the count, and keeps those rows beside its own — once per recompute, so a vLLM chain that
+ * moved to another worker stores its recomputed rows once, not every turn. Hashing runs off the
+ * event loop (WebCrypto).
  *
  * @module
  */
@@ -86,11 +89,19 @@ export async function settleRoutes(
     digest: await sha256Hex(ownBytes),
   };
   if (reported.start === own) return { routes: base, bytes: ownBytes };
+  // Rows for recorded positions too: the engine's view of them, first compared with its last.
+  const routes = { ...base, reported: { start: reported.start, digest: await sha256Hex(bytes) } };
   const again = bytes.subarray(0, (own - reported.start) * width * size);
+  const last = turn.recorded.lastReport;
+  if (
+    last?.start === reported.start && last.end === own && await sha256Hex(again) === last.digest
+  ) {
+    return { routes, bytes: ownBytes };
+  }
   const mismatched = await differingRows(deps, turn, reported.start, again);
-  if (mismatched === 0) return { routes: base, bytes: ownBytes };
+  if (mismatched === 0) return { routes, bytes: ownBytes };
   return {
-    routes: { ...base, mismatched, recomputedFrom: reported.start },
+    routes: { ...routes, mismatched, recomputedFrom: reported.start },
     bytes: concat(ownBytes, again),
   };
 }

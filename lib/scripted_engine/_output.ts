@@ -59,6 +59,11 @@ export class Output {
   chunk(from: number, finish: Record<string, unknown> | null, version: string): unknown {
     const ids = this.planned.slice(from, this.produced);
     const k = this.topK;
+    // SGLang sends the rows once the whole sequence was forwarded: on the answer or the last
+    // chunk, and none for an aborted call. Computed first: they are the engine's time.
+    const routes = finish === null || finish.type === "abort" || this.routes === null
+      ? null
+      : toBase64(new Uint8Array(this.routes.rows().buffer));
     return {
       text: this.tokenizer.decode(ids),
       output_ids: ids,
@@ -76,11 +81,7 @@ export class Output {
           ? { output_top_logprobs: ids.map((t, i) => scriptedTopLogprobs(t, from + i, k)) }
           : {}),
         ...(finish === null ? {} : { e2e_latency: (performance.now() - this.received) / 1000 }),
-        // SGLang sends the rows once the whole sequence was forwarded: on the answer or the last
-        // chunk, and none for an aborted call.
-        ...(finish === null || finish.type === "abort" || this.routes === null ? {} : {
-          routed_experts: toBase64(new Uint8Array(this.routes.rows().buffer)),
-        }),
+        ...(routes === null ? {} : { routed_experts: routes }),
       },
     };
   }

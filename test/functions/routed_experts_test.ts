@@ -234,3 +234,54 @@ for (
     }
   });
 }
+
+Deno.test("GET /sessions/:id/routes/:chain refuses a chain without routes, an unknown one, a bad layout and a session token", async () => {
+  const withMoe = await startGateway({ moe: TEST_MOE });
+  const without = await startGateway();
+  try {
+    const admin = { authorization: "Bearer test-admin-token-0123456789" };
+    const { id, token } = await withMoe.openSession();
+    await moeEpisode(withMoe, token);
+    const status = async (gw: typeof withMoe, path: string, headers = admin) => {
+      const response = await gw.fetch(path, { headers });
+      const body = await response.json();
+      return [response.status, body.error?.type, body.error?.message];
+    };
+    assert.deepEqual(await status(withMoe, `/sessions/${id}/routes/c9`), [
+      404,
+      "not_found_error",
+      `Session "${id}" has no chain "c9"`,
+    ]);
+    const [code, type, message] = await status(
+      withMoe,
+      `/sessions/${id}/routes/c0?layout=megatron`,
+    );
+    assert.deepEqual([code, type], [400, "invalid_request_error"]);
+    assert.match(message, /layout/);
+    assert.deepEqual(
+      (await status(withMoe, `/sessions/${id}/routes/c0`, { authorization: `Bearer ${token}` }))[0],
+      403,
+    );
+    assert.equal(
+      (await status(withMoe, `/sessions/sess_000000000000000000000000/routes/c0`))[0],
+      404,
+    );
+    // A gateway that records none.
+    const other = await without.openSession();
+    await without.anthropic(other.token).messages.create({
+      model: "m",
+      max_tokens: 16,
+      messages: [{ role: "user", content: "hi" }],
+    });
+    assert.deepEqual(await status(without, `/sessions/${other.id}/routes/c0`), [
+      404,
+      "not_found_error",
+      "This gateway records no routed experts (ROUTED_EXPERTS is off)",
+    ]);
+    const [sample] = await exported(without, other.id);
+    assert.equal("routed_experts" in sample, false);
+  } finally {
+    await withMoe.close();
+    await without.close();
+  }
+});

@@ -88,11 +88,6 @@ export const ERROR_TABLE = {
   template: row(500, "api_error"),
   /** The client left before the answer (mid-body, mid-turn); nobody reads this one. */
   client_disconnected: row(500, "api_error"),
-  /**
-   * The engine answered without the routed experts a turn asked for (`ROUTED_EXPERTS`), or with
-   * rows that do not fit the model or the turn: nothing is recorded.
-   */
-  engine_routes: row(502, "api_error"),
   /** Anything not raised on purpose: a bug, logged. */
   internal: row(500, "api_error"),
   /** A sandbox backend that cannot work (bubblewrap missing, E2B unreachable). */
@@ -101,6 +96,12 @@ export const ERROR_TABLE = {
   store_unavailable: row(503, "unavailable_error", true),
   /** Some engine workers refused or missed a pause, continue or weight-version call. */
   engine_control_failed: row(503, "unavailable_error"),
+  /**
+   * The engine answered without the routed experts a turn asked for (`ROUTED_EXPERTS`), or with
+   * rows that do not fit the model or the turn: a deployment that cannot record R3; nothing is
+   * recorded.
+   */
+  engine_routes: row(503, "unavailable_error"),
   /** The engine is down, saturated or paused. */
   engine_unavailable: row(529, "overloaded_error", true),
   /** The session or chain stayed busy past the wait. */

@@ -6,7 +6,7 @@
  */
 import { resolveConfig } from "../lib/config/mod.ts";
 import type { MessageParam } from "../lib/anthropic/mod.ts";
-import { type ChatTokenizer, loadTokenizer } from "../lib/template/mod.ts";
+import { type ChatTokenizer, loadTokenizer } from "../lib/tokenizer/mod.ts";
 import { buildDeps, type Deps } from "../functions/_deps.ts";
 import { createGatewayApp } from "../functions/serve.ts";
 
@@ -58,8 +58,11 @@ export interface BenchGateway {
 }
 
 /** Starts the scripted engine process and a gateway over a fresh KV file. */
-export async function startBenchGateway(env: Record<string, string> = {}): Promise<BenchGateway> {
-  const engine = await startEngineProcess();
+export async function startBenchGateway(
+  env: Record<string, string> = {},
+  engineEnv: Record<string, string> = {},
+): Promise<BenchGateway> {
+  const engine = await startEngineProcess(engineEnv);
   const dir = await Deno.makeTempDir({ prefix: "bench-" });
   const kvPath = `${dir}/bench.kv`;
   const config = resolveConfig({
@@ -141,10 +144,10 @@ export function median(values: readonly number[]): number {
 }
 
 /** Starts the zero-latency scripted engine in its own process, replying with {@linkcode REPLY}. */
-export async function startEngineProcess() {
+export async function startEngineProcess(env: Record<string, string> = {}) {
   const process = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", new URL("../fixtures/serve_engine.ts", import.meta.url).pathname],
-    env: { SCRIPTED_REPLY: REPLY },
+    env: { SCRIPTED_REPLY: REPLY, ...env },
     stdout: "piped",
     stderr: "inherit",
   }).spawn();

@@ -7,7 +7,7 @@
  * @module
  */
 import { type EngineCall, type Fault, startScriptedEngine } from "../lib/scripted_engine/mod.ts";
-import type { ChatTokenizer } from "../lib/template/mod.ts";
+import type { ChatTokenizer } from "../lib/tokenizer/mod.ts";
 import type { Random } from "./_random.ts";
 import { TokenHash } from "./_token_hash.ts";
 

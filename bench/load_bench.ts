@@ -9,7 +9,7 @@
  * Prints turns/s and the p50/p99 request time at the client; the p50 gateway time of a turn
  * after the first (the turn minus the engine's part, from the turn records) next to what the
  * tokenizer alone takes to encode that turn's new tokens, both as the gateway encodes (its faster
- * byte-level step, `lib/template/byte_level.ts`) and as the library alone does; the CPU time per
+ * byte-level step, `lib/tokenizer/byte_level.ts`) and as the library alone does; the CPU time per
  * turn of the gateway's processes, the engine's and the driver's, which share the cores, and the
  * turns/s the gateway's share alone allows on all of them; and the workers' RSS after each step.
  * Last, one worker's RSS as rounds of 64 new sessions accumulate, none closed, with the default
@@ -24,7 +24,7 @@
 import type { TurnRecord } from "../lib/chain/mod.ts";
 import { keys } from "../lib/kv/mod.ts";
 import { defaultTokenizerPath } from "../lib/config/mod.ts";
-import { libraryTokenizer, loadTokenizer } from "../lib/template/mod.ts";
+import { libraryTokenizer, loadTokenizer } from "../lib/tokenizer/mod.ts";
 import { ADMIN, filler, isFast, percentile, setting, startEngineProcess } from "./_harness.ts";
 import { body, opening, RESULT_LINES, sweep } from "./_claude_code_load.ts";
 import { cpuMs, residentMiB } from "../lib/sandbox/mod.ts";

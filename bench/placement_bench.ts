@@ -26,7 +26,7 @@
 import type { RawTurn } from "../lib/segment/mod.ts";
 import { resolveConfig } from "../lib/config/mod.ts";
 import { type EngineCall, startScriptedFleet } from "../lib/scripted_engine/mod.ts";
-import { loadTokenizer } from "../lib/template/mod.ts";
+import { loadTokenizer } from "../lib/tokenizer/mod.ts";
 import { buildDeps } from "../functions/_deps.ts";
 import { createGatewayApp } from "../functions/serve.ts";
 import { ADMIN, percentile, REPLY, setting } from "./_harness.ts";

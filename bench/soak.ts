@@ -18,7 +18,7 @@ import { defaultMemoryBudgetMb, heapFlags, machineMemory, memoryShares } from ".
 import { openStore } from "../lib/kv/mod.ts";
 import { sleep } from "../lib/timing/mod.ts";
 import { type PostgresCluster, startPostgres } from "../test/_postgres.ts";
-import { loadTokenizer } from "../lib/template/mod.ts";
+import { loadTokenizer } from "../lib/tokenizer/mod.ts";
 import { ADMIN_TOKEN } from "../test/process/_gateway_process.ts";
 import { seeded } from "./_random.ts";
 import { checkChains } from "./_soak_chains.ts";

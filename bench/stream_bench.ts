@@ -14,7 +14,7 @@
  * @module
  */
 import { defaultTokenizerPath, resolveConfig } from "../lib/config/mod.ts";
-import { loadTokenizer } from "../lib/template/mod.ts";
+import { loadTokenizer } from "../lib/tokenizer/mod.ts";
 import { buildDeps } from "../functions/_deps.ts";
 import { createGatewayApp } from "../functions/serve.ts";
 import { startScriptedEngine } from "../lib/scripted_engine/mod.ts";

@@ -4,7 +4,8 @@
  * and translated, a first-use session stored, the turn started; then the reply as JSON, or as the
  * protocol's stream — a failure before the first keep-alive is due still answered with an HTTP
  * status — and any error in the protocol's envelope. A protocol is an {@linkcode AgentProtocol}
- * record; its route is one line.
+ * record of pure parts from its folder of `lib/` (its stream's shape and its error envelope among
+ * them: this file and the plumbing it calls know no protocol's bytes); its route is one line.
  *
  * @module
  */
@@ -12,24 +13,25 @@ import type { z } from "zod";
 import type { LowerOptions } from "../lib/anthropic/mod.ts";
 import type { IdentityMemo } from "../lib/chat/mod.ts";
 import { type AgentIds, agentIdsOf, AGENTS } from "../lib/agents/mod.ts";
-import type { GatewayMetrics } from "../lib/metrics/mod.ts";
+import type { ErrorEnvelope, ErrorReply } from "../lib/errors/mod.ts";
 import {
   resolveToken,
   type StartedTurn,
   startTurn,
   storeOpenedSession,
+  type StreamShape,
   type TurnInput,
 } from "../lib/session/mod.ts";
 import { type AgentRouteDeps, loweringOptions } from "./_deps.ts";
 import {
   credential,
-  type ErrorOptions,
+  envelopedResponse,
   errorOptions,
   newRequestId,
   readTurnJson,
   validate,
 } from "./_http.ts";
-import { settleWithin } from "./_sse.ts";
+import { settleWithin, streamResponse } from "./_sse.ts";
 
 /** What a protocol's translation is given besides the request. */
 export interface TurnContext {
@@ -40,15 +42,11 @@ export interface TurnContext {
   readonly identities: IdentityMemo;
 }
 
-/** What the protocol's stream is given besides the request and the turn. */
-export interface StreamContext<Reply> {
+/** What the protocol's stream shape is given besides the request and the turn. */
+export interface StreamContext {
   readonly requestId: string;
   /** The turn's session. */
   readonly sessionId: string;
-  /** The whole reply, once the turn is done. */
-  readonly done: Promise<Reply>;
-  readonly pingIntervalMs: number;
-  readonly metrics: GatewayMetrics;
 }
 
 /** One agent protocol: its body, its translation into a turn, its replies and its errors. */
@@ -64,10 +62,10 @@ export interface AgentProtocol<Body extends { stream?: boolean | null }, Reply> 
   turnInput(request: Body, context: TurnContext): TurnInput<Reply>;
   /** The reply when nothing is sampled (a request for no tokens): nothing is recorded. */
   nothingSampled(request: Body, turn: StartedTurn<Reply>): Reply;
-  /** The streamed reply of a started turn. */
-  stream(request: Body, turn: StartedTurn<Reply>, stream: StreamContext<Reply>): Response;
-  /** An error, answered in the protocol's envelope. */
-  errorResponse(error: unknown, requestId: string, options: ErrorOptions): Response;
+  /** What the streamed reply of a started turn writes at each point. */
+  streamShape(request: Body, turn: StartedTurn<Reply>, stream: StreamContext): StreamShape<Reply>;
+  /** An error in the protocol's envelope: its body and headers. */
+  errorEnvelope(reply: ErrorReply): ErrorEnvelope;
   /** The headers of a JSON reply (the request id, as the protocol's clients read it). */
   replyHeaders(requestId: string): Record<string, string>;
 }
@@ -80,6 +78,8 @@ export async function serveTurn<Body extends { stream?: boolean | null }, Reply>
 ): Promise<Response> {
   const requestId = newRequestId();
   const errors = errorOptions(deps);
+  const answer = (error: unknown) =>
+    envelopedResponse(error, requestId, errors, (reply) => protocol.errorEnvelope(reply));
   try {
     // The token first, writing nothing: a stranger learns nothing about the body's checks.
     const resolved = await resolveToken(deps.kv, credential(raw), {
@@ -106,20 +106,21 @@ export async function serveTurn<Body extends { stream?: boolean | null }, Reply>
     // Until the engine samples or the first keep-alive is due, a failure can still be answered
     // with an HTTP status.
     const early = await settleWithin(done, deps.config.pingIntervalMs, turn.feed?.sampling);
-    if (early && "error" in early) return protocol.errorResponse(early.error, requestId, errors);
-    return protocol.stream(request, turn, {
+    if (early && "error" in early) return answer(early.error);
+    const shape = protocol.streamShape(request, turn, {
       requestId,
       sessionId: resolved.session.id,
+    });
+    return streamResponse({
+      requestId,
       done,
+      feed: turn.feed,
+      cancel: turn.cancel,
+      cancelled: () => turn.cancelled,
       pingIntervalMs: deps.config.pingIntervalMs,
       metrics: deps.metrics,
-    });
+    }, shape);
   } catch (error) {
-    return protocol.errorResponse(error, requestId, errors);
+    return answer(error);
   }
-}
-
-/** The reply headers of OpenAI's protocols: the request id under both names clients read. */
-export function openaiReplyHeaders(requestId: string): Record<string, string> {
-  return { "request-id": requestId, "x-request-id": requestId };
 }

@@ -35,6 +35,8 @@ import {
   type EngineDialect,
   engineDialect,
   EngineHttpWorker,
+  type MoeShape,
+  moeShape,
   PlacedEngine,
 } from "../lib/engine/mod.ts";
 import {
@@ -58,21 +60,25 @@ import {
 } from "../lib/session/mod.ts";
 import { ImageBytes } from "../lib/session/mod.ts";
 import {
-  adaptiveEncoder,
-  type ChatTokenizer,
-  checkImageTemplate,
-  checkTemplate,
-  EncoderPool,
-  inProcessEncoder,
-  loadTokenizer,
   modelFamily,
   ModelFormatError,
   type ModelFormats,
   resolveFormats,
-  TemplateError,
+} from "../lib/output/mod.ts";
+import {
+  type ChatTokenizer,
+  loadTokenizer,
   tokenizerSource,
   withFormats,
   withTextTokens,
+} from "../lib/tokenizer/mod.ts";
+import {
+  adaptiveEncoder,
+  checkImageTemplate,
+  checkTemplate,
+  EncoderPool,
+  inProcessEncoder,
+  TemplateError,
 } from "../lib/template/mod.ts";
 import { type ScriptedEngine, startScriptedEngine } from "../lib/scripted_engine/mod.ts";
 import {
@@ -245,6 +251,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   const vision = config.imagePolicy === "vision"
     ? await loadVision(config, tokenizer, dialect)
     : null;
+  const moe = config.routedExperts ? await loadMoe(config, dialect) : null;
   const contextLength = config.contextLength ?? tokenizer.modelMaxLength ?? 32_768;
   let engine = overrides.engine;
   // Engine requests are made off the request's event loop (docs/DESIGN.md §7).
@@ -261,6 +268,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
       ...(config.engineSessions
         ? { engineSessions: { idleS: config.engineSessionIdleS, capacity: contextLength } }
         : {}),
+      ...(moe ? { moe } : {}),
     };
     if (config.enginePlacement === "gateway") {
       // Validated with the configuration: gateway placement names its workers.
@@ -276,6 +284,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
           latencyMs: config.scriptedLatencyMs,
           dialect: dialect.name,
           ...(vision ? { vision: { settings: vision.settings, padId: vision.padId } } : {}),
+          ...(moe ? { moe } : {}),
         });
         url = scripted.url;
       }
@@ -407,6 +416,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     load,
     dispatches: new Dispatches(),
     ...(imageBytes ? { imageBytes } : {}),
+    ...(moe ? { moe } : {}),
     identities,
     recurringFields,
     sampleMemory: memorySampler(metrics, {
@@ -517,6 +527,36 @@ async function imageProcessorOf(dir: string): Promise<string | null> {
     return (await Deno.stat(file)).isFile ? file : null;
   } catch {
     return null;
+  }
+}
+
+/**
+ * The served model's MoE shape for `ROUTED_EXPERTS`, from `config.json` beside the tokenizer,
+ * on a dialect whose engine returns routed experts.
+ *
+ * @throws {ConfigError} naming `ROUTED_EXPERTS` without the file, with a file that describes no
+ * mixture of experts, or on a dialect that cannot return them.
+ */
+async function loadMoe(config: Config, dialect: EngineDialect): Promise<MoeShape> {
+  const refuse = (why: string) =>
+    new ConfigError("ROUTED_EXPERTS", `Invalid ROUTED_EXPERTS: ${why}`);
+  if (!dialect.routedExperts) {
+    throw refuse(`the ${dialect.name} dialect's engine returns no routed experts`);
+  }
+  const file = `${config.tokenizerPath.replace(/\/+$/, "")}/config.json`;
+  let text: string;
+  try {
+    text = await Deno.readTextFile(file);
+  } catch {
+    throw refuse(
+      `no model config.json in TOKENIZER_PATH (${config.tokenizerPath}) to read the ` +
+        "model's layers and experts from",
+    );
+  }
+  try {
+    return moeShape(JSON.parse(text));
+  } catch (error) {
+    throw refuse(`${file}: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
 

@@ -1,19 +1,25 @@
 /**
  * HTTP plumbing shared by the functions: bounded body reading, credentials, request ids, and
- * the one place errors become responses.
+ * the one place errors become responses (an error's answer from `ERROR_TABLE`, in the envelope of
+ * the protocol that answers it, or the gateway's own).
  *
  * @module
  */
 import type { CodedError } from "../lib/errors/mod.ts";
 import { z, ZodError } from "zod";
 import type { RecurringFields, RecurringParse, RecurringValue } from "../lib/cache/mod.ts";
-import { errorBody, type ErrorType } from "../lib/anthropic/mod.ts";
 import { InvalidRequestError } from "../lib/errors/mod.ts";
-import { codeOf, ERROR_TABLE, type ErrorCode } from "../lib/errors/mod.ts";
+import {
+  codeOf,
+  type EnvelopeOf,
+  ERROR_TABLE,
+  type ErrorAnswer,
+  type ErrorType,
+  gatewayErrorEnvelope,
+} from "../lib/errors/mod.ts";
 import type { GatewayMetrics } from "../lib/metrics/mod.ts";
 import { jsonShapeProblem, MAX_JSON_DEPTH, readCapped } from "../lib/limits/mod.ts";
-import { contextOverflowMessage, openaiErrorBody } from "../lib/openai/mod.ts";
-import { AuthenticationError, ContextOverflowError } from "../lib/session/mod.ts";
+import { AuthenticationError } from "../lib/session/mod.ts";
 
 /** The body exceeds the configured limit (HTTP 413). */
 export class BodyTooLargeError extends Error implements CodedError {
@@ -356,16 +362,6 @@ export function errorOptions(
   return { retryAfterMs: deps.config.retryAfterMs, metrics: deps.metrics };
 }
 
-/** What an error tells its client, from its code's row in {@linkcode ERROR_TABLE}. */
-export interface ErrorAnswer {
-  readonly code: ErrorCode;
-  readonly status: number;
-  readonly type: ErrorType;
-  readonly message: string;
-  /** The client should come back later (see {@linkcode retryHeaders}). */
-  readonly retry: boolean;
-}
-
 /**
  * The answer to an error. An error not raised on purpose is logged and answered as
  * "Internal error" (a 500 is always a bug); its message may hold anything.
@@ -391,47 +387,69 @@ export function retryHeaders(options: ErrorOptions): Record<string, string> {
   };
 }
 
+/**
+ * An error's answer, counted once by its code, and the headers that ask its client to come back
+ * (none unless its code's row says so).
+ */
+function counted(
+  error: unknown,
+  options: ErrorOptions,
+): { answer: ErrorAnswer; retryHeaders: Record<string, string> } {
+  const answer = describeError(error);
+  options.metrics?.errors.inc(answer.code);
+  return { answer, retryHeaders: answer.retry ? retryHeaders(options) : {} };
+}
+
 /** The status, error type, message and extra headers of an error's HTTP response. */
 export function classifyError(
   error: unknown,
   options: ErrorOptions,
 ): { status: number; type: ErrorType; message: string; headers?: Record<string, string> } {
-  const { code, status, type, message, retry } = describeError(error);
-  options.metrics?.errors.inc(code);
-  return retry
-    ? { status, type, message, headers: retryHeaders(options) }
-    : { status, type, message };
-}
-
-/** The HTTP response for an error, in Anthropic's envelope. */
-export function errorResponse(error: unknown, requestId: string, options: ErrorOptions): Response {
-  const { status, type, message, headers } = classifyError(error, options);
-  return Response.json(errorBody(type, message, requestId), {
-    status,
-    headers: { "request-id": requestId, ...headers },
-  });
+  const { answer: { status, type, message, retry }, retryHeaders: headers } = counted(
+    error,
+    options,
+  );
+  return retry ? { status, type, message, headers } : { status, type, message };
 }
 
 /**
- * The HTTP response for an error, in OpenAI's envelope: the same status and retry headers, the
- * gateway's error code as `code` (`context_length_exceeded` for a prompt over the window, worded
- * as OpenAI words it).
+ * The HTTP response for an error, in `envelope`: the answer's status, the body and headers the
+ * envelope makes of it (a protocol's envelope, from its folder in `lib/`, or the gateway's own).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { SessionNotFoundError } from "../lib/session/mod.ts";
+ * import { envelopedResponse } from "./_http.ts";
+ * const response = envelopedResponse(
+ *   new SessionNotFoundError("s1"),
+ *   "req_1",
+ *   { retryAfterMs: 1_000 },
+ *   ({ code, message, requestId }) => ({ body: { code, message }, headers: { "request-id": requestId } }),
+ * );
+ * assert.equal(response.status, 404);
+ * assert.equal(response.headers.get("request-id"), "req_1");
+ * assert.deepEqual(await response.json(), {
+ *   code: "session_not_found",
+ *   message: 'Session "s1" not found',
+ * });
+ * ```
  */
-export function openaiErrorResponse(
+export function envelopedResponse(
   error: unknown,
   requestId: string,
   options: ErrorOptions,
+  envelope: EnvelopeOf,
 ): Response {
-  const { status, type, message, headers } = classifyError(error, options);
-  const body = error instanceof ContextOverflowError
-    ? openaiErrorBody(
-      type,
-      contextOverflowMessage(error.promptTokens, error.contextLength, error.atLeast),
-      "context_length_exceeded",
-    )
-    : openaiErrorBody(type, message, codeOf(error));
-  return Response.json(body, {
-    status,
-    headers: { "request-id": requestId, "x-request-id": requestId, ...headers },
-  });
+  const { answer, retryHeaders } = counted(error, options);
+  const { body, headers } = envelope({ ...answer, error, requestId, retryHeaders });
+  return Response.json(body, { status: answer.status, headers });
+}
+
+/**
+ * The HTTP response for an error in the gateway's envelope (`gatewayErrorEnvelope`, Anthropic's
+ * shape): the answer of every route that is not an OpenAI protocol.
+ */
+export function errorResponse(error: unknown, requestId: string, options: ErrorOptions): Response {
+  return envelopedResponse(error, requestId, options, gatewayErrorEnvelope);
 }

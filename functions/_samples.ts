@@ -20,7 +20,7 @@ import type { Deps } from "./_deps.ts";
 import { sessionJson } from "./_views.ts";
 
 /** What a samples export reads: the session's records, the tokenizer, the weight versions. */
-export type SamplesDeps = Pick<Deps, "kv" | "config" | "control" | "tokenizer">;
+export type SamplesDeps = Pick<Deps, "kv" | "config" | "control" | "tokenizer" | "moe">;
 
 /** The query of a samples export. */
 export const SamplesQuery = z.strictObject({

@@ -13,14 +13,15 @@ import { Hono } from "hono";
 import {
   type ChatCompletion,
   ChatCompletionCreateParams,
+  chunkStreamShape,
+  openaiErrorEnvelope,
+  openaiReplyHeaders,
   openaiTurnInput,
   unsampledCompletion,
 } from "../lib/openai/mod.ts";
 import type { StartedTurn } from "../lib/session/mod.ts";
-import { type AgentProtocol, openaiReplyHeaders, serveTurn } from "./_agent_turn.ts";
+import { type AgentProtocol, serveTurn } from "./_agent_turn.ts";
 import { type AgentRouteDeps, lazyApp } from "./_deps.ts";
-import { openaiErrorResponse } from "./_http.ts";
-import { chunkStreamResponse } from "./_sse.ts";
 
 /** Chat Completions as an agent protocol, decoding single tokens with `decodeToken`. */
 export function chatCompletionsProtocol(
@@ -31,19 +32,16 @@ export function chatCompletionsProtocol(
     recurring: ["tools"],
     turnInput: (request, context) => openaiTurnInput(request, { ...context, decodeToken }),
     nothingSampled: (request, turn) => unsampledCompletion(head(request, turn), turn.promptTokens),
-    stream: (request, turn, stream) =>
-      chunkStreamResponse({
-        ...stream,
+    streamShape: (request, turn, stream) =>
+      chunkStreamShape({
+        requestId: stream.requestId,
         head: head(request, turn),
         options: { includeUsage: request.stream_options?.include_usage === true },
         rid: turn.rid,
         promptIdsFirst: request.return_token_ids === true,
         promptIds: turn.promptIds,
-        feed: turn.feed,
-        cancel: turn.cancel,
-        cancelled: () => turn.cancelled,
       }),
-    errorResponse: openaiErrorResponse,
+    errorEnvelope: openaiErrorEnvelope,
     replyHeaders: openaiReplyHeaders,
   };
 }

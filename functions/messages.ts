@@ -16,6 +16,8 @@ import {
   MessageCountTokensParams,
   MessageCreateParams,
   messageHead,
+  messagesErrorEnvelope,
+  messageStreamShape,
   signThinking,
   unsampledMessage,
 } from "../lib/anthropic/mod.ts";
@@ -25,13 +27,12 @@ import { type AgentProtocol, serveTurn } from "./_agent_turn.ts";
 import { type AgentRouteDeps, type Deps, lazyApp, loweringOptions } from "./_deps.ts";
 import {
   credential,
+  envelopedResponse,
   errorOptions,
-  errorResponse,
   newRequestId,
   readJson,
   validate,
 } from "./_http.ts";
-import { sseResponse } from "./_sse.ts";
 
 /** What the messages app uses: a turn's dependencies and the thinking-signature secret. */
 export type MessagesDeps = AgentRouteDeps & Pick<Deps, "signingSecret">;
@@ -49,17 +50,13 @@ export function messagesProtocol(
     recurring: ["system", "tools"],
     turnInput: (request, context) => anthropicTurnInput(request, { ...context, signingSecret }),
     nothingSampled: (request, turn) => unsampledMessage(turn.rid, request.model, turn.promptTokens),
-    stream: (request, turn, stream) =>
-      sseResponse({
-        ...stream,
+    streamShape: (request, turn, stream) =>
+      messageStreamShape({
         head: messageHead(turn.rid, request.model, turn.promptTokens),
         rid: turn.rid,
         sign: (thinking) => signThinking(signingSecret, stream.sessionId, thinking),
-        feed: turn.feed,
-        cancel: turn.cancel,
-        cancelled: () => turn.cancelled,
       }),
-    errorResponse,
+    errorEnvelope: messagesErrorEnvelope,
     replyHeaders: (requestId) => ({ "request-id": requestId }),
   };
 }
@@ -99,7 +96,7 @@ export function createMessagesApp(deps: MessagesDeps): Hono {
       });
       return c.json({ input_tokens: inputTokens }, 200, { "request-id": requestId });
     } catch (error) {
-      return errorResponse(error, requestId, errors);
+      return envelopedResponse(error, requestId, errors, protocol.errorEnvelope);
     }
   });
 

@@ -7,15 +7,16 @@
  * @module
  */
 import { Hono } from "hono";
+import { openaiErrorEnvelope } from "../lib/openai/mod.ts";
 import { resolveToken } from "../lib/session/mod.ts";
 import { sameSecret } from "../lib/timing/mod.ts";
 import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
 import {
   credential,
+  envelopedResponse,
   errorOptions,
   errorResponse,
   newRequestId,
-  openaiErrorResponse,
 } from "./_http.ts";
 
 /** What the models app uses. */
@@ -49,7 +50,7 @@ export function createModelsApp(deps: ModelsDeps): Hono {
       // Anthropic's clients name their API version; OpenAI's do not.
       return raw.headers.has("anthropic-version")
         ? errorResponse(error, requestId, errors)
-        : openaiErrorResponse(error, requestId, errors);
+        : envelopedResponse(error, requestId, errors, openaiErrorEnvelope);
     }
   };
 

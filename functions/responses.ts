@@ -14,15 +14,15 @@ import {
   ResponseCreateParams,
   responseHead,
   type ResponseObject,
+  responseStreamShape,
   responsesTurnInput,
   unsampledResponse,
   wantsEncrypted,
 } from "../lib/responses/mod.ts";
+import { openaiErrorEnvelope, openaiReplyHeaders } from "../lib/openai/mod.ts";
 import type { StartedTurn } from "../lib/session/mod.ts";
-import { type AgentProtocol, openaiReplyHeaders, serveTurn } from "./_agent_turn.ts";
+import { type AgentProtocol, serveTurn } from "./_agent_turn.ts";
 import { type AgentRouteDeps, lazyApp } from "./_deps.ts";
-import { openaiErrorResponse } from "./_http.ts";
-import { responseStreamResponse } from "./_sse.ts";
 
 /** The Responses API as an agent protocol. */
 export const RESPONSES_PROTOCOL: AgentProtocol<ResponseCreateParams, ResponseObject> = {
@@ -30,18 +30,15 @@ export const RESPONSES_PROTOCOL: AgentProtocol<ResponseCreateParams, ResponseObj
   recurring: ["tools"],
   turnInput: responsesTurnInput,
   nothingSampled: (request, turn) => unsampledResponse(head(request, turn), turn.promptTokens),
-  stream: (request, turn, stream) =>
-    responseStreamResponse({
-      ...stream,
+  streamShape: (request, turn, stream) =>
+    responseStreamShape({
+      requestId: stream.requestId,
       head: head(request, turn),
       rid: turn.rid,
       encrypted: wantsEncrypted(request),
       namespaceOf: offeredFunctions(request.tools).namespaceOf,
-      feed: turn.feed,
-      cancel: turn.cancel,
-      cancelled: () => turn.cancelled,
     }),
-  errorResponse: openaiErrorResponse,
+  errorEnvelope: openaiErrorEnvelope,
   replyHeaders: openaiReplyHeaders,
 };
 

@@ -20,6 +20,7 @@ import {
   setReward,
 } from "../lib/session/mod.ts";
 import { REWARD_ALLOCATIONS } from "../lib/config/mod.ts";
+import { chainRoutesFile } from "../lib/segment/mod.ts";
 import { admin } from "./_admin.ts";
 import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
 import { exportSamples, type SamplesDeps, SamplesQuery } from "./_samples.ts";
@@ -74,6 +75,9 @@ const ListQuery = z.strictObject({
 
 /** What the sessions app uses. */
 export type SessionsDeps = AdminDeps & SamplesDeps & Pick<Deps, "lifecycle" | "cursors">;
+
+/** The query of a routes export: slime's layout (`len(tokens) - 1` rows) or verl's (one a token). */
+const RoutesQuery = z.strictObject({ layout: z.enum(["slime", "verl"]).default("slime") });
 
 /** The sessions app over `deps`. */
 export function createSessionsApp(deps: SessionsDeps): Hono {
@@ -151,6 +155,23 @@ export function createSessionsApp(deps: SessionsDeps): Hono {
     const { records } = exported as { records: unknown[] };
     return c.body(records.map((record) => JSON.stringify(record) + "\n").join(""), 200, {
       "content-type": "application/x-ndjson",
+    });
+  });
+
+  // The routed experts a sample names (`routed_experts.url`), as a `.npy`, streamed.
+  app.get("/sessions/:id/routes/:chain", async (c) => {
+    const { layout } = validate(RoutesQuery, c.req.query());
+    const file = await chainRoutesFile(
+      deps.kv,
+      c.req.param("id"),
+      c.req.param("chain"),
+      deps.moe,
+      layout,
+    );
+    return c.body(ReadableStream.from(file.pieces), 200, {
+      "content-type": "application/octet-stream",
+      "content-length": String(file.bytes),
+      "content-disposition": `attachment; filename="routes.npy"`,
     });
   });
 

@@ -11,7 +11,7 @@
  */
 import { Hono } from "hono";
 import { html } from "hono/html";
-import type { Context } from "hono";
+import type { Context, ErrorHandler } from "hono";
 import { z } from "zod";
 import {
   getRolloutGroup,
@@ -100,34 +100,58 @@ function metaFilters(url: URL): { pairs: string[]; map: Map<string, string> } {
 /** What the viewer uses: the records, the tokenizer to show tokens as text. */
 export type UiDeps = AdminDeps & Pick<Deps, "tokenizer" | "cursors">;
 
-/** The viewer app over `deps`. */
+/** The viewer app over `deps`: its login, its pages behind the admin token, its error pages. */
 export function createUiApp(deps: UiDeps): Hono {
   const app = new Hono();
   app.use("/ui", viewerSecurity);
   app.use("/ui/*", viewerSecurity);
+  addLoginRoutes(app, deps);
+  // Everything else needs the admin token: a valid cookie, or the bearer token itself.
+  const guard = adminGuard(deps);
+  app.use("/ui", guard);
+  app.use("/ui/*", guard);
+  addSessionRoutes(app, deps);
+  addRolloutRoutes(app, deps);
+  app.all("/ui/*", (c) => {
+    throw new RouteNotFoundError(c.req.method, c.req.path);
+  });
+  app.onError(errorPage(deps));
+  return app;
+}
 
-  const respond = (c: Context, title: string, body: Html, status = 200, script = false) =>
-    c.html(page(title, body, { nonce: nonceOf(c), script }), status as 200, PAGE_HEADERS);
+/** A viewer page titled `title` around `body`, with the page headers; `script`: it runs one. */
+function respond(c: Context, title: string, body: Html, status = 200, script = false) {
+  return c.html(page(title, body, { nonce: nonceOf(c), script }), status as 200, PAGE_HEADERS);
+}
 
-  const loginPage = (c: Context, status: number, message: string | null) => {
-    const url = new URL(c.req.url);
-    const next = nextPath(
-      url.pathname === "/ui/login" ? url.searchParams.get("next") : url.pathname + url.search,
-    );
-    const body = html`<div class="login"><h1>Rollout Gateway viewer</h1>
+/**
+ * The login form with `message` (a refusal, in words) above it, answered with `status`; its
+ * `next` is the page asked for (the login page's own `next` on the login page).
+ */
+function loginPage(c: Context, status: number, message: string | null) {
+  const url = new URL(c.req.url);
+  const next = nextPath(
+    url.pathname === "/ui/login" ? url.searchParams.get("next") : url.pathname + url.search,
+  );
+  const body = html`<div class="login"><h1>Rollout Gateway viewer</h1>
 <p>Enter the admin token (<code>ADMIN_TOKEN</code>). It is checked once and kept as a signed
 cookie for 12 hours; it never goes into a URL.</p>
 ${message ? html`<p class="error" id="login-error">${message}</p>` : ""}
 <form method="post" action="/ui/login?next=${encodeURIComponent(next)}">
 <input type="password" name="token" autocomplete="current-password" autofocus required>
 <button type="submit">Log in</button></form></div>`;
-    return c.html(
-      page("Log in", body, { nonce: nonceOf(c), nav: false }),
-      status as 200,
-      PAGE_HEADERS,
-    );
-  };
+  return c.html(
+    page("Log in", body, { nonce: nonceOf(c), nav: false }),
+    status as 200,
+    PAGE_HEADERS,
+  );
+}
 
+/**
+ * The login pages: `GET /ui/login` (the form), `POST /ui/login` (the token it sends, checked
+ * and kept as a signed cookie) and `POST /ui/logout`.
+ */
+function addLoginRoutes(app: Hono, deps: UiDeps): void {
   app.get("/ui/login", (c) => loginPage(c, 200, null));
 
   app.post("/ui/login", async (c) => {
@@ -157,9 +181,11 @@ ${message ? html`<p class="error" id="login-error">${message}</p>` : ""}
       location: "/ui/login",
       "set-cookie": `${UI_COOKIE}=; Path=/ui; Max-Age=0; HttpOnly; SameSite=Strict`,
     }));
+}
 
-  // Everything else needs the admin token: a valid cookie, or the bearer token itself.
-  const guard = async (c: Context, next: () => Promise<void>) => {
+/** The middleware letting through a request with a valid login cookie or the admin token. */
+function adminGuard(deps: UiDeps): (c: Context, next: () => Promise<void>) => Promise<void> {
+  return async (c, next) => {
     const cookie = readCookie(c.req.header("cookie") ?? null, UI_COOKIE);
     if (cookie !== null && validCookie(cookie, deps.adminToken, Date.now())) return await next();
     const token = bearerToken(c.req.raw);
@@ -169,9 +195,10 @@ ${message ? html`<p class="error" id="login-error">${message}</p>` : ""}
     await checkAdmin(deps, token);
     await next();
   };
-  app.use("/ui", guard);
-  app.use("/ui/*", guard);
+}
 
+/** The sessions' pages: `/ui` (the list), a session, and a chain's tokens. */
+function addSessionRoutes(app: Hono, deps: UiDeps): void {
   app.get("/ui", async (c) => {
     const url = new URL(c.req.url);
     const query = validate(SessionsQuery, c.req.query());
@@ -212,7 +239,10 @@ ${message ? html`<p class="error" id="login-error">${message}</p>` : ""}
       true,
     );
   });
+}
 
+/** The rollouts' pages: `/ui/rollouts` (the groups) and a group with its jobs. */
+function addRolloutRoutes(app: Hono, deps: UiDeps): void {
   app.get("/ui/rollouts", async (c) => {
     const query = validate(GroupsQuery, c.req.query());
     const cursor = deps.cursors.open(GROUPS_LISTING, query.cursor);
@@ -244,12 +274,14 @@ ${message ? html`<p class="error" id="login-error">${message}</p>` : ""}
       groupBody(summarizeGroup(group, records), harnessOf(group.settings), jobs, toolTurns),
     );
   });
+}
 
-  app.all("/ui/*", (c) => {
-    throw new RouteNotFoundError(c.req.method, c.req.path);
-  });
-
-  app.onError((error, c) => {
+/**
+ * The viewer's error handler: each error counted by its code, and answered as a page with its
+ * status, or the login form (a refused login, or a page refused for want of the token).
+ */
+function errorPage(deps: UiDeps): ErrorHandler {
+  return (error, c) => {
     const { code, status, message } = describeError(error);
     deps.metrics.errors.inc(code);
     // A refused login shows why; any other page refused for want of the token shows the form.
@@ -260,8 +292,7 @@ ${message ? html`<p class="error" id="login-error">${message}</p>` : ""}
       <p class="error">${message}</p>
     `;
     return c.html(page("Error", body, { nonce: nonceOf(c) }), status as 400, PAGE_HEADERS);
-  });
-  return app;
+  };
 }
 
 /** The request's nonce, the only one its page's policy admits a script by (`viewerSecurity`). */

@@ -16,6 +16,8 @@ back::
         buffer.append(sample)  # with reward (the score) and status (completed/truncated)
 """
 
+import array
+import ast
 import hashlib
 import http.client
 import json
@@ -32,7 +34,7 @@ __all__ = [
     "Gateway", "Session", "GatewayError", "GatewayConnectionError", "InvalidRequestError",
     "AuthenticationError", "PermissionDeniedError", "NotFoundError", "ConflictError",
     "RequestTooLargeError", "OverloadedError", "UnavailableError", "RolloutGroup", "SampleList",
-    "JobList", "FINAL_PHASES",
+    "JobList", "RoutedExperts", "FINAL_PHASES",
 ]
 
 #: Phases a rollout job never leaves.
@@ -193,6 +195,54 @@ class JobList(List[Dict[str, Any]]):
         self.complete = complete
         self.agent_jobs = agent_jobs
         self.infra_jobs = list(infra_jobs or [])
+
+
+@dataclass(frozen=True)
+class RoutedExperts:
+    """A sample's routed experts (R3), as the gateway serves them (a ``.npy`` file).
+
+    ``shape`` is ``(rows, layers, top_k)`` — ``len(tokens) - 1`` rows in slime's layout, one a
+    token in verl's — ``dtype`` is numpy's name of the element type (``"int16"``, or ``"int32"``
+    for a model of more than 32,767 experts), and ``data`` the rows' bytes, little-endian, C order;
+    ``-1`` marks a position no engine forwarded. With numpy:
+    ``np.frombuffer(r.data, dtype=r.dtype).reshape(r.shape)``; without, ``r.values()``.
+    """
+
+    shape: Tuple[int, ...]
+    dtype: str
+    data: bytes
+
+    def values(self) -> "array.array[int]":
+        """The expert ids as a flat ``array.array``, row by row."""
+        values = array.array({"int16": "h", "int32": "i"}[self.dtype])
+        values.frombytes(self.data)
+        if sys.byteorder != "little":
+            values.byteswap()
+        return values
+
+
+_NPY_TYPES = {"<i2": "int16", "<i4": "int32"}
+
+
+def _read_npy(data: bytes) -> RoutedExperts:
+    """A ``.npy`` file (format 1, 2 or 3) of int16 or int32 in C order."""
+    if data[:6] != b"\x93NUMPY":
+        raise ValueError("routed experts did not come back as a .npy file")
+    if data[6] == 1:
+        length, start = int.from_bytes(data[8:10], "little"), 10
+    else:
+        length, start = int.from_bytes(data[8:12], "little"), 12
+    header = ast.literal_eval(data[start:start + length].decode("latin-1"))
+    dtype = _NPY_TYPES.get(header.get("descr"))
+    if dtype is None or header.get("fortran_order"):
+        raise ValueError(f"routed experts of an unexpected .npy type {header.get('descr')!r}")
+    shape = tuple(int(dim) for dim in header["shape"])
+    body = data[start + length:]
+    size = 2 if dtype == "int16" else 4
+    count = math.prod(shape)
+    if len(body) != count * size:
+        raise ValueError(f"routed experts hold {len(body)} bytes, not {count} x {size}")
+    return RoutedExperts(shape=shape, dtype=dtype, data=body)
 
 
 class Gateway:
@@ -377,6 +427,26 @@ class Gateway:
         if hashlib.sha256(data).hexdigest() != digest:
             raise ValueError(f"image {digest} came back with other bytes")
         return data
+
+    def routed_experts(self, sample: Mapping[str, Any], layout: str = "slime") -> RoutedExperts:
+        """The routed experts a sample names (R3; ``ROUTED_EXPERTS=true``), fetched as a ``.npy``.
+
+        ``sample`` is any export's sample (its ``routed_experts``, or slime's
+        ``rollout_routed_experts``); ``layout`` is ``"slime"`` (``len(tokens) - 1`` rows, as
+        ``Sample.rollout_routed_experts`` wants them) or ``"verl"`` (a row a token, the last -1).
+        The shape is checked against the one the sample says.
+        """
+        named = sample.get("routed_experts") or sample.get("rollout_routed_experts")
+        if not named:
+            raise ValueError("the sample names no routed experts (is ROUTED_EXPERTS on?)")
+        url = named["url"].split("?", 1)[0]
+        query = "?layout=verl" if layout == "verl" else ""
+        routes = _read_npy(self._request("GET", url + query))
+        # verl's layout has one row more than slime's: the last token's, never forwarded.
+        rows = named["shape"][0] + (layout == "verl") - (named.get("layout") == "verl")
+        if routes.shape != (rows, *named["shape"][1:]):
+            raise ValueError(f"routed experts came back as {routes.shape}, not {named['shape']}")
+        return routes
 
     def pause_engine(self, mode: str = "abort") -> Dict[str, Any]:
         """Pauses generation on every engine worker: ``abort``, ``retract`` or ``in_place`` on

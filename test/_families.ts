@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { type ChatTokenizer, loadTokenizer } from "../lib/template/mod.ts";
+import { type ChatTokenizer, loadTokenizer } from "../lib/tokenizer/mod.ts";
 
 /** A family served in tests; the name of its template in fixtures/templates. */
 export type Family = NpmFamily | BuiltFamily;

@@ -15,12 +15,8 @@
 import type { Store } from "../lib/kv/mod.ts";
 import { Buffer } from "node:buffer";
 import { resolveConfig } from "../lib/config/mod.ts";
-import {
-  type ChatTokenizer,
-  type EncoderPool,
-  loadTokenizer,
-  tokenizerSource,
-} from "../lib/template/mod.ts";
+import { type ChatTokenizer, loadTokenizer, tokenizerSource } from "../lib/tokenizer/mod.ts";
+import type { EncoderPool } from "../lib/template/mod.ts";
 import { defaultTokenizerPath } from "../lib/config/mod.ts";
 import {
   type EngineCall,
@@ -36,7 +32,7 @@ import {
 } from "../lib/scripted_engine/mod.ts";
 import { buildDeps, type Deps, encoderPool } from "../functions/_deps.ts";
 import type { RecurringFields } from "../lib/cache/mod.ts";
-import { EngineHttpWorker } from "../lib/engine/mod.ts";
+import { EngineHttpWorker, type MoeShape } from "../lib/engine/mod.ts";
 import { createGatewayApp } from "../functions/serve.ts";
 import type { Hono } from "hono";
 import Anthropic from "@anthropic-ai/sdk";
@@ -229,6 +225,13 @@ export async function startGateway(
     workers?: number;
     /** The engine serves a vision-language model (its `image_data` checked against the pads). */
     vision?: ScriptedEngineOptions["vision"];
+    /**
+     * The engine serves a mixture-of-experts model of this shape, and the gateway records its
+     * routed experts (`ROUTED_EXPERTS`, the shape's `config.json` in `TOKENIZER_PATH`).
+     */
+    moe?: MoeShape;
+    /** How a vLLM engine returns them (`ScriptedEngineOptions.vllmRoutes`). */
+    vllmRoutes?: "npy" | "split";
     /** The memo of agents' recurring fields, in place of the default one. */
     recurringFields?: RecurringFields;
     /** The clock its leases go by (another host's, running ahead or behind). */
@@ -253,6 +256,8 @@ export async function startGateway(
     // The engine speaks the dialect the gateway is configured for.
     dialect: options.env?.ENGINE_API ?? "sglang",
     ...(options.vision ? { vision: options.vision } : {}),
+    ...(options.moe ? { moe: options.moe } : {}),
+    ...(options.vllmRoutes ? { vllmRoutes: options.vllmRoutes } : {}),
   };
   const fleet = options.workers ? await startScriptedFleet(options.workers, engineOptions) : null;
   const engine = fleet?.workers[0] ?? await startScriptedEngine(engineOptions);
@@ -273,6 +278,9 @@ export async function startGateway(
         ENGINE_WORKERS: fleet.urls.join(","),
         ENGINE_HEALTH_INTERVAL_MS: "100",
       }
+      : {}),
+    ...(options.moe
+      ? { ROUTED_EXPERTS: "true", TOKENIZER_PATH: await moeModelFolder(options.moe) }
       : {}),
     ...options.env,
   });
@@ -431,4 +439,29 @@ export async function kvSnapshot(kv: Store): Promise<string[]> {
     out.push(`${JSON.stringify(entry.key)}@${entry.versionstamp}`);
   }
   return out;
+}
+
+/**
+ * A model folder whose `config.json` describes `shape` as Qwen3-MoE's does (the tokenizer itself
+ * is given to the gateway): what `ROUTED_EXPERTS` reads at start-up.
+ */
+export async function moeModelFolder(shape: MoeShape): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix: "rg-moe-" });
+  // The served tokenizer's files beside it, for a tokenizer worker that loads them from here.
+  const tokenizer = defaultTokenizerPath().replace(/\/+$/, "");
+  for await (const entry of Deno.readDir(tokenizer)) {
+    if (entry.isFile) await Deno.symlink(`${tokenizer}/${entry.name}`, `${dir}/${entry.name}`);
+  }
+  await Deno.writeTextFile(
+    `${dir}/config.json`,
+    JSON.stringify({
+      architectures: ["Qwen3MoeForCausalLM"],
+      num_hidden_layers: shape.layers,
+      num_experts: shape.experts,
+      num_experts_per_tok: shape.topK,
+      decoder_sparse_step: 1,
+      mlp_only_layers: shape.denseLayers,
+    }),
+  );
+  return dir;
 }

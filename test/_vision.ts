@@ -10,7 +10,7 @@ import { imageSize } from "image-size";
 import { deflateSync } from "node:zlib";
 import { defaultTokenizerPath } from "../lib/config/mod.ts";
 import type { Reply, Script } from "../lib/scripted_engine/mod.ts";
-import { type ChatTokenizer, loadTokenizer } from "../lib/template/mod.ts";
+import { type ChatTokenizer, loadTokenizer } from "../lib/tokenizer/mod.ts";
 import { imageGrid, visionSettings } from "../lib/vision/mod.ts";
 import { startGateway, type TestGateway } from "./_gateway.ts";
 

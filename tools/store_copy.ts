@@ -21,7 +21,7 @@ import {
   type Store,
 } from "../lib/kv/mod.ts";
 import { listSessions } from "../lib/session/mod.ts";
-import { loadTokenizer } from "../lib/template/mod.ts";
+import { loadTokenizer } from "../lib/tokenizer/mod.ts";
 import { exportSamples, type SamplesDeps, SamplesQuery } from "../functions/_samples.ts";
 import { EXPORT_FORMATS } from "../lib/segment/mod.ts";
 

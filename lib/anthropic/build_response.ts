@@ -5,7 +5,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import type { OutputBlock } from "../template/mod.ts";
+import type { OutputBlock } from "../output/mod.ts";
 import type { ContentBlock, Message, StopReason, Usage } from "./types.ts";
 
 /** How generation ended, protocol-neutral. */

@@ -1,9 +1,11 @@
 /**
- * Anthropic's error envelope, used for every error the gateway returns.
+ * Anthropic's error types and their statuses, and the Messages API's error envelope, which is
+ * the gateway's own (`lib/errors/gateway_envelope.ts`: every JSON error the gateway returns
+ * outside the OpenAI protocols is in it).
  *
  * @module
  */
-import type { ErrorType } from "../errors/mod.ts";
+import { type EnvelopeOf, type ErrorType, gatewayErrorEnvelope } from "../errors/mod.ts";
 
 /**
  * Anthropic error types and the HTTP status each one travels with, plus the gateway's own
@@ -30,27 +32,29 @@ export const ERROR_STATUS: Readonly<Record<ErrorType, number>> = {
 
 export type { ErrorType };
 
-/** The body of an error response. */
-export interface ErrorBody {
-  type: "error";
-  error: { type: ErrorType; message: string };
-  request_id: string;
-}
-
 /**
- * The error envelope.
+ * The Messages API's error envelope: the gateway's own (`gatewayErrorEnvelope`), since that is
+ * Anthropic's shape.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { errorBody } from "./error_body.ts";
- * assert.deepEqual(errorBody("not_found_error", 'Session "s1" not found', "req_1"), {
+ * import { messagesErrorEnvelope } from "./error_body.ts";
+ * const envelope = messagesErrorEnvelope({
+ *   code: "session_not_found",
+ *   status: 404,
+ *   type: "not_found_error",
+ *   message: 'Session "s1" not found',
+ *   retry: false,
+ *   error: null,
+ *   requestId: "req_1",
+ *   retryHeaders: {},
+ * });
+ * assert.deepEqual(envelope.body, {
  *   type: "error",
  *   error: { type: "not_found_error", message: 'Session "s1" not found' },
  *   request_id: "req_1",
  * });
  * ```
  */
-export function errorBody(type: ErrorType, message: string, requestId: string): ErrorBody {
-  return { type: "error", error: { type, message }, request_id: requestId };
-}
+export const messagesErrorEnvelope: EnvelopeOf = gatewayErrorEnvelope;

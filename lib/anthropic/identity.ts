@@ -15,7 +15,7 @@
 import { createHash } from "node:crypto";
 import { type CacheStats, recurringToken, WeightedLru } from "../cache/mod.ts";
 import { extendDigest } from "../chat/mod.ts";
-import type { OutputBlock } from "../template/mod.ts";
+import type { OutputBlock } from "../output/mod.ts";
 import type { ContentBlock, ContentBlockParam, MessageParam } from "./types.ts";
 
 /** A message as identities read it: a role and its content. */

@@ -9,3 +9,4 @@ export * from "./stream_response.ts";
 export * from "./error_body.ts";
 export * from "./messages_turn.ts";
 export * from "./request_fields.ts";
+export * from "./stream_shape.ts";

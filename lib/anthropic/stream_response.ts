@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { OutputEvent } from "../template/mod.ts";
+import type { OutputEvent } from "../output/mod.ts";
 import { toolUseId } from "./build_response.ts";
 import type { ContentBlock, Message } from "./types.ts";
 import type { ErrorType } from "./error_body.ts";

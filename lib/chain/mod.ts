@@ -3,3 +3,4 @@ export * from "./records.ts";
 export * from "./classify.ts";
 export * from "./turn.ts";
 export * from "./token_chain.ts";
+export * from "./route_spans.ts";

@@ -1,7 +1,7 @@
 /**
  * The stored shapes of a chain: its header and its turns' records, and what a chain is as a
  * training segment. The chain and session layers build and read them; `lib/session`'s
- * `session_store.ts` keeps them in KV.
+ * `session_store.ts` and `turn_store.ts` keep them in KV.
  *
  * @module
  */
@@ -120,6 +120,44 @@ export interface TurnImage {
   readonly length: number;
 }
 
+/**
+ * The routed experts a turn recorded (R3; docs/DESIGN.md §7, "Routed experts"): its own rows,
+ * positions `start .. start + rows` of the chain — what the chain had not recorded before it, up
+ * to its output's last token but one — kept in a blob of their own (`turn_routes` chunks), in
+ * the smallest type that holds the model's expert ids.
+ */
+export interface TurnRoutes {
+  /** The first position of its own rows: what the chain's earlier turns had recorded. */
+  readonly start: number;
+  readonly rows: number;
+  /** Values a row: the model's layers × experts per token. */
+  readonly width: number;
+  readonly dtype: "uint8" | "uint16" | "int32";
+  /** SHA-256 (hex) of its own rows' bytes. */
+  readonly digest: string;
+  /** Chunks of the blob. */
+  readonly chunks: number;
+  /**
+   * Rows the engine reported again for positions the chain had recorded (a recompute: a
+   * failover, a resend outside an engine session, a rewind) that differ from the record. Those
+   * rows, from `recomputedFrom` to `start`, follow the own rows in the blob; the record keeps the
+   * rows first recorded. Absent: nothing reported again differed.
+   */
+  readonly mismatched?: number;
+  readonly recomputedFrom?: number;
+  /**
+   * What the engine reported, when it reported rows for recorded positions too: from where, and
+   * the SHA-256 (hex) of every row it sent. The next turn's report of the same positions, when
+   * equal, is the engine's view unchanged (its cache), not a new recompute.
+   */
+  readonly reported?: { readonly start: number; readonly digest: string };
+}
+
+/** A live turn's own rows of routed experts, as a chain's later turns check theirs against. */
+export type RouteSpan =
+  & { readonly index: number; readonly rid: string }
+  & Pick<TurnRoutes, "start" | "rows" | "width" | "dtype" | "digest" | "chunks">;
+
 export interface TurnRecord {
   readonly index: number;
   /** Engine request id; response and tool-use ids derive from it. */
@@ -172,6 +210,8 @@ export interface TurnRecord {
   readonly worker?: string;
   /** The images this turn's delta added, in prompt order; absent when it added none. */
   readonly images?: readonly TurnImage[];
+  /** The routed experts it recorded (`ROUTED_EXPERTS`); absent without them. */
+  readonly routes?: TurnRoutes;
   /** The prompt ended inside `<think>`, so the output began as reasoning. */
   readonly startsInReasoning: boolean;
   /** The output holds reasoning. */

@@ -84,6 +84,15 @@ export const ConfigSchema = z.object({
     meaning: "with `ENGINE_SESSIONS`: idle seconds after which the engine closes a chain's " +
       "session itself (a backstop: the gateway closes it when the chain ends)",
   }),
+  /** Record the experts each MoE layer routed every token to (R3), from the engine. */
+  routedExperts: variable("ROUTED_EXPERTS", bool, {
+    expected: "true or false",
+    fallback: "false",
+    meaning: "record, for every token the engine forwarded, the experts each MoE layer routed it " +
+      "to (R3), for the trainer to replay: the engine is asked for them (SGLang's " +
+      "`return_routed_experts`, vLLM's `--enable-return-routed-experts`), the model's shape is " +
+      "read from `config.json` in `TOKENIZER_PATH`, and the exports name them (docs/trainers.md)",
+  }),
   /** The engine's prefix-cache namespace of a request (its `cache_salt`). */
   cacheSalt: variable("CACHE_SALT", z.enum(["none", "weight_version"]), {
     expected: "none or weight_version",

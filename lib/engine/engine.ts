@@ -11,6 +11,7 @@ import type { CodedError } from "../errors/mod.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
 import type { EngineHttpWorker } from "./http_worker.ts";
 import type { PromptIds } from "./prompt_ids.ts";
+import type { ExpertRows, MoeShape } from "./routed_experts.ts";
 import type { SamplingParams } from "./sampling.ts";
 
 /** Why the engine stopped. `matched` is the stop token id or the stop string. */
@@ -53,6 +54,29 @@ export interface Generation {
    * the session was gone): the prompt was sent again whole.
    */
   readonly sessionResent?: boolean;
+  /**
+   * The routed experts the engine reported (R3), when the request asked for them: rows from
+   * `start` (the chain's recorded positions, or 0 for a recompute the gateway checks) to the
+   * prompt ++ output's last token but one; `null` when the engine sent none.
+   */
+  readonly routes?: ExpertRows | null;
+}
+
+/**
+ * What a generation asks of routed experts (R3). The engine is asked for rows from position
+ * `recorded` on — what the chain has not recorded yet — or, with `verify`, from 0: a recompute
+ * (a rewind, a failover to another worker, a resend outside an engine session) whose rows for
+ * recorded positions the gateway compares with what it recorded.
+ */
+export interface RoutesRequest {
+  /** Positions of the prompt the chain has recorded rows for. */
+  readonly recorded: number;
+  readonly verify?: boolean;
+}
+
+/** The first position an engine call asks routed experts from. */
+export function routesStart(routes: RoutesRequest): number {
+  return routes.verify ? 0 : routes.recorded;
 }
 
 /** Output positions `start..end` (end exclusive), sampled under weight `version`. */
@@ -114,6 +138,8 @@ export interface GenerateRequest {
    * the engine's processor turns each into the embeddings those pads stand for).
    */
   readonly images?: readonly EngineImage[];
+  /** Ask for the experts each MoE layer routed every new token to (`ROUTED_EXPERTS`). */
+  readonly routes?: RoutesRequest;
 }
 
 /** An image as an engine takes it: its media type and its bytes as base64. */
@@ -197,6 +223,8 @@ export interface EngineClientOptions {
   readonly engineSessions?: { readonly idleS: number; readonly capacity: number };
   /** The thread the requests are made on (the gateway's engine HTTP worker); else the caller's. */
   readonly httpWorker?: EngineHttpWorker;
+  /** The served model's MoE shape, to read the routed experts a request asks for (`ROUTED_EXPERTS`). */
+  readonly moe?: MoeShape;
 }
 
 /** A fixed-length request id (32 hex digits), so SGLang's prefix-matching abort hits one call. */
@@ -278,6 +306,8 @@ export interface EngineDialect {
   readonly sessions: boolean;
   /** It sends a prompt's images beside its tokens (`GenerateRequest.images`). */
   readonly images: boolean;
+  /** Its engine returns the experts each token was routed to (`ROUTED_EXPERTS`, R3). */
+  readonly routedExperts: boolean;
   /** A controller of the workers behind `url` (or the configured ones). */
   control(url: string, options: EngineControlOptions): EngineController;
 }

@@ -25,7 +25,7 @@ const ANSWER_BYTES = 4096;
  * ```ts
  * import { startScriptedEngine } from "../scripted_engine/mod.ts";
  * import { defaultTokenizerPath } from "../config/mod.ts";
- * import { loadTokenizer } from "../template/mod.ts";
+ * import { loadTokenizer } from "../tokenizer/mod.ts";
  * import { EngineControl } from "./engine_control.ts";
  * // The built-in scripted engine stands in for an SGLang router.
  * const engine = await startScriptedEngine({

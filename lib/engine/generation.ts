@@ -16,6 +16,7 @@ import {
   type VersionSpan,
 } from "./engine.ts";
 import { PromptIds } from "./prompt_ids.ts";
+import type { ExpertRows } from "./routed_experts.ts";
 
 /** Tokens one engine answer or chunk adds: ids, their logprobs, each position's top `[id, lp]`s. */
 export interface SampledChunk {
@@ -32,6 +33,8 @@ export type CallEnd =
     readonly reportedMs: number;
     /** Prompt tokens the engine reports served from its prefix cache, when it reports them. */
     readonly cachedTokens?: number;
+    /** The routed experts the call reported (R3), when asked; `null` when it sent none. */
+    readonly routes?: ExpertRows | null;
   };
 
 /** One engine call of a dialect: `inputIds` for at most `maxNew` tokens, into `output`. */
@@ -91,6 +94,8 @@ export async function generateResuming(
       engineMs: performance.now() - started,
       engineReportedMs: reportedMs,
       ...(cachedTokens === undefined ? {} : { cachedTokens }),
+      // The finishing call read the prompt and every token sampled before it: its rows cover all.
+      ...(req.routes ? { routes: end.routes ?? null } : {}),
     };
   }
 }

@@ -18,3 +18,5 @@ export * from "./dialects.ts";
 export * from "./placement.ts";
 export * from "./engine_sessions.ts";
 export * from "./health.ts";
+export * from "./routed_experts.ts";
+export * from "./moe_shape.ts";

@@ -93,7 +93,7 @@ interface Placed {
  * import assert from "node:assert/strict";
  * import { defaultTokenizerPath } from "../config/mod.ts";
  * import { startScriptedFleet } from "../scripted_engine/mod.ts";
- * import { loadTokenizer } from "../template/mod.ts";
+ * import { loadTokenizer } from "../tokenizer/mod.ts";
  * import { PlacedEngine } from "./placement.ts";
  * import { samplingParams } from "./sampling.ts";
  * import { SglangClient } from "./sglang_client.ts";
@@ -184,17 +184,25 @@ export class PlacedEngine implements Engine {
     const rid = req.rid ?? newRid();
     const prompt = req.inputIds instanceof PromptIds ? req.inputIds : PromptIds.from(req.inputIds);
     const shown = new Shown(req.topLogprobs !== undefined && req.topLogprobs > 0);
+    const pinned = req.chain ? this.#pins.get(req.chain.id) : undefined;
     let worker = this.#place(req);
+    // A chain moved off its worker (it went down) is computed again where it lands: the rows of
+    // its routed experts for what it recorded are asked for too, to be checked.
+    const first = pinned && pinned !== worker && req.routes
+      ? { ...req, routes: { ...req.routes, verify: true } }
+      : req;
     for (let failovers = 0;; failovers++) {
       const told = shown.count;
       // The same request id on the next worker (another engine): the turn keeps its id.
-      const attempt: GenerateRequest = failovers === 0 ? { ...req, rid, inputIds: prompt } : {
+      const attempt: GenerateRequest = failovers === 0 ? { ...first, rid, inputIds: prompt } : {
         ...req,
         rid,
         inputIds: prompt.concat(shown.ids),
         sampling: { ...req.sampling, max_new_tokens: req.sampling.max_new_tokens - told },
         // A continuation is no turn of the chain's engine session.
         ...(req.chain ? { chain: { ...req.chain, after: null } } : {}),
+        // Another worker computes the prefix again: its rows for it are checked.
+        ...(req.routes ? { routes: { ...req.routes, verify: true } } : {}),
       };
       const onTokens = req.onTokens;
       const current = worker;

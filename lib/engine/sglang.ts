@@ -15,6 +15,7 @@ export const SGLANG: EngineDialect = {
   title: "SGLang",
   sessions: true,
   images: true,
+  routedExperts: true,
   pauseModes: ["abort", "retract", "in_place"],
   connect: (url, options) => new SglangClient(url, options),
   control: (url, options) => new EngineControl(url, options),

@@ -17,6 +17,7 @@ import {
   type GenerateRequest,
   type Generation,
   newRid,
+  routesStart,
 } from "./engine.ts";
 import { type EngineSession, EngineSessions } from "./engine_sessions.ts";
 import {
@@ -28,6 +29,12 @@ import {
 import type { PromptIds } from "./prompt_ids.ts";
 import { engineChunks, EngineHttp, routingHeaders } from "./engine_http.ts";
 import { ChunkReader, type NewTokens, newTokens, type RawOutput } from "./stream_chunks.ts";
+import {
+  decodeSglangRoutes,
+  expertDtype,
+  type ExpertRows,
+  type MoeShape,
+} from "./routed_experts.ts";
 
 /**
  * The SGLang engine client.
@@ -37,7 +44,7 @@ import { ChunkReader, type NewTokens, newTokens, type RawOutput } from "./stream
  * import assert from "node:assert/strict";
  * import { startScriptedEngine } from "../scripted_engine/mod.ts";
  * import { defaultTokenizerPath } from "../config/mod.ts";
- * import { loadTokenizer } from "../template/mod.ts";
+ * import { loadTokenizer } from "../tokenizer/mod.ts";
  * import { samplingParams } from "./sampling.ts";
  * import { SglangClient } from "./sglang_client.ts";
  * const tokenizer = await loadTokenizer(defaultTokenizerPath());
@@ -66,6 +73,8 @@ export class SglangClient implements Engine {
   #version = "default";
   /** Each chain's engine session on this engine, with `ENGINE_SESSIONS`. */
   readonly #sessions: EngineSessions | null;
+  /** The model's MoE shape, to read routed experts with (`ROUTED_EXPERTS`). */
+  readonly #moe: MoeShape | null;
 
   constructor(readonly url: string, options: EngineClientOptions) {
     this.#http = new EngineHttp(url, options.timeoutMs, options.connections, options.httpWorker);
@@ -76,6 +85,7 @@ export class SglangClient implements Engine {
     this.#sessions = options.engineSessions
       ? new EngineSessions(this.#http, options.engineSessions)
       : null;
+    this.#moe = options.moe ?? null;
   }
 
   release(chains: readonly string[]): void {
@@ -108,7 +118,8 @@ export class SglangClient implements Engine {
         req,
         req.sampling.max_new_tokens,
         { maxResumes: this.#maxResumes, metrics: this.#metrics },
-        (rid, inputIds, maxNew, output) => this.#call(rid, req, inputIds, maxNew, output, null),
+        (rid, inputIds, maxNew, output) =>
+          this.#call(rid, req, inputIds, maxNew, output, null, this.#routesFrom(req, false)),
       );
     }
     return await this.#generateInSession(req, session);
@@ -139,7 +150,15 @@ export class SglangClient implements Engine {
           : { id: session.id, parent: null, from: 0 };
         if (!resent) {
           try {
-            const end = await this.#call(rid, req, inputIds, maxNew, output, params);
+            const end = await this.#call(
+              rid,
+              req,
+              inputIds,
+              maxNew,
+              output,
+              params,
+              this.#routesFrom(req, false),
+            );
             last = rid;
             return end;
           } catch (error) {
@@ -151,7 +170,17 @@ export class SglangClient implements Engine {
           }
         }
         last = "";
-        return await this.#call(newRid(), req, inputIds, maxNew, output, null);
+        // Sent whole outside the session: the engine may compute the prefix again, so its rows
+        // for recorded positions are asked for too, to be checked.
+        return await this.#call(
+          newRid(),
+          req,
+          inputIds,
+          maxNew,
+          output,
+          null,
+          this.#routesFrom(req, true),
+        );
       },
     );
     if (last !== "") {
@@ -165,9 +194,18 @@ export class SglangClient implements Engine {
   }
 
   /**
+   * The position a call asks routed experts from (`routed_experts_start_len`), `null` when the
+   * request asks for none; 0 for a call that may compute the prefix again (`recompute`).
+   */
+  #routesFrom(req: GenerateRequest, recompute: boolean): number | null {
+    if (!req.routes || this.#moe === null) return null;
+    return recompute ? 0 : routesStart(req.routes);
+  }
+
+  /**
    * One `/generate` call for `inputIds` (the prompt, plus partial output when resuming): its
    * tokens go into `output` (as they stream, when the caller wants them so); resolves to how the
-   * call ended.
+   * call ended, with the routed experts from `routesFrom` when it asked for them.
    */
   #call(
     rid: string,
@@ -176,6 +214,7 @@ export class SglangClient implements Engine {
     maxNew: number,
     output: GeneratedSoFar,
     session: SessionCall | null,
+    routesFrom: number | null,
   ): Promise<CallEnd> {
     const stream = req.onTokens !== undefined;
     const sampling = JSON.stringify({ ...req.sampling, max_new_tokens: maxNew });
@@ -188,8 +227,10 @@ export class SglangClient implements Engine {
       encoder.encode(
         `],${imageData(req.images)}"sampling_params":${sampling},"return_logprob":true,${
           req.topLogprobs ? `"top_logprobs_num":${req.topLogprobs},` : ""
-        }${
-          this.#saltByVersion ? `"cache_salt":${JSON.stringify(this.#version)},` : ""
+        }${this.#saltByVersion ? `"cache_salt":${JSON.stringify(this.#version)},` : ""}${
+          routesFrom === null
+            ? ""
+            : `"return_routed_experts":true,"routed_experts_start_len":${routesFrom},`
         }${params}"stream":${stream}}`,
       ),
     ];
@@ -224,7 +265,7 @@ export class SglangClient implements Engine {
             meta?.weight_versions,
             meta?.weight_version,
           );
-          return callEnd(answer);
+          return callEnd(answer, this.#routes(answer, routesFrom));
         }
         const chunks = new ChunkReader();
         let final: RawOutput | null = null;
@@ -238,12 +279,21 @@ export class SglangClient implements Engine {
           output.add(tokens, chunk.meta_info?.weight_version);
           if (chunk.meta_info?.finish_reason) final = chunk;
         }
-        if (final) return callEnd(final);
+        // The rows come with the last chunk, once the whole sequence has been forwarded.
+        if (final) return callEnd(final, this.#routes(final, routesFrom));
         throw new EngineUnavailableError("Engine stream ended before the generation finished");
       },
       undefined,
       routingHeaders(this.#routingKeys, SGLANG_ROUTING_HEADER, req.routingKey),
     );
+  }
+
+  /** The rows a finished call reported, when it asked from `from`; `null` when it sent none. */
+  #routes(final: RawOutput, from: number | null): ExpertRows | null | undefined {
+    if (from === null || this.#moe === null) return undefined;
+    const base64 = final.meta_info?.routed_experts;
+    if (typeof base64 !== "string" || final.meta_info?.finish_reason?.type === "abort") return null;
+    return decodeSglangRoutes(base64, this.#moe, from, expertDtype(this.#moe));
   }
 
   async close(): Promise<void> {
@@ -274,11 +324,15 @@ class SessionMismatchError extends EngineRejectedError {
  */
 export const SGLANG_ROUTING_HEADER = "x-smg-routing-key";
 
-/** How the answer (or last chunk) `final` says the call ended. */
-function callEnd(final: RawOutput): CallEnd {
+/** How the answer (or last chunk) `final` says the call ended, with the rows it reported. */
+function callEnd(final: RawOutput, routes?: ExpertRows | null): CallEnd {
   const reportedMs = (final.meta_info?.e2e_latency ?? 0) * 1000;
   const cached = final.meta_info?.cached_tokens;
-  const facts = { reportedMs, ...(typeof cached === "number" ? { cachedTokens: cached } : {}) };
+  const facts = {
+    reportedMs,
+    ...(typeof cached === "number" ? { cachedTokens: cached } : {}),
+    ...(routes === undefined ? {} : { routes }),
+  };
   const finish = final.meta_info?.finish_reason;
   if (finish?.type === "abort") return { aborted: finish.message ?? "Aborted", ...facts };
   return {

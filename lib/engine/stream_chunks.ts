@@ -24,6 +24,8 @@ export interface RawOutput {
     /** Newer SGLang: output spans sampled under each version (in-place weight updates). */
     weight_versions?: { version: string; start: number; end: number }[];
     e2e_latency?: number;
+    /** The routed experts (R3), base64 of int32, on the answer or the last chunk. */
+    routed_experts?: string | null;
   };
   /** A failure reported inside the stream. */
   error?: { message?: string };

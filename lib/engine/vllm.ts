@@ -17,6 +17,7 @@ export const VLLM: EngineDialect = {
   sessions: false,
   // Its token-in endpoint takes images as processed `features`, which this gateway does not make.
   images: false,
+  routedExperts: true,
   pauseModes: VLLM_PAUSE_MODES,
   connect: (url, options) => new VllmClient(url, options),
   control: (url, options) => new EngineControl(url, options, VLLM_CONTROL),

@@ -30,6 +30,14 @@ import type { PromptIds } from "./prompt_ids.ts";
 import { engineChunks, EngineHttp, routingHeaders } from "./engine_http.ts";
 import type { SamplingParams } from "./sampling.ts";
 import { StreamFormatError } from "./stream_chunks.ts";
+import {
+  decodeNpyRoutes,
+  expertDtype,
+  type ExpertRows,
+  fromBase64,
+  type MoeShape,
+  nestedRoutes,
+} from "./routed_experts.ts";
 
 /** vLLM's name for the weights of a server whose version was never set. */
 export const VLLM_DEFAULT_VERSION = "default";
@@ -63,6 +71,13 @@ interface VllmChoice {
   } | null;
   /** Output spans sampled under each weight version (the final chunk's cover the whole output). */
   weight_versions?: VersionSpan[] | null;
+  /**
+   * The routed experts (R3, `--enable-return-routed-experts`): base64 of a `.npy` of every row,
+   * `(prompt + output - 1, layers, top_k)`; from older servers, the output's rows but the last as
+   * nested lists, the prompt's in the answer's `prompt_routed_experts`. On the answer or the last
+   * chunk; `null` for a call aborted before its first forward.
+   */
+  routed_experts?: string | number[][][] | null;
 }
 
 /** An answer, or one chunk of a streamed one. */
@@ -70,6 +85,8 @@ interface VllmAnswer {
   choices?: VllmChoice[];
   /** Token counts: on the answer, or a stream's last chunk (`stream_options.include_usage`). */
   usage?: { prompt_tokens_details?: { cached_tokens?: number } | null } | null;
+  /** Older servers: the prompt's routed experts, one row a prompt token, as nested lists. */
+  prompt_routed_experts?: number[][][] | null;
   error?: { message?: string };
 }
 
@@ -92,6 +109,8 @@ export class VllmClient implements Engine {
   /** Each request's `cache_salt` is the version it is sampled under (`CACHE_SALT=weight_version`). */
   readonly #saltByVersion: boolean;
   readonly #routingKeys: boolean;
+  /** The model's MoE shape, to read routed experts with (`ROUTED_EXPERTS`). */
+  readonly #moe: MoeShape | null;
 
   constructor(readonly url: string, options: EngineClientOptions) {
     this.#http = new EngineHttp(url, options.timeoutMs, options.connections, options.httpWorker);
@@ -100,6 +119,7 @@ export class VllmClient implements Engine {
     this.#endpoint = parseEndpoint(options.endpoint);
     this.#saltByVersion = options.cacheSalt === "weight_version";
     this.#routingKeys = options.routingKeys ?? false;
+    this.#moe = options.moe ?? null;
   }
 
   generate(req: GenerateRequest): Promise<Generation> {
@@ -185,13 +205,19 @@ export class VllmClient implements Engine {
           const answer = JSON.parse(await body.text()) as VllmAnswer;
           const choice = answer.choices?.[0] ?? {};
           output.addSpanned(wire.chunk(choice, topK), choice.weight_versions, this.assumedVersion);
-          return callEnd(choice, answer.usage);
+          return callEnd(
+            choice,
+            answer.usage,
+            this.#routes(req, choice, answer.prompt_routed_experts),
+          );
         }
         let final: VllmChoice | null = null;
         let usage: VllmAnswer["usage"] = null;
+        let promptRows: VllmAnswer["prompt_routed_experts"] = null;
         const from = output.ids.length;
         for await (const chunk of engineChunks<VllmAnswer>(body)) {
           usage = chunk.usage ?? usage;
+          promptRows = chunk.prompt_routed_experts ?? promptRows;
           const choice = chunk.choices?.[0];
           if (final || choice === undefined) continue; // past the end, or the usage chunk
           output.add(wire.chunk(choice, topK), this.assumedVersion);
@@ -202,11 +228,32 @@ export class VllmClient implements Engine {
         if (final?.weight_versions) output.relabel(from, final.weight_versions);
         // Older servers send no chunk for an abort that sampled nothing new: the stream just ends.
         if (final === null) return { aborted: "stream ended without a finish", reportedMs: 0 };
-        return callEnd(final, usage);
+        return callEnd(final, usage, this.#routes(req, final, promptRows));
       },
       refuse,
       routingHeaders(this.#routingKeys, VLLM_ROUTING_HEADER, req.routingKey),
     );
+  }
+
+  /**
+   * The rows a call's last choice reported, every one from position 0 (vLLM has no start length);
+   * `null` when it sent none; `undefined` when the request asked for none.
+   */
+  #routes(
+    req: GenerateRequest,
+    choice: VllmChoice,
+    promptRows: VllmAnswer["prompt_routed_experts"],
+  ): ExpertRows | null | undefined {
+    const moe = this.#moe;
+    if (!req.routes || moe === null) return undefined;
+    const rows = choice.routed_experts;
+    if (choice.finish_reason === "abort") return null;
+    if (typeof rows === "string") {
+      return decodeNpyRoutes(fromBase64(rows), moe, 0, expertDtype(moe));
+    }
+    // Older servers: the prompt's rows, then the output's but its last.
+    if (!Array.isArray(promptRows)) return null;
+    return nestedRoutes([...promptRows, ...(Array.isArray(rows) ? rows : [])], moe);
   }
 
   async close(): Promise<void> {
@@ -383,9 +430,17 @@ function chunkOf(choice: VllmChoice, topK: number): SampledChunk {
 }
 
 /** How a call's last choice says it ended (vLLM reports no time of its own). */
-function callEnd(choice: VllmChoice, usage: VllmAnswer["usage"]): CallEnd {
+function callEnd(
+  choice: VllmChoice,
+  usage: VllmAnswer["usage"],
+  routes?: ExpertRows | null,
+): CallEnd {
   const cached = usage?.prompt_tokens_details?.cached_tokens;
-  const facts = { reportedMs: 0, ...(typeof cached === "number" ? { cachedTokens: cached } : {}) };
+  const facts = {
+    reportedMs: 0,
+    ...(typeof cached === "number" ? { cachedTokens: cached } : {}),
+    ...(routes === undefined ? {} : { routes }),
+  };
   const finish = choice.finish_reason ?? "stop";
   if (finish === "abort") return { aborted: "Aborted by the engine", ...facts };
   if (finish === "error") throw new EngineUnavailableError("Engine failed the generation");

@@ -62,6 +62,8 @@ export const ERROR_TABLE = {
   chain_not_found: row(404, "not_found_error"),
   /** A session holds no image of this digest (`GET /sessions/:id/images/:digest`). */
   image_not_found: row(404, "not_found_error"),
+  /** A chain recorded no routed experts, or the gateway records none (`GET /sessions/:id/routes/:chain`). */
+  routes_not_found: row(404, "not_found_error"),
   /** No route for this method and path. */
   route_not_found: row(404, "not_found_error"),
   /** A folder the request names does not exist (`GET /tasks?dir=`). */
@@ -94,6 +96,12 @@ export const ERROR_TABLE = {
   store_unavailable: row(503, "unavailable_error", true),
   /** Some engine workers refused or missed a pause, continue or weight-version call. */
   engine_control_failed: row(503, "unavailable_error"),
+  /**
+   * The engine answered without the routed experts a turn asked for (`ROUTED_EXPERTS`), or with
+   * rows that do not fit the model or the turn: a deployment that cannot record R3; nothing is
+   * recorded.
+   */
+  engine_routes: row(503, "unavailable_error"),
   /** The engine is down, saturated or paused. */
   engine_unavailable: row(529, "overloaded_error", true),
   /** The session or chain stayed busy past the wait. */

@@ -4,6 +4,8 @@
  * @module
  */
 export * from "./codes.ts";
+export * from "./envelope.ts";
+export * from "./gateway_envelope.ts";
 export * from "./background.ts";
 export * from "./invalid_request.ts";
 export * from "./config_error.ts";

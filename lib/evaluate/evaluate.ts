@@ -1,38 +1,23 @@
 /**
  * Grading a patch: a fresh sandbox with the task's repository at its base commit, the task's
- * pre-commands, the patch applied, the task's tests run, the evidence scored by a judger, the
- * sandbox killed — whatever happened on the way.
+ * pre-commands, the patch applied, the task's tests run (those stages are `grade.ts`'s), the
+ * evidence scored by a judger, the sandbox killed — whatever happened on the way.
  *
  * @module
  */
 import type { CodedError } from "../errors/mod.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
-import {
-  type ExecOptions,
-  type ExecResult,
-  interleaved,
-  type RepoSource,
-  type Sandbox,
-  type SandboxBackend,
-} from "../sandbox/mod.ts";
+import type { RepoSource, Sandbox, SandboxBackend } from "../sandbox/mod.ts";
 import { type BaseRun, type BaseRuns, UNKEPT_BASE_RUNS } from "./task_verdicts.ts";
-import { type EvaluationReason, type Evidence, logTail, TASK_FAULTS } from "./evidence.ts";
+import { type Evidence, TASK_FAULTS } from "./evidence.ts";
+import { failure } from "./_failure.ts";
 import { fixtureRepo } from "./fixture_repos.ts";
-import {
-  HARBOR_SANDBOX_DIRS,
-  HARBOR_TEST_COMMAND,
-  HARBOR_VERIFIER_RIGHTS,
-  prepareHarborTests,
-  readHarborReward,
-  verifierFinished,
-} from "./_harbor_grade.ts";
+import { HARBOR_SANDBOX_DIRS } from "./_harbor_grade.ts";
+import { type EvaluationTimings, grade } from "./grade.ts";
 import { type Judger, type Reward } from "./judgers.ts";
-import { checkPatchPaths, PatchPathError, patchPaths } from "./patch_paths.ts";
-import { restoreProtected } from "./protect.ts";
-import { type MissingEvidence, missingEvidence } from "./test_evidence.ts";
-import { parseTestOutput } from "./test_report.ts";
-import { shellQuote } from "../shell/mod.ts";
-import { gradingMode, runnerCommand, scriptCommand, type Task } from "./task.ts";
+import { checkPatchPaths, PatchPathError } from "./patch_paths.ts";
+import type { MissingEvidence } from "./test_evidence.ts";
+import { gradingMode, type Task } from "./task.ts";
 
 /** What an evaluation needs. */
 export interface EvaluateDeps {
@@ -74,7 +59,7 @@ export type EvaluationResult = Evidence & Omit<Reward, "score"> & {
   readonly judger: string;
   readonly sandbox: { readonly backend: string; readonly id: string | null };
   /** Milliseconds per phase: sandbox boot, pre-commands, patch, tests. */
-  readonly timings: { boot_ms: number; pre_ms: number; apply_ms: number; test_ms: number };
+  readonly timings: EvaluationTimings;
 };
 
 /** A task names a judger that is not configured (a bad request, not a bad configuration). */
@@ -85,9 +70,6 @@ export class UnknownJudgerError extends RangeError implements CodedError {
     this.name = "UnknownJudgerError";
   }
 }
-
-/** Where the evaluation's own files go inside the sandbox's scratch folder. */
-const EVAL_DIR = "rollout_eval";
 
 /**
  * Evaluates `patch` for `task` in a fresh sandbox.
@@ -178,7 +160,7 @@ export async function runTaskTests(
   task: Task,
   patch: string,
   signal?: AbortSignal,
-  timings: EvaluationResult["timings"] = { boot_ms: 0, pre_ms: 0, apply_ms: 0, test_ms: 0 },
+  timings: EvaluationTimings = { boot_ms: 0, pre_ms: 0, apply_ms: 0, test_ms: 0 },
 ): Promise<TestsRun> {
   try {
     checkPatchPaths(patch);
@@ -194,7 +176,7 @@ async function runTests(
   deps: EvaluateDeps,
   task: Task,
   patch: string,
-  timings: EvaluationResult["timings"],
+  timings: EvaluationTimings,
   signal: AbortSignal | undefined,
 ): Promise<TestsRun> {
   let sandbox: Sandbox | null = null;
@@ -214,9 +196,9 @@ async function runTests(
       signal,
     });
     timings.boot_ms = Math.round(performance.now() - booting);
-    const graded = await grade(sandbox, task, patch, deps, timeoutMs, timings, signal);
-    const ran = "evidence" in graded ? graded : { evidence: graded, missing: null };
-    return { ...ran, id: sandbox.id };
+    const options = { timeoutMs, outputBytes: deps.outputBytes, signal };
+    const graded = await grade(sandbox, task, patch, options, timings);
+    return { ...graded, id: sandbox.id };
   } finally {
     await sandbox?.kill();
   }
@@ -281,182 +263,6 @@ export function baseRunOf(run: TestsRun): BaseRun {
 }
 
 /**
- * Runs the pre-commands, applies the patch, puts protected paths back and applies the task's
- * test patch, then runs the tests, all within one time limit.
- */
-async function grade(
-  sandbox: Sandbox,
-  task: Task,
-  patch: string,
-  deps: EvaluateDeps,
-  timeoutMs: number,
-  timings: EvaluationResult["timings"],
-  signal: AbortSignal | undefined,
-): Promise<Graded> {
-  const deadline = performance.now() + timeoutMs;
-  const run = async (command: string, as: Pick<ExecOptions, "user" | "readOnly"> = {}) => {
-    const remaining = Math.max(1, Math.round(deadline - performance.now()));
-    const result = await sandbox.exec(interleaved(command), {
-      timeoutMs: remaining,
-      env: task.env,
-      outputBytes: deps.outputBytes,
-      signal,
-      ...as,
-    });
-    signal?.throwIfAborted();
-    return result;
-  };
-  const scratch = `${sandbox.tmpdir}/${EVAL_DIR}`;
-
-  let phase = performance.now();
-  for (const [index, command] of task.pre_commands.entries()) {
-    const result = await run(command);
-    if (result.timedOut) {
-      return timedOut(result, `pre_commands[${index}] ran past the time limit`, false);
-    }
-    if (result.exitCode !== 0) {
-      return failure(
-        "pre_command_failed",
-        `pre_commands[${index}] exited with ${result.exitCode}: ${command.slice(0, 200)}`,
-        false,
-        result,
-      );
-    }
-  }
-  timings.pre_ms = Math.round(performance.now() - phase);
-
-  phase = performance.now();
-  if (patch.trim().length > 0) {
-    const path = `${scratch}/patch.diff`;
-    await sandbox.writeFile(path, patch);
-    const result = await run(`git apply --verbose --whitespace=nowarn ${shellQuote(path)}`);
-    if (result.timedOut) return timedOut(result, "git apply ran past the time limit", false);
-    if (result.exitCode !== 0) {
-      return failure("patch_failed", `git apply: ${applyErrors(result.stdout)}`, false, result);
-    }
-  }
-  let tampered: string[] = [];
-  const guarded = [
-    ...task.protected_paths,
-    ...(task.test_patch ? patchPaths(task.test_patch) : []),
-  ];
-  if (guarded.length > 0) {
-    const restored = await restoreProtected(run, [...new Set(guarded)]);
-    if ("failed" in restored) {
-      if (restored.failed.timedOut) {
-        return timedOut(restored.failed, "restoring protected paths ran past the time limit", true);
-      }
-      throw new Error(
-        `Cannot restore protected paths (${restored.step}): ${restored.failed.stdout.slice(-500)}`,
-      );
-    }
-    tampered = restored.tampered;
-  }
-  if (task.test_patch) {
-    const path = `${scratch}/test.diff`;
-    await sandbox.writeFile(
-      path,
-      task.test_patch.endsWith("\n") ? task.test_patch : `${task.test_patch}\n`,
-    );
-    const result = await run(`git apply --verbose --whitespace=nowarn ${shellQuote(path)}`);
-    if (result.timedOut) return timedOut(result, "git apply ran past the time limit", true);
-    if (result.exitCode !== 0) {
-      const detail = `test_patch: git apply: ${applyErrors(result.stdout)}`;
-      return { ...failure("test_patch_failed", detail, true, result), tampered };
-    }
-  }
-  timings.apply_ms = Math.round(performance.now() - phase);
-
-  phase = performance.now();
-  const mode = gradingMode(task);
-  let command: string;
-  if (mode === "eval_cmd") {
-    command = task.eval_cmd!;
-  } else if (mode === "f2p_script") {
-    const path = `${scratch}/${task.f2p_filename}`;
-    await sandbox.writeFile(path, task.f2p_script!);
-    command = (task.f2p_cmd ?? scriptCommand(task.f2p_filename)!).replaceAll(
-      "{script}",
-      shellQuote(path),
-    );
-  } else if (mode === "harbor") {
-    // The task's own tests, written after the patch: nothing of the patched tree's is run as them.
-    const stuck = await prepareHarborTests(sandbox, task.harbor_tests!, run);
-    if (stuck) return timedOut(stuck, "writing /tests ran past the time limit", true);
-    command = HARBOR_TEST_COMMAND;
-  } else {
-    const ids = [...task.fail_to_pass!, ...task.pass_to_pass].map(shellQuote).join(" ");
-    command = (task.test_cmd ?? runnerCommand(task.runner!)).replaceAll("{tests}", ids);
-  }
-  // Harbor's verifier runs as its container's root, whose reward writes no file mode blocks, with
-  // its tests read-only: the code under test it runs cannot keep it from writing the reward.
-  const result = await run(command, mode === "harbor" ? HARBOR_VERIFIER_RIGHTS : {});
-  timings.test_ms = Math.round(performance.now() - phase);
-  if (result.timedOut) return timedOut(result, "the tests ran past the time limit", true);
-  const report = parseTestOutput(result.stdout);
-  const asked = (passed: boolean, rewardError: string | null) =>
-    missingEvidence({
-      mode,
-      task,
-      exitCode: result.exitCode,
-      output: result.stdout,
-      report,
-      rewardError,
-      passed,
-    });
-  if (mode === "harbor") {
-    // The score is the reward file's, never the exit status: `reason` says whether it is > 0.
-    // A verifier stopped by a signal (the code under test killing it) wrote no reward of its own.
-    const reward = verifierFinished(result) ?? await readHarborReward(sandbox, signal);
-    const none = "error" in reward;
-    const reason = none ? "no_reward" : reward.reward > 0 ? "passed" : "tests_failed";
-    return {
-      evidence: {
-        applied_cleanly: true,
-        reason,
-        detail: none ? reward.error : null,
-        tests: report,
-        tampered,
-        exit_code: result.exitCode,
-        log_tail: logTail(result.stdout),
-        ...(none ? {} : { verifier: reward }),
-      },
-      missing: asked(reason === "passed", none ? reward.error : null),
-    };
-  }
-
-  let tests = report;
-  let passed = result.exitCode === 0;
-  if (mode === "f2p_script") {
-    // pytest names the script by its path from the work tree; the file name is what tells.
-    const short = (name: string) => name.replace(/^.*\/(?=[^/]*::)/, "");
-    tests = { passed: report.passed.map(short), failed: report.failed.map(short) };
-  } else if (mode === "test_lists") {
-    const ok = new Set(report.passed);
-    const bad = new Set(report.failed);
-    const listed = [...new Set([...task.fail_to_pass!, ...task.pass_to_pass])];
-    const good = (test: string) => ok.has(test) && !bad.has(test);
-    tests = { passed: listed.filter(good), failed: listed.filter((test) => !good(test)) };
-    passed = tests.failed.length === 0;
-  }
-  return {
-    evidence: {
-      applied_cleanly: true,
-      reason: passed ? "passed" : "tests_failed",
-      detail: null,
-      tests,
-      tampered,
-      exit_code: result.exitCode,
-      log_tail: logTail(result.stdout),
-    },
-    missing: asked(passed, null),
-  };
-}
-
-/** A run's evidence, and what it lacks to show that the tests ran (once the tests ran). */
-type Graded = Evidence | { readonly evidence: Evidence; readonly missing: MissingEvidence | null };
-
-/**
  * The repository of a task as a sandbox source, with the task's work-tree alias; fixtures are
  * built under `cacheDir` first.
  */
@@ -471,35 +277,4 @@ export async function repoSource(task: Task, cacheDir: string): Promise<RepoSour
   return repo.startsWith("/")
     ? { kind: "path", path: repo, ...alias }
     : { kind: "url", url: repo, ...alias };
-}
-
-function failure(
-  reason: EvaluationReason,
-  detail: string,
-  appliedCleanly: boolean,
-  result?: ExecResult,
-): Evidence {
-  return {
-    applied_cleanly: appliedCleanly,
-    reason,
-    detail,
-    tests: { passed: [], failed: [] },
-    tampered: [],
-    exit_code: result?.exitCode ?? null,
-    log_tail: logTail(result?.stdout ?? ""),
-  };
-}
-
-function timedOut(result: ExecResult, detail: string, appliedCleanly: boolean): Evidence {
-  return failure("timeout", detail, appliedCleanly, result);
-}
-
-/** The error lines of `git apply`'s output, or its last lines. */
-function applyErrors(output: string): string {
-  const lines = output.split("\n").map((line) => line.trim()).filter(Boolean);
-  // "while searching for:" only introduces the context lines it could not find.
-  const errors = lines.filter((line) =>
-    /^(?:error|fatal):/.test(line) && !/while searching for:$/.test(line)
-  );
-  return (errors.length > 0 ? errors : lines.slice(-3)).join(" | ").slice(0, 2000);
 }

@@ -42,10 +42,37 @@ export async function writeBytes(
   prefix: Deno.KvKey,
   bytes: Uint8Array,
 ): Promise<number> {
+  const chunks = blobChunks(bytes);
+  await writeChunks(kv, prefix, chunks);
+  return chunks.length;
+}
+
+/**
+ * `bytes` cut into the chunks a blob is kept in (at least one, the last maybe empty): what
+ * {@linkcode writeChunks} writes, so a record can name its blob's chunk count before it is
+ * written.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { blobChunks } from "./blob.ts";
+ * assert.equal(blobChunks(new Uint8Array(0)).length, 1);
+ * ```
+ */
+export function blobChunks(bytes: Uint8Array): Uint8Array[] {
   const chunks: Uint8Array[] = [];
   for (let at = 0; at < bytes.length || chunks.length === 0; at += CHUNK_BYTES) {
     chunks.push(bytes.slice(at, at + CHUNK_BYTES));
   }
+  return chunks;
+}
+
+/** A blob's `chunks` written under `prefix`, as many to a commit as fit. */
+export async function writeChunks(
+  kv: Store,
+  prefix: Deno.KvKey,
+  chunks: readonly Uint8Array[],
+): Promise<void> {
   const perCommit = Math.max(1, Math.floor((KV_MAX_COMMIT_BYTES - 4096) / CHUNK_BYTES));
   for (let first = 0; first < chunks.length; first += perCommit) {
     const batch = chunks.slice(first, first + perCommit);
@@ -56,7 +83,6 @@ export async function writeBytes(
     });
     if (!result.ok) throw new Error(`Cannot write blob ${JSON.stringify(prefix)}`);
   }
-  return chunks.length;
 }
 
 /**

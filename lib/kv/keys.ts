@@ -65,6 +65,19 @@ export const keys = {
   ],
   /** Prefix of every turn's request messages in a session. */
   sessionMessages: (sessionId: string): Deno.KvKey => ["turn_messages", sessionId],
+  /**
+   * Prefix of the blob of a turn's routed experts (R3), kept beside its tokens; keyed by rid like
+   * them.
+   */
+  turnRoutes: (sessionId: string, chainId: string, index: number, rid: string): Deno.KvKey => [
+    "turn_routes",
+    sessionId,
+    chainId,
+    index,
+    rid,
+  ],
+  /** Prefix of every turn's routed experts in a session. */
+  sessionRoutes: (sessionId: string): Deno.KvKey => ["turn_routes", sessionId],
   /** Prefix of all turn records of a session. */
   sessionTurns: (sessionId: string): Deno.KvKey => ["turn", sessionId],
   /** The session's lock: held while a request is routed, and by close and delete. */
@@ -231,7 +244,7 @@ export type ParsedKey =
     readonly chunk: number;
   }
   | {
-    readonly kind: "turn_messages";
+    readonly kind: "turn_messages" | "turn_routes";
     readonly sessionId: string;
     readonly chainId: string;
     readonly index: number;
@@ -326,6 +339,7 @@ export function parseKey(key: Deno.KvKey): ParsedKey {
       break;
     case "turn_chunk":
     case "turn_messages":
+    case "turn_routes":
       if (n === 6 && str(a) && str(b) && num(c) && str(d) && num(e)) {
         return { kind: family, sessionId: a, chainId: b, index: c, rid: d, chunk: e };
       }

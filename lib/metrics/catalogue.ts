@@ -48,6 +48,7 @@ export const TURN_FLAGS = [
   "stream_diverged",
   "engine_failover",
   "session_resent",
+  "routing_mismatch",
 ] as const;
 
 /** A flag of a recorded turn. */
@@ -235,6 +236,19 @@ export const CATALOGUE = {
     name: "rollout_gateway_engine_session_resends_total",
     help: "Turns an engine session could not continue (its prompt length differed, or it was " +
       "gone), sent again whole.",
+    type: "counter",
+    labels: [],
+  }),
+  routingMismatchRows: spec({
+    name: "rollout_gateway_routing_mismatch_rows_total",
+    help: "Rows of routed experts an engine reported again for positions a chain had recorded " +
+      "(a recompute) that differed from the record.",
+    type: "counter",
+    labels: [],
+  }),
+  routedExpertRows: spec({
+    name: "rollout_gateway_routed_expert_rows_total",
+    help: "Rows of routed experts recorded (one a forwarded token, R3).",
     type: "counter",
     labels: [],
   }),

@@ -1,11 +1,14 @@
 /**
  * OpenAI's error envelope (reference anthropic-openai-api.md §3.4): `{error: {message, type,
- * param, code}}`, which the OpenAI SDKs read into their error classes. The HTTP status is the
- * same as on the Messages API; the SDKs choose their error class and whether to retry by it.
+ * param, code}}`, which the OpenAI SDKs read into their error classes, with the request id under
+ * both names their clients read. The HTTP status is the same as on the Messages API; the SDKs
+ * choose their error class and whether to retry by it.
  *
  * @module
  */
-import type { ErrorType } from "../errors/mod.ts";
+import type { ErrorEnvelope, ErrorReply, ErrorType } from "../errors/mod.ts";
+import { ContextOverflowError } from "../session/mod.ts";
+import { openaiReplyHeaders } from "./reply_headers.ts";
 
 /** The body of an error response. */
 export interface OpenAIErrorBody {
@@ -47,6 +50,50 @@ const TYPES: Partial<Record<ErrorType, string>> = {
 export function openaiErrorBody(type: ErrorType, message: string, code: string): OpenAIErrorBody {
   const param = message.match(/^([A-Za-z_][\w.-]*): /)?.[1] ?? null;
   return { error: { message, type: TYPES[type] ?? type, param, code } };
+}
+
+/**
+ * An error in OpenAI's envelope: the gateway's error code as `code` (`context_length_exceeded`
+ * for a prompt over the window, worded as OpenAI words it), the request id headers and the retry
+ * headers.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { openaiErrorEnvelope } from "./error_body.ts";
+ * const envelope = openaiErrorEnvelope({
+ *   code: "session_not_found",
+ *   status: 404,
+ *   type: "not_found_error",
+ *   message: 'Session "s1" not found',
+ *   retry: false,
+ *   error: null,
+ *   requestId: "req_1",
+ *   retryHeaders: {},
+ * });
+ * assert.deepEqual(envelope, {
+ *   body: {
+ *     error: {
+ *       message: 'Session "s1" not found',
+ *       type: "not_found_error",
+ *       param: null,
+ *       code: "session_not_found",
+ *     },
+ *   },
+ *   headers: { "request-id": "req_1", "x-request-id": "req_1" },
+ * });
+ * ```
+ */
+export function openaiErrorEnvelope(reply: ErrorReply): ErrorEnvelope {
+  const { error } = reply;
+  const body = error instanceof ContextOverflowError
+    ? openaiErrorBody(
+      reply.type,
+      contextOverflowMessage(error.promptTokens, error.contextLength, error.atLeast),
+      "context_length_exceeded",
+    )
+    : openaiErrorBody(reply.type, reply.message, reply.code);
+  return { body, headers: { ...openaiReplyHeaders(reply.requestId), ...reply.retryHeaders } };
 }
 
 /**

@@ -6,3 +6,5 @@ export * from "./stream_response.ts";
 export * from "./error_body.ts";
 export * from "./chat_completions_turn.ts";
 export * from "./request_fields.ts";
+export * from "./reply_headers.ts";
+export * from "./stream_shape.ts";

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { OutputEvent } from "../template/mod.ts";
+import type { OutputEvent } from "../output/mod.ts";
 import { toolCallId } from "./build_response.ts";
 import type { ChatCompletion, ChatCompletionChunk } from "./types.ts";
 

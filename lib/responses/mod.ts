@@ -6,3 +6,4 @@ export * from "./build_response.ts";
 export * from "./stream_events.ts";
 export * from "./responses_turn.ts";
 export * from "./request_fields.ts";
+export * from "./stream_shape.ts";

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import type { OutputEvent } from "../template/mod.ts";
+import type { OutputEvent } from "../output/mod.ts";
 import { functionCallItem, itemId, messageItem, reasoningItem } from "./build_response.ts";
 import type { OutputItem, ResponseObject, ResponseStreamEvent } from "./types.ts";
 

@@ -16,6 +16,7 @@ import { type ChunkShape, cutShort, pauseFor, streamed } from "./_stream.ts";
 import type { EngineCall, Fault, Script, ScriptedImage } from "./script.ts";
 import { imageGrid, probeImage } from "../vision/mod.ts";
 import type { ScriptedEngineOptions } from "./types.ts";
+import { epochsThen, scriptedRoutes } from "./_routes.ts";
 
 /** What `/generate` reads and records: the engine's options, script, latency, faults and log. */
 export interface GenerateContext {
@@ -35,6 +36,8 @@ export interface GenerateContext {
   readonly sessions: ScriptedSessions;
   /** Aborted when the engine dies: its calls end with their connections cut. */
   readonly life: () => AbortSignal;
+  /** The engine's life as a MoE model's routes depend on it (a revived engine is another). */
+  readonly epoch: () => string;
 }
 
 /** A request as a dialect reads it. */
@@ -53,6 +56,11 @@ export interface ParsedCall {
   readonly session?: SessionParams;
   /** Its images (`image_data`): base64 or `data:` URLs, in prompt order. */
   readonly images?: readonly string[];
+  /**
+   * The routed experts it asks for (R3): from position `start` on (SGLang's
+   * `routed_experts_start_len`; vLLM returns every row).
+   */
+  readonly routes?: { readonly start: number };
 }
 
 /** How one dialect reads a generate request and shapes its answers. */
@@ -74,6 +82,8 @@ export interface GenerateDialect {
   readonly skipEmpty: boolean;
   /** The header its router places a request by. */
   readonly routingHeader: string;
+  /** It returns routed experts from position 0 unasked, as vLLM does with the engine flag. */
+  readonly routesUnasked?: boolean;
 }
 
 /** SGLang's `/generate`, as `options` configure the scripted engine. */
@@ -98,6 +108,9 @@ export function sglangDialect(options: ScriptedEngineOptions): GenerateDialect {
           images: (Array.isArray(body.image_data) ? body.image_data : [body.image_data])
             .map(String),
         }),
+        ...(body.return_routed_experts === true
+          ? { routes: { start: Number(body.routed_experts_start_len ?? 0) } }
+          : {}),
       };
     },
     error: (status, message) => Response.json({ error: { message } }, { status }),
@@ -188,6 +201,23 @@ export async function generate(
       );
     }
   }
+  if (parsed.routes) {
+    if (!options.moe) {
+      return dialect.error(
+        400,
+        "return_routed_experts requires the server to be launched with " +
+          "--enable-return-routed-experts",
+      );
+    }
+    const start = parsed.routes.start;
+    if (!Number.isInteger(start) || start < 0 || start > inputIds.length) {
+      return dialect.error(
+        400,
+        `routed_experts_start_len=${start} must be in [0, prompt_tokens=${inputIds.length}]`,
+      );
+    }
+    call.routesFrom = start;
+  }
   const fault = engine.faults.shift() ?? options.faultFor?.(call);
   if (fault?.kind === "unavailable") return new Response("Service Unavailable", { status: 503 });
   if (fault?.kind === "reject") return dialect.error(400, fault.message);
@@ -216,6 +246,33 @@ export async function generate(
   const out = new Output(call, tokens, parsed.topK, received, () => run.retractions, tokenizer);
   out.cachedTokens = engine.cache.match(inputIds, parsed.cacheSalt);
   call.cachedTokens = out.cachedTokens;
+  // The positions the cache served keep the computation that forwarded them (R3).
+  const served = engine.cache.epochs(inputIds, out.cachedTokens, "");
+  const epochs = (end: number) =>
+    epochsThen(served, end, `${engine.epoch()}/${state.weightVersion}`);
+  // vLLM returns every row, unasked, when its server was launched to.
+  const routesFrom = parsed.routes?.start ?? (dialect.routesUnasked ? 0 : null);
+  if (options.moe && routesFrom !== null) {
+    const { moe } = options;
+    let rows: Int32Array | null = null;
+    out.routes = {
+      rows: () => {
+        const sequence = [...inputIds, ...out.ids()];
+        rows ??= scriptedRoutes(
+          moe,
+          sequence,
+          routesFrom,
+          sequence.length - 1,
+          epochs(sequence.length),
+        );
+        call.routes = { start: routesFrom, values: rows };
+        return rows;
+      },
+      shape: moe,
+      split: options.vllmRoutes === "split",
+    };
+  }
+
   const finished = async (): Promise<Record<string, unknown>> => {
     const produced = await state.produce(
       run,
@@ -231,7 +288,12 @@ export async function generate(
   const answered = (final: Record<string, unknown>) => {
     call.output = out.ids();
     call.finishedAt = Date.now();
-    engine.cache.add(inputIds, call.output, parsed.cacheSalt);
+    engine.cache.add(
+      inputIds,
+      call.output,
+      parsed.cacheSalt,
+      epochs(inputIds.length + call.output.length),
+    );
     if (parsed.session) engine.sessions.finish(parsed.session.id, call.rid, call.output);
     options.onAnswer?.(call, String(final.type));
   };

@@ -3,9 +3,10 @@
  *
  * @module
  */
-import type { ChatTokenizer } from "../template/mod.ts";
+import type { ChatTokenizer } from "../tokenizer/mod.ts";
 import { scriptedLogprob, scriptedTopLogprobs } from "./logprobs.ts";
 import type { EngineCall } from "./script.ts";
+import { type MoeShape, toBase64 } from "../engine/mod.ts";
 
 /** A call's output as produced so far, and its responses in SGLang's shape (sglang.md §1.3). */
 export class Output {
@@ -16,6 +17,16 @@ export class Output {
   readonly spans: { version: string; start: number; end: number }[] = [];
   /** Told when tokens were produced. */
   onEmit: () => void = () => {};
+  /**
+   * The routed experts the call answers with (int32 rows from the position it asked for), once
+   * it is done, the model's shape, and whether they go in vLLM's older split form; `null` when
+   * the call asked for none.
+   */
+  routes: {
+    readonly rows: () => Int32Array;
+    readonly shape: MoeShape;
+    readonly split: boolean;
+  } | null = null;
 
   constructor(
     readonly call: EngineCall,
@@ -48,6 +59,11 @@ export class Output {
   chunk(from: number, finish: Record<string, unknown> | null, version: string): unknown {
     const ids = this.planned.slice(from, this.produced);
     const k = this.topK;
+    // SGLang sends the rows once the whole sequence was forwarded: on the answer or the last
+    // chunk, and none for an aborted call. Computed first: they are the engine's time.
+    const routes = finish === null || finish.type === "abort" || this.routes === null
+      ? null
+      : toBase64(new Uint8Array(this.routes.rows().buffer));
     return {
       text: this.tokenizer.decode(ids),
       output_ids: ids,
@@ -65,6 +81,7 @@ export class Output {
           ? { output_top_logprobs: ids.map((t, i) => scriptedTopLogprobs(t, from + i, k)) }
           : {}),
         ...(finish === null ? {} : { e2e_latency: (performance.now() - this.received) / 1000 }),
+        ...(routes === null ? {} : { routed_experts: routes }),
       },
     };
   }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { ChatTokenizer } from "../template/mod.ts";
+import type { ChatTokenizer } from "../tokenizer/mod.ts";
 import type { EngineCall, Reply, Spelling } from "./script.ts";
 
 /** The reply of a call that never generated. */

@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { type EpochRun, epochsThen, epochsUpTo } from "./_routes.ts";
 
 /** Sequences kept by default. */
 export const PREFIX_CACHE_ENTRIES = 32;
@@ -36,6 +37,8 @@ interface Entry {
   readonly salt: string;
   readonly prompt: readonly number[];
   readonly output: readonly number[];
+  /** The computations that forwarded its positions (the MoE engine's routes depend on them). */
+  readonly epochs: readonly EpochRun[];
   /** Block hashes computed so far (the prompt's, when its match computed them). */
   readonly blocks: number[];
 }
@@ -86,7 +89,12 @@ export class PrefixCache {
    */
   #matched = new WeakMap<
     readonly number[],
-    { readonly blocks: readonly number[]; readonly extends: Entry | null }
+    {
+      readonly blocks: readonly number[];
+      readonly extends: Entry | null;
+      /** The epochs of the positions the match served. */
+      readonly epochs: readonly EpochRun[];
+    }
   >();
 
   constructor(
@@ -128,19 +136,36 @@ export class PrefixCache {
       if (n === lengthOf(entry)) extended = entry;
       if (Math.min(n, limit) > best) [best, at] = [Math.min(n, limit), i];
     }
-    this.#matched.set(prompt, { blocks, extends: extended });
+    const epochs = at >= 0 ? epochsUpTo(this.#entries[at].epochs, best) : [];
+    this.#matched.set(prompt, { blocks, extends: extended, epochs });
     if (at >= 0) this.#entries.push(...this.#entries.splice(at, 1));
     return best;
   }
 
-  /** Keeps a finished call's sequence, dropping the least recently used past the bound. */
-  add(prompt: readonly number[], output: readonly number[], salt = ""): void {
+  /**
+   * The computations that forwarded the positions `match(prompt)` found cached, the positions
+   * after them computed in `epoch`, up to `end`.
+   */
+  epochs(prompt: readonly number[], end: number, epoch: string): EpochRun[] {
+    return epochsThen(this.#matched.get(prompt)?.epochs ?? [], end, epoch);
+  }
+
+  /**
+   * Keeps a finished call's sequence, forwarded in `epochs` (by default all in one), dropping
+   * the least recently used past the bound.
+   */
+  add(
+    prompt: readonly number[],
+    output: readonly number[],
+    salt = "",
+    epochs: readonly EpochRun[] = [],
+  ): void {
     if (this.capacity === 0) return;
     const last = this.#matched.get(prompt);
     this.#matched.delete(prompt);
     const extended = last?.extends ? this.#entries.indexOf(last.extends) : -1;
     if (extended >= 0) this.#drop(extended);
-    this.#entries.push({ salt, prompt, output, blocks: last ? [...last.blocks] : [] });
+    this.#entries.push({ salt, prompt, output, epochs, blocks: last ? [...last.blocks] : [] });
     this.#tokens += prompt.length + output.length;
     while (
       this.#entries.length > this.capacity ||

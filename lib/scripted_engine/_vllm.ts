@@ -12,6 +12,7 @@ import type { GenerateDialect } from "./_generate.ts";
 import type { GenerationState } from "./_generation_state.ts";
 import type { Output } from "./_output.ts";
 import { scriptedLogprob, scriptedTopLogprobs } from "./logprobs.ts";
+import { expertDtype, expertValues, toBase64, writeNpy } from "../engine/mod.ts";
 import type { PauseMode } from "./types.ts";
 
 /** The prefix vLLM gives a token-in/token-out request's id inside the engine. */
@@ -61,6 +62,7 @@ export const VLLM_GENERATE: GenerateDialect = {
   incremental: true,
   skipEmpty: true,
   routingHeader: "x-session-id",
+  routesUnasked: true,
 };
 
 /**
@@ -102,7 +104,46 @@ export const VLLM_COMPLETIONS: GenerateDialect = {
   incremental: true,
   skipEmpty: true,
   routingHeader: "x-session-id",
+  routesUnasked: true,
 };
+
+/**
+ * The routed experts of a finished call as vLLM answers them: every row, the choice's
+ * `routed_experts` as base64 of a `.npy` in the smallest type that holds the model's experts; or
+ * (`split`, older servers) the prompt's rows as nested lists in `prompt_routed_experts` and the
+ * output's but its last on the choice. `null` mid-stream, for an abort, and without routes.
+ */
+function vllmRoutes(
+  out: Output,
+  finish: Record<string, unknown> | null,
+): { choice: Record<string, unknown>; top: Record<string, unknown> } | null {
+  if (finish === null || finish.type === "abort" || out.routes === null) return null;
+  const { shape } = out.routes;
+  const rows = out.routes.rows();
+  const width = shape.layers * shape.topK;
+  const count = rows.length / width;
+  if (!out.routes.split) {
+    const values = expertValues(expertDtype(shape), rows.length);
+    values.set(rows);
+    return {
+      choice: {
+        routed_experts: toBase64(writeNpy(values, [count, shape.layers, shape.topK])),
+      },
+      top: {},
+    };
+  }
+  const nested = (from: number, to: number) =>
+    Array.from({ length: to - from }, (_, r) =>
+      Array.from({ length: shape.layers }, (_, l) => {
+        const at = (from + r) * width + l * shape.topK;
+        return Array.from(rows.subarray(at, at + shape.topK));
+      }));
+  const prompt = out.call.inputIds.length;
+  return {
+    choice: { routed_experts: nested(prompt, count) },
+    top: { prompt_routed_experts: nested(0, prompt) },
+  };
+}
 
 /** A completion, or a chunk of one (`finish` null mid-stream), of output `from..`. */
 function completionsAnswer(
@@ -112,7 +153,9 @@ function completionsAnswer(
 ): unknown {
   const ids = out.planned.slice(from, out.produced);
   const k = out.topK;
+  const routes = vllmRoutes(out, finish);
   return {
+    ...routes?.top,
     id: `cmpl-${out.call.rid}`,
     object: "text_completion",
     created: Math.floor(Date.now() / 1000),
@@ -136,6 +179,7 @@ function completionsAnswer(
       },
       finish_reason: finish === null ? null : String(finish.type),
       stop_reason: finish?.type === "stop" ? finish.matched ?? null : null,
+      ...routes?.choice,
     }],
     usage: finish === null ? null : {
       prompt_tokens: out.call.inputIds.length,
@@ -158,7 +202,9 @@ function vllmAnswer(
   const spans = out.spans.length > 0 ? out.spans.map((span) => ({ ...span })) : [
     { version, start: 0, end: out.produced },
   ];
+  const routes = vllmRoutes(out, finish);
   return {
+    ...routes?.top,
     request_id: `${VLLM_ID_PREFIX}${out.call.rid}`,
     output_mode: "tokens",
     choices: [{
@@ -180,6 +226,7 @@ function vllmAnswer(
       },
       // Spans over the whole output, on the answer and the final chunk only.
       weight_versions: finish === null ? null : spans,
+      ...routes?.choice,
     }],
     usage: finish === null ? null : {
       prompt_tokens: out.call.inputIds.length,

@@ -18,13 +18,14 @@ export interface ScriptedFleet {
 }
 
 /**
- * Starts `count` scripted workers with the same `options` (a `port` is ignored).
+ * Starts `count` scripted workers with the same `options` (a `port` is ignored; each has a
+ * `routeSalt` of its own).
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { defaultTokenizerPath } from "../config/mod.ts";
- * import { loadTokenizer } from "../template/mod.ts";
+ * import { loadTokenizer } from "../tokenizer/mod.ts";
  * import { startScriptedFleet } from "./fleet.ts";
  * const tokenizer = await loadTokenizer(defaultTokenizerPath());
  * const fleet = await startScriptedFleet(3, { tokenizer });
@@ -39,7 +40,11 @@ export async function startScriptedFleet(
   options: ScriptedEngineOptions,
 ): Promise<ScriptedFleet> {
   const workers = await Promise.all(
-    Array.from({ length: count }, () => startScriptedEngine({ ...options, port: 0 })),
+    // Each worker computes routes as a machine of its own (R3: a recompute elsewhere differs).
+    Array.from(
+      { length: count },
+      (_, i) => startScriptedEngine({ ...options, port: 0, routeSalt: `worker${i}` }),
+    ),
   );
   const urls = workers.map((worker) => worker.url);
   return {

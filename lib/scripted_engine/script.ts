@@ -48,6 +48,10 @@ export interface EngineCall {
   readonly bodyBytes?: number;
   /** Prompt tokens its prefix cache served (the `cached_tokens` it reports). */
   cachedTokens?: number;
+  /** The position it was asked routed experts from (R3), when it was asked. */
+  routesFrom?: number;
+  /** The routed experts it reported: rows from `start`, int32, `layers × topK` a row. */
+  routes?: { readonly start: number; readonly values: Int32Array };
   /** The tokens answered, once the call finished. */
   output?: number[];
   /** When the call finished (`Date.now()`). */

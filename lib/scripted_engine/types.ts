@@ -4,9 +4,10 @@
  *
  * @module
  */
-import type { ChatTokenizer } from "../template/mod.ts";
+import type { ChatTokenizer } from "../tokenizer/mod.ts";
 import type { EngineCall, Fault, Reply, Script, Spelling } from "./script.ts";
 import type { VisionSettings } from "../vision/mod.ts";
+import type { MoeShape } from "../engine/mod.ts";
 
 /** Options of {@linkcode startScriptedEngine}. */
 export interface ScriptedEngineOptions {
@@ -51,6 +52,22 @@ export interface ScriptedEngineOptions {
    * refuses a prompt whose image tokens do not match its images). Without it, images are refused.
    */
   readonly vision?: { readonly settings: VisionSettings; readonly padId: number };
+  /**
+   * It serves a mixture-of-experts model of this shape and returns routed experts when asked
+   * (`--enable-return-routed-experts`; `_routes.ts`). Without it, a request for them is refused.
+   */
+  readonly moe?: MoeShape;
+  /**
+   * What tells this engine's computations of a position apart from another engine's (a fleet's
+   * workers each have their own): a recompute elsewhere routes some rows differently.
+   */
+  readonly routeSalt?: string;
+  /**
+   * How a vLLM engine returns routed experts: `npy` (the default, vLLM ≥ 0.21: base64 of a
+   * `.npy` of every row on the choice) or `split` (older servers: the prompt's rows as nested
+   * lists in `prompt_routed_experts`, the output's but its last on the choice).
+   */
+  readonly vllmRoutes?: "npy" | "split";
 }
 
 /** A running scripted engine. */

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { ChatTokenizer } from "../template/mod.ts";
+import type { ChatTokenizer } from "../tokenizer/mod.ts";
 import type { RewardedSession } from "../session/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
 import { toJsonl } from "./export_jsonl.ts";
@@ -15,11 +15,14 @@ import { toVerl } from "./export_verl.ts";
 import { recordedTools, toXtuner } from "./export_xtuner.ts";
 import { toSample } from "./samples.ts";
 import type { Store } from "../kv/mod.ts";
+import type { MoeShape } from "../engine/mod.ts";
 
 /** What a converter may read besides the segment: the KV (recorded requests), the tokenizer. */
 export interface ExportContext {
   readonly kv: Store;
   readonly tokenizer: Pick<ChatTokenizer, "decode" | "encode" | "formats" | "ending">;
+  /** The served model's MoE shape when routed experts are recorded (`ROUTED_EXPERTS`). */
+  readonly moe?: MoeShape;
 }
 
 /** One export format. */
@@ -38,13 +41,25 @@ export interface ExportFormat {
 
 /** Every export format, the default first. */
 export const EXPORT_FORMATS: readonly ExportFormat[] = [
-  { name: "samples", list: "samples", record: (session, segment) => toSample(session, segment) },
-  { name: "slime", list: "samples", record: (session, segment) => toSlime(session, segment) },
-  { name: "verl", list: "samples", record: (session, segment) => toVerl(session, segment) },
+  {
+    name: "samples",
+    list: "samples",
+    record: (session, segment, { moe }) => toSample(session, segment, moe),
+  },
+  {
+    name: "slime",
+    list: "samples",
+    record: (session, segment, { moe }) => toSlime(session, segment, moe),
+  },
+  {
+    name: "verl",
+    list: "samples",
+    record: (session, segment, { moe }) => toVerl(session, segment, moe),
+  },
   {
     name: "jsonl",
     list: "records",
-    record: (session, segment, { tokenizer }) => toJsonl(session, segment, tokenizer),
+    record: (session, segment, { tokenizer, moe }) => toJsonl(session, segment, tokenizer, moe),
   },
   {
     name: "xtuner",

@@ -6,14 +6,17 @@
  */
 import type { ChainArrays } from "../chain/mod.ts";
 import type { RewardedSession } from "../session/mod.ts";
-import type { ChatTokenizer } from "../template/mod.ts";
+import type { ChatTokenizer } from "../tokenizer/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
+import type { MoeShape } from "../engine/mod.ts";
 import {
   type ExportedImage,
   type SegmentIdentity,
   segmentIdentity,
   segmentImages,
+  segmentRoutes,
 } from "./samples.ts";
+import type { ExportedRoutes } from "./segment_routes.ts";
 
 /** One line of the JSONL export. */
 export interface JsonlRecord extends SegmentIdentity {
@@ -36,6 +39,8 @@ export interface JsonlRecord extends SegmentIdentity {
   readonly version_spans: ChainArrays["version_spans"];
   /** The images the tokens hold (`ExportedImage`s); absent without images. */
   readonly images?: ExportedImage[];
+  /** The routed experts (R3), to fetch as a `.npy`; absent without them. */
+  readonly routed_experts?: ExportedRoutes;
 }
 
 /**
@@ -69,9 +74,11 @@ export function toJsonl(
   session: RewardedSession,
   segment: TrainingSegment,
   tokenizer: Pick<ChatTokenizer, "decode">,
+  moe?: MoeShape,
 ): JsonlRecord {
   const { prompt_ids, response_ids, loss_mask, logprobs, version_spans } = segment.arrays;
   const images = segmentImages(session.id, segment.turns);
+  const routes = segmentRoutes(session, segment, moe);
   return {
     ...segmentIdentity(session, segment),
     prompt_len: prompt_ids.length,
@@ -87,5 +94,6 @@ export function toJsonl(
     logprobs,
     version_spans,
     ...(images.length > 0 ? { images } : {}),
+    ...(routes ? { routed_experts: routes } : {}),
   };
 }

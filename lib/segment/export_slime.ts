@@ -6,7 +6,9 @@
  */
 import type { RewardedSession } from "../session/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
-import { type ExportedImage, segmentIdentity, segmentImages } from "./samples.ts";
+import type { MoeShape } from "../engine/mod.ts";
+import { type ExportedImage, segmentIdentity, segmentImages, segmentRoutes } from "./samples.ts";
+import type { ExportedRoutes } from "./segment_routes.ts";
 
 /** A slime sample, as JSON. */
 export interface SlimeSample {
@@ -29,6 +31,11 @@ export interface SlimeSample {
   readonly metadata: Record<string, unknown>;
   /** `{images}`: the images the tokens hold (`ExportedImage`s); absent without images. */
   readonly multimodal_inputs?: { readonly images: ExportedImage[] };
+  /**
+   * The routed experts (R3): `len(tokens) - 1` rows × layers × top-k, as slime's `Sample`
+   * checks them, to fetch as a `.npy` (the Python client reads it into bytes and a shape).
+   */
+  readonly rollout_routed_experts?: ExportedRoutes;
 }
 
 /**
@@ -58,9 +65,14 @@ export interface SlimeSample {
  * await deps.close();
  * ```
  */
-export function toSlime(session: RewardedSession, segment: TrainingSegment): SlimeSample {
+export function toSlime(
+  session: RewardedSession,
+  segment: TrainingSegment,
+  moe?: MoeShape,
+): SlimeSample {
   const { prompt_ids, response_ids, loss_mask, logprobs, version_spans } = segment.arrays;
   const images = segmentImages(session.id, segment.turns);
+  const routes = segmentRoutes(session, segment, moe);
   return {
     tokens: [...prompt_ids, ...response_ids],
     response_length: response_ids.length,
@@ -76,5 +88,6 @@ export function toSlime(session: RewardedSession, segment: TrainingSegment): Sli
       session_metadata: session.metadata,
     },
     ...(images.length > 0 ? { multimodal_inputs: { images } } : {}),
+    ...(routes ? { rollout_routed_experts: routes } : {}),
   };
 }

@@ -6,7 +6,9 @@
  */
 import type { RewardedSession } from "../session/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
-import { type ExportedImage, segmentIdentity, segmentImages } from "./samples.ts";
+import type { MoeShape } from "../engine/mod.ts";
+import { type ExportedImage, segmentIdentity, segmentImages, segmentRoutes } from "./samples.ts";
+import type { ExportedRoutes } from "./segment_routes.ts";
 
 /** A verl agent-loop output, as JSON. */
 export interface VerlSample {
@@ -26,6 +28,11 @@ export interface VerlSample {
   readonly extra_fields: Record<string, unknown>;
   /** `{image}`: the images the tokens hold (`ExportedImage`s); absent without images. */
   readonly multi_modal_data?: { readonly image: ExportedImage[] };
+  /**
+   * The routed experts (R3) in verl's per-sample layout: a row for every token of `prompt_ids ++
+   * response_ids` × layers × top-k (the last, never forwarded, `-1`), to fetch as a `.npy`.
+   */
+  readonly routed_experts?: ExportedRoutes;
 }
 
 /**
@@ -57,10 +64,15 @@ export interface VerlSample {
  * await deps.close();
  * ```
  */
-export function toVerl(session: RewardedSession, segment: TrainingSegment): VerlSample {
+export function toVerl(
+  session: RewardedSession,
+  segment: TrainingSegment,
+  moe?: MoeShape,
+): VerlSample {
   const { prompt_ids, response_ids, loss_mask, logprobs, version_spans } = segment.arrays;
   const { stats } = segment;
   const images = segmentImages(session.id, segment.turns);
+  const routes = segmentRoutes(session, segment, moe, "verl");
   return {
     prompt_ids,
     response_ids,
@@ -82,5 +94,6 @@ export function toVerl(session: RewardedSession, segment: TrainingSegment): Verl
       reward_payload: session.reward,
     },
     ...(images.length > 0 ? { multi_modal_data: { image: images } } : {}),
+    ...(routes ? { routed_experts: routes } : {}),
   };
 }

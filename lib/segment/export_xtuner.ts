@@ -31,12 +31,8 @@ import { type ChainArrays, type FinishReason, type TurnRecord } from "../chain/m
 import type { ChatTool, ChatToolCall } from "../chat/mod.ts";
 import { readTurnMessages, type RewardedSession } from "../session/mod.ts";
 import { parseTurnOutput, untypedTools } from "../session/output.ts";
-import {
-  type ChatTokenizer,
-  type MessageRole,
-  modelFamily,
-  type RoleMarkers,
-} from "../template/mod.ts";
+import { type MessageRole, modelFamily, type RoleMarkers } from "../output/mod.ts";
+import type { ChatTokenizer } from "../tokenizer/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
 import {
   type ExportedImage,

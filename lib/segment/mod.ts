@@ -9,3 +9,4 @@ export * from "./export_jsonl.ts";
 export * from "./export_xtuner.ts";
 export * from "./export_raw.ts";
 export * from "./export_formats.ts";
+export * from "./segment_routes.ts";

@@ -9,6 +9,8 @@ import { metadataText } from "../limits/mod.ts";
 import type { RewardedSession } from "../session/mod.ts";
 import type { TrainingSegment } from "./allocate_reward.ts";
 import type { Lineage, SegmentStats } from "./segments.ts";
+import type { MoeShape } from "../engine/mod.ts";
+import { type ExportedRoutes, exportedRoutes, type RoutesLayout } from "./segment_routes.ts";
 
 /** What a sample says about each of its turns. */
 export interface SampleTurn {
@@ -51,6 +53,8 @@ export interface Sample extends ChainArrays, SegmentIdentity {
   readonly turns: SampleTurn[];
   /** The images the tokens hold (a vision model's); absent when there are none. */
   readonly images?: ExportedImage[];
+  /** The routed experts of its tokens (`ROUTED_EXPERTS`), to fetch as a `.npy`; absent without. */
+  readonly routed_experts?: ExportedRoutes;
 }
 
 /**
@@ -150,8 +154,13 @@ export function segmentIdentity(
  * await deps.close();
  * ```
  */
-export function toSample(session: RewardedSession, segment: TrainingSegment): Sample {
+export function toSample(
+  session: RewardedSession,
+  segment: TrainingSegment,
+  moe?: MoeShape,
+): Sample {
   const images = segmentImages(session.id, segment.turns);
+  const routes = segmentRoutes(session, segment, moe);
   return {
     ...segmentIdentity(session, segment),
     ...segment.arrays,
@@ -164,5 +173,24 @@ export function toSample(session: RewardedSession, segment: TrainingSegment): Sa
       weight_versions: record.weightVersions,
     })),
     ...(images.length > 0 ? { images } : {}),
+    ...(routes ? { routed_experts: routes } : {}),
   };
+}
+
+/** What an export says of a segment's routed experts, in `layout`; `null` without them. */
+export function segmentRoutes(
+  session: RewardedSession,
+  segment: TrainingSegment,
+  moe: MoeShape | undefined,
+  layout: RoutesLayout = "slime",
+): ExportedRoutes | null {
+  const { prompt_ids, response_ids } = segment.arrays;
+  return exportedRoutes(
+    session.id,
+    segment.header.id,
+    segment.turns,
+    prompt_ids.length + response_ids.length,
+    moe,
+    layout,
+  );
 }

@@ -7,15 +7,8 @@
  * @module
  */
 import { type ChainHeader, outputMask, outputVersionSpans, type TurnRecord } from "../chain/mod.ts";
-import {
-  getChain,
-  listChains,
-  liveTurns,
-  readAllTurns,
-  readLiveTurns,
-  readReplayCounts,
-  readTurnTokens,
-} from "./session_store.ts";
+import { getChain, listChains, readReplayCounts } from "./session_store.ts";
+import { liveTurns, readAllTurns, readLiveTurns, readTurnTokens } from "./turn_store.ts";
 import { ChainNotFoundError } from "./errors.ts";
 import { liveSession } from "./lifecycle.ts";
 import type { Store } from "../kv/mod.ts";

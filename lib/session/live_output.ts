@@ -8,13 +8,12 @@
  * @module
  */
 import {
-  type ChatTokenizer,
-  DecodeStream,
   type OutputEvent,
   type OutputStream,
   streamOutput,
   type ToolSchemas,
-} from "../template/mod.ts";
+} from "../output/mod.ts";
+import { type ChatTokenizer, DecodeStream } from "../tokenizer/mod.ts";
 
 /** What the live parse needs of the turn. */
 export interface LiveOutputOptions {

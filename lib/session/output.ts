@@ -6,12 +6,8 @@
  * @module
  */
 import { type TurnEnd, withoutStopToken } from "../chain/mod.ts";
-import {
-  type ChatTokenizer,
-  type ParsedOutput,
-  parseOutput,
-  type ToolSchemas,
-} from "../template/mod.ts";
+import { type ParsedOutput, parseOutput, type ToolSchemas } from "../output/mod.ts";
+import type { ChatTokenizer } from "../tokenizer/mod.ts";
 
 /** What reading an output back takes of a tokenizer. */
 export type OutputTokenizer = Pick<ChatTokenizer, "decode" | "ending" | "formats">;
@@ -29,7 +25,7 @@ export function untypedTools(names: readonly string[]): ToolSchemas {
  * ```ts
  * import assert from "node:assert/strict";
  * import { defaultTokenizerPath } from "../config/mod.ts";
- * import { loadTokenizer } from "../template/mod.ts";
+ * import { loadTokenizer } from "../tokenizer/mod.ts";
  * import { parseTurnOutput, untypedTools } from "./output.ts";
  * const tokenizer = await loadTokenizer(defaultTokenizerPath());
  * const output = tokenizer.encode("<think>\nlook\n</think>\n\nDone.<|im_end|>");

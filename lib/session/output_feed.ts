@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { OutputEvent } from "../template/mod.ts";
+import type { OutputEvent } from "../output/mod.ts";
 
 /** The output events of one turn under way. */
 export class OutputFeed {

@@ -6,29 +6,17 @@
  * @module
  */
 import type { DispatchTools } from "../agents/mod.ts";
-import type { ChainHeader, TurnImage } from "../chain/mod.ts";
+import type { ChainHeader, ChainRoutes, TurnImage } from "../chain/mod.ts";
 import { type ChainCache, type Store } from "../kv/mod.ts";
-import {
-  getAgentChain,
-  getChain,
-  getReplay,
-  listChainEntries,
-  liveTurns,
-  readAllTurns,
-  readTurnTokens,
-} from "./session_store.ts";
+import { getAgentChain, getChain, getReplay, listChainEntries } from "./session_store.ts";
+import { liveTurns, readAllTurns, readTurnTokens } from "./turn_store.ts";
 import type { PromptIds } from "../engine/mod.ts";
-import type { ChatTokenizer } from "../template/mod.ts";
+import type { ChatTokenizer } from "../tokenizer/mod.ts";
 import { liveSession } from "./lifecycle.ts";
 import type { SessionRecord } from "./records.ts";
 import { parseTurnOutput, untypedTools } from "./output.ts";
-import {
-  DISPATCH_LOOKBACK_TURNS,
-  type DispatchCall,
-  type RouteChain,
-  type RouteNeed,
-  type RouteSnapshot,
-} from "./route_plan.ts";
+import { DISPATCH_LOOKBACK_TURNS } from "./route_plan.ts";
+import type { DispatchCall, RouteChain, RouteNeed, RouteSnapshot } from "./route_types.ts";
 import type { TurnInput } from "./turn_input.ts";
 
 /**
@@ -42,6 +30,8 @@ export interface CachedChain {
   readonly prompt: PromptIds;
   /** The images in `prompt`, in order (absent: none). */
   readonly images?: readonly TurnImage[];
+  /** The routed experts the chain recorded (absent: none). */
+  readonly routes?: ChainRoutes;
   /** Identities of the start and of every message, the last reply included; `null` after a KV read. */
   readonly conversation: { readonly start: string; readonly messages: readonly string[] } | null;
 }
@@ -143,6 +133,21 @@ export function firstSnapshot(
     },
     sessionVersionstamp: session.versionstamp,
   };
+}
+
+/**
+ * The head of the session's main chain as this process cached it (unread: usually what KV
+ * holds), for a request of the main agent; `null` for another agent's request, or when nothing
+ * is cached.
+ */
+export function cachedHead(
+  deps: Pick<SnapshotDeps, "cache">,
+  agentId: string | null,
+  session: SessionRecord,
+): RouteChain | null {
+  if (agentId !== null || session.mainChain === null) return null;
+  const cached = deps.cache.latest(cacheKey({ sessionId: session.id, id: session.mainChain }));
+  return cached && { header: cached.value.header, versionstamp: cached.versionstamp };
 }
 
 /** The snapshot with what the planner asked for read. */

@@ -8,7 +8,7 @@ import type { AgentIds } from "../agents/mod.ts";
 import type { ChatMessage, ChatPrompt } from "../chat/mod.ts";
 import type { SamplingRequest } from "../engine/mod.ts";
 import type { TurnEnd } from "../chain/mod.ts";
-import type { OutputBlock, ToolSchemas } from "../template/mod.ts";
+import type { OutputBlock, ToolSchemas } from "../output/mod.ts";
 
 /** A request as the protocol adapter presents it to the session. */
 export interface TurnInput<Reply> {

@@ -4,7 +4,7 @@
  * @module
  */
 import type { ChatMessage, ChatPrompt } from "../chat/mod.ts";
-import type { TokenizerSource } from "./tokenizer.ts";
+import type { TokenizerSource } from "../tokenizer/mod.ts";
 import type { CacheStats } from "../cache/mod.ts";
 
 /** Loads the tokenizer; answered `ready` or `failed`. */

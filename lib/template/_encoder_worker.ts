@@ -19,11 +19,12 @@
 Object.defineProperty(globalThis, "location", { value: undefined, configurable: true });
 
 const template = await import("./mod.ts");
+const tokenizing = await import("../tokenizer/mod.ts");
 const { PromptIds } = await import("../engine/mod.ts");
 type Job = import("./_encoder_protocol.ts").EncodeJob;
 type Reply = import("./_encoder_protocol.ts").EncodeReply;
 
-let loading: Promise<import("./tokenizer.ts").ChatTokenizer> | null = null;
+let loading: Promise<import("../tokenizer/mod.ts").ChatTokenizer> | null = null;
 /** The id of the job this worker works on, -1 for none (shared with the pool). */
 let running: Int32Array<ArrayBufferLike> = new Int32Array(1);
 
@@ -39,7 +40,7 @@ scope.onmessage = async (event: MessageEvent) => {
   const message = event.data as import("./_encoder_protocol.ts").EncoderMessage;
   if (message.type === "init") {
     running = new Int32Array(message.running);
-    loading = template.loadTokenizerSource(message.source);
+    loading = tokenizing.loadTokenizerSource(message.source);
     try {
       await loading;
       post({ type: "ready" });
@@ -58,12 +59,12 @@ scope.onmessage = async (event: MessageEvent) => {
 
 /** Runs one job: its reply, and the buffers the reply hands over. */
 function run(
-  tokenizer: import("./tokenizer.ts").ChatTokenizer,
+  tokenizer: import("../tokenizer/mod.ts").ChatTokenizer,
   job: Job,
 ): [Reply, Transferable[]] {
   const shared = new Int32Array(job.cancel);
   if (Atomics.load(shared, 0) !== 0) return [{ type: "cancelled", id: job.id }, []];
-  const guard: import("./encode_guard.ts").EncodeGuard = new template.EncodeGuard(
+  const guard: import("../tokenizer/mod.ts").EncodeGuard = new tokenizing.EncodeGuard(
     job.maxTokens,
     () => {
       Atomics.store(shared, 1, Math.min(guard.tokens, 0x7fffffff));
@@ -88,10 +89,10 @@ function run(
       ...(tokenizer.sectionStats ? { sections: tokenizer.sectionStats() } : {}),
     }, [tokens.buffer]];
   } catch (error) {
-    if (error instanceof template.OverBudgetError) {
+    if (error instanceof tokenizing.OverBudgetError) {
       return [{ type: "over", id: job.id, tokens: error.tokens, budget: error.budget }, []];
     }
-    if (error instanceof template.EncodeCancelledError) {
+    if (error instanceof tokenizing.EncodeCancelledError) {
       return [{ type: "cancelled", id: job.id }, []];
     }
     const { name, message } = error as Error;

@@ -21,8 +21,8 @@
 import type { ChatMessage, ChatPrompt } from "../chat/mod.ts";
 import type { CacheStats } from "../cache/mod.ts";
 import { LimitError } from "../limits/mod.ts";
+import { EncodeCancelledError, OverBudgetError, type TokenizerSource } from "../tokenizer/mod.ts";
 import type { EncodeJob, EncodeReply } from "./_encoder_protocol.ts";
-import { EncodeCancelledError, OverBudgetError } from "./encode_guard.ts";
 import {
   type EncodeOptions,
   messagesChars,
@@ -30,7 +30,6 @@ import {
   type PromptEncoder,
 } from "./prompt_encoder.ts";
 import { type Rendered, TemplateError } from "./render_delta.ts";
-import type { TokenizerSource } from "./tokenizer.ts";
 
 /** Options of {@linkcode EncoderPool}. */
 export interface EncoderPoolOptions {
@@ -96,7 +95,8 @@ function plainIds(ids: Uint32Array): number[] {
  * ```ts
  * import assert from "node:assert/strict";
  * import { defaultTokenizerPath } from "../config/mod.ts";
- * import { EncoderPool, loadTokenizer, renderDelta, tokenizerSource } from "./mod.ts";
+ * import { loadTokenizer, tokenizerSource } from "../tokenizer/mod.ts";
+ * import { EncoderPool, renderDelta } from "./mod.ts";
  * const tokenizer = await loadTokenizer(defaultTokenizerPath());
  * const pool = new EncoderPool(tokenizerSource(tokenizer), {
  *   workers: 1,

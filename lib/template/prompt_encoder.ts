@@ -10,9 +10,8 @@
  * @module
  */
 import { type ChatMessage, type ChatPrompt, contentText } from "../chat/mod.ts";
-import { EncodeCancelledError, EncodeGuard } from "./encode_guard.ts";
+import { type ChatTokenizer, EncodeCancelledError, EncodeGuard } from "../tokenizer/mod.ts";
 import { renderDelta, type Rendered, renderPrompt } from "./render_delta.ts";
-import type { ChatTokenizer } from "./tokenizer.ts";
 
 /** How far an encode may go. */
 export interface EncodeOptions {
@@ -46,7 +45,8 @@ export interface PromptEncoder {
  * ```ts
  * import assert from "node:assert/strict";
  * import { defaultTokenizerPath } from "../config/mod.ts";
- * import { inProcessEncoder, loadTokenizer, OverBudgetError } from "./mod.ts";
+ * import { loadTokenizer, OverBudgetError } from "../tokenizer/mod.ts";
+ * import { inProcessEncoder } from "./mod.ts";
  * const tokenizer = await loadTokenizer(defaultTokenizerPath());
  * const encoder = inProcessEncoder(tokenizer);
  * const delta = await encoder.renderDelta([{ role: "tool", content: "a.txt" }], undefined);
@@ -104,7 +104,8 @@ export interface AdaptiveOptions {
  * ```ts
  * import assert from "node:assert/strict";
  * import { defaultTokenizerPath } from "../config/mod.ts";
- * import { adaptiveEncoder, inProcessEncoder, loadTokenizer, type PromptEncoder } from "./mod.ts";
+ * import { loadTokenizer } from "../tokenizer/mod.ts";
+ * import { adaptiveEncoder, inProcessEncoder, type PromptEncoder } from "./mod.ts";
  * const tokenizer = await loadTokenizer(defaultTokenizerPath());
  * const here = inProcessEncoder(tokenizer);
  * const pooled: string[] = [];

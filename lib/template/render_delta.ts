@@ -19,10 +19,14 @@
  */
 import type { CodedError } from "../errors/mod.ts";
 import { type ChatImage, type ChatMessage, type ChatPrompt, messageImages } from "../chat/mod.ts";
-import { modelFamily } from "./model_family.ts";
-import { EncodeCancelledError, type EncodeGuard, OverBudgetError } from "./encode_guard.ts";
-import type { Escapes } from "./plain_text.ts";
-import type { ChatTokenizer } from "./tokenizer.ts";
+import { modelFamily } from "../output/mod.ts";
+import {
+  type ChatTokenizer,
+  EncodeCancelledError,
+  type EncodeGuard,
+  type Escapes,
+  OverBudgetError,
+} from "../tokenizer/mod.ts";
 
 /** Text the anchor assistant says; chosen so no real message renders it. */
 const ANCHOR_REPLY = "\u2063rollout-gateway-anchor\u2063";
@@ -94,7 +98,7 @@ export interface Rendered {
  * import assert from "node:assert/strict";
  * import { defaultTokenizerPath } from "../config/mod.ts";
  * import { renderPrompt } from "./render_delta.ts";
- * import { loadTokenizer } from "./tokenizer.ts";
+ * import { loadTokenizer } from "../tokenizer/mod.ts";
  * const tokenizer = await loadTokenizer(defaultTokenizerPath());
  * const { text, tokens } = renderPrompt(tokenizer, {
  *   messages: [{ role: "user", content: "hi" }],
@@ -131,7 +135,7 @@ export function renderPrompt(
  * import assert from "node:assert/strict";
  * import { defaultTokenizerPath } from "../config/mod.ts";
  * import { renderDelta } from "./render_delta.ts";
- * import { loadTokenizer } from "./tokenizer.ts";
+ * import { loadTokenizer } from "../tokenizer/mod.ts";
  * const tokenizer = await loadTokenizer(defaultTokenizerPath());
  * const delta = renderDelta(tokenizer, [{ role: "tool", content: "file.txt" }]);
  * assert.equal(

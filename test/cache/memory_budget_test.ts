@@ -16,7 +16,7 @@ import { IdentityMemo } from "../../lib/chat/mod.ts";
 import { ImageBytes } from "../../lib/session/image_bytes.ts";
 import { type CachedChain, cachedChainBytes, cachedChainTokens } from "../../lib/session/mod.ts";
 import { PromptIds } from "../../lib/engine/mod.ts";
-import { SectionCache } from "../../lib/template/section_cache.ts";
+import { SectionCache } from "../../lib/tokenizer/section_cache.ts";
 import {
   budgetSettingsCache,
   messageIdentities,

@@ -9,6 +9,7 @@ import {
   EngineControlError,
   EngineRejectedError,
   EngineUnavailableError,
+  RoutesFormatError,
 } from "../../lib/engine/mod.ts";
 import { codeOf, ERROR_TABLE } from "../../lib/errors/mod.ts";
 import {
@@ -21,6 +22,7 @@ import {
 import { InvalidCursorError, LeaseTimeoutError, StoreUnavailableError } from "../../lib/kv/mod.ts";
 import { LimitError } from "../../lib/limits/mod.ts";
 import { JobNotFoundError } from "../../lib/rollout/mod.ts";
+import { RoutesNotFoundError } from "../../lib/segment/mod.ts";
 import { RepoError, SandboxUnavailableError } from "../../lib/sandbox/mod.ts";
 import {
   AuthenticationError,
@@ -66,6 +68,7 @@ const CASES: [Error, number, string][] = [
   [new JobNotFoundError("job_1"), 404, "not_found_error"],
   [new ChainNotFoundError("s1", "c9"), 404, "not_found_error"],
   [new ImageNotFoundError("s1", "ab"), 404, "not_found_error"],
+  [new RoutesNotFoundError("chain c0 recorded no routed experts"), 404, "not_found_error"],
   [new RouteNotFoundError("GET", "/nope"), 404, "not_found_error"],
   [new DirNotFoundError("/srv/nope"), 404, "not_found_error"],
   [
@@ -98,6 +101,7 @@ const CASES: [Error, number, string][] = [
   [new JudgerError("tests", "crashed"), 500, "api_error"],
   [new TemplateError("no end-of-turn token"), 500, "api_error"],
   [new SandboxUnavailableError("bubblewrap missing"), 503, "unavailable_error"],
+  [new RoutesFormatError("the engine returned no routed experts"), 503, "unavailable_error"],
   [new StoreUnavailableError(new Error("connection refused")), 503, "unavailable_error"],
   [new EngineControlError([{ url: "http://w1", error: "HTTP 500" }], []), 503, "unavailable_error"],
   [new EngineUnavailableError("engine down"), 529, "overloaded_error"],

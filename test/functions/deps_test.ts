@@ -5,7 +5,7 @@ import { buildDeps } from "../../functions/_deps.ts";
 import { qwen3 } from "../_gateway.ts";
 import { type BuiltFamily, builtFolder, templateFile } from "../_families.ts";
 import { PREPROCESSOR, qwen3Vl } from "../_vision.ts";
-import type { ChatTokenizer } from "../../lib/template/mod.ts";
+import type { ChatTokenizer } from "../../lib/tokenizer/mod.ts";
 
 /** Asserts that `env` (on top of an in-memory KV and an engine URL) is refused at start-up. */
 async function assertRefusedAtStartup(
@@ -318,6 +318,54 @@ Deno.test("IMAGE_POLICY=vision is refused at start-up without the processor's se
     const deps = await start({}, vl);
     assert.equal(deps.vision?.settings.patchSize, 16);
     assert.equal(deps.vision?.limits.maxImages, 100);
+    await deps.close();
+  } finally {
+    kv.close();
+    await Deno.remove(folder, { recursive: true });
+  }
+});
+
+Deno.test("ROUTED_EXPERTS is refused at start-up without the model's config.json, or with one of no experts", async () => {
+  const folder = await Deno.makeTempDir({ prefix: "rg-moe-" });
+  const kv = await Deno.openKv(":memory:");
+  const start = async () =>
+    await buildDeps(
+      resolveConfig({
+        KV_PATH: ":memory:",
+        SGLANG_URL: "http://127.0.0.1:9",
+        ROUTED_EXPERTS: "true",
+        TOKENIZER_PATH: folder,
+      }),
+      { kv, tokenizer: await qwen3() },
+    );
+  const refused = (message: RegExp) =>
+    assert.rejects(
+      start(),
+      (error) =>
+        error instanceof ConfigError && error.variable === "ROUTED_EXPERTS" &&
+        message.test(error.message),
+    );
+  try {
+    await refused(/^Invalid ROUTED_EXPERTS: no model config\.json in TOKENIZER_PATH \(/);
+    // A dense model: Qwen3-8B's keys.
+    await Deno.writeTextFile(
+      `${folder}/config.json`,
+      JSON.stringify({ num_hidden_layers: 36, num_attention_heads: 32 }),
+    );
+    await refused(/config\.json has no num_experts or n_routed_experts or num_local_experts/);
+    // DeepSeek-V3's keys: 61 layers, the first three dense.
+    await Deno.writeTextFile(
+      `${folder}/config.json`,
+      JSON.stringify({
+        num_hidden_layers: 61,
+        n_routed_experts: 256,
+        num_experts_per_tok: 8,
+        first_k_dense_replace: 3,
+        moe_layer_freq: 1,
+      }),
+    );
+    const deps = await start();
+    assert.deepEqual(deps.moe, { layers: 61, topK: 8, experts: 256, denseLayers: [0, 1, 2] });
     await deps.close();
   } finally {
     kv.close();

@@ -7,7 +7,7 @@
 import OpenAI from "openai";
 import assert from "node:assert/strict";
 import { defaultTokenizerPath } from "../../lib/config/mod.ts";
-import { loadTokenizer } from "../../lib/template/mod.ts";
+import { loadTokenizer } from "../../lib/tokenizer/mod.ts";
 import { assertChainExact } from "../_chain_exact.ts";
 import { startGateway } from "../_gateway.ts";
 

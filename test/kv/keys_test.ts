@@ -41,6 +41,18 @@ const CASES: {
     },
   },
   sessionMessages: { key: keys.sessionMessages("s1"), parsed: "prefix" },
+  turnRoutes: {
+    key: [...keys.turnRoutes("s1", "c2", 3, "rid4"), 5],
+    parsed: {
+      kind: "turn_routes",
+      sessionId: "s1",
+      chainId: "c2",
+      index: 3,
+      rid: "rid4",
+      chunk: 5,
+    },
+  },
+  sessionRoutes: { key: keys.sessionRoutes("s1"), parsed: "prefix" },
   sessionTurns: { key: keys.sessionTurns("s1"), parsed: "prefix" },
   lease: { key: keys.lease("s1"), parsed: { kind: "lease", sessionId: "s1" } },
   chainLease: {

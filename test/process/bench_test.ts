@@ -21,6 +21,7 @@ const HEADINGS = [
   "Rollout Gateway store bench",
   "Rollout faults",
   "Rollout Gateway viewer bench",
+  "Rollout Gateway routed experts (R3) bench",
 ];
 /**
  * How long the fast bench may take before it is ended and counted as hung: it takes about 70 s on

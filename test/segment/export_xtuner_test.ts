@@ -15,7 +15,8 @@ import {
   type XtunerRecord,
 } from "../../lib/segment/mod.ts";
 import type { RewardedSession } from "../../lib/session/mod.ts";
-import { type ChatTokenizer, renderDelta, renderPrompt } from "../../lib/template/mod.ts";
+import type { ChatTokenizer } from "../../lib/tokenizer/mod.ts";
+import { renderDelta, renderPrompt } from "../../lib/template/mod.ts";
 import { type Family, familyTokenizer, writeTurn } from "../_families.ts";
 import { qwen3 } from "../_gateway.ts";
 

@@ -7,10 +7,10 @@ import assert from "node:assert/strict";
 import type { TurnEnd } from "../../lib/chain/mod.ts";
 import { LiveOutput } from "../../lib/session/live_output.ts";
 import { parseTurnOutput, turnText } from "../../lib/session/output.ts";
-import { type ChatTokenizer, DecodeStream, withFormats } from "../../lib/template/mod.ts";
+import { type ChatTokenizer, DecodeStream, withFormats } from "../../lib/tokenizer/mod.ts";
 import { familyTokenizer } from "../_families.ts";
 import { qwen3 } from "../_gateway.ts";
-import { fold, FORMATS, random, TABLE, TOOLS } from "../template/_outputs.ts";
+import { fold, FORMATS, random, TABLE, TOOLS } from "../output/_outputs.ts";
 
 /** The tokenizer of a table format: the family's own vocabulary, serving that format. */
 async function tokenizerFor(format: string): Promise<ChatTokenizer> {

@@ -12,18 +12,16 @@ import { PromptIds } from "../../lib/engine/mod.ts";
 import { openaiTurnInput } from "../../lib/openai/mod.ts";
 import { responsesTurnInput } from "../../lib/responses/mod.ts";
 import type { TurnInput } from "../../lib/session/mod.ts";
+import { EncodeCancelledError, OverBudgetError, tokenizerSource } from "../../lib/tokenizer/mod.ts";
 import {
-  EncodeCancelledError,
   EncoderPool,
   inProcessEncoder,
-  OverBudgetError,
   renderDelta,
   type Rendered,
   renderPrompt,
-  tokenizerSource,
 } from "../../lib/template/mod.ts";
 import { qwen3 } from "../_gateway.ts";
-import { EDGES, randomTexts } from "./_library_tokenizer.ts";
+import { EDGES, randomTexts } from "../tokenizer/_library_tokenizer.ts";
 import { until } from "../engine/_client.ts";
 import { blob } from "../../bench/_random.ts";
 

@@ -9,7 +9,8 @@
 import assert from "node:assert/strict";
 import { closingTokens, deltaAfter } from "../../lib/chain/mod.ts";
 import type { ChatMessage } from "../../lib/chat/mod.ts";
-import { checkTemplate, parseOutput, renderDelta, renderPrompt } from "../../lib/template/mod.ts";
+import { parseOutput } from "../../lib/output/mod.ts";
+import { checkTemplate, renderDelta, renderPrompt } from "../../lib/template/mod.ts";
 import { familyTokenizer } from "../_families.ts";
 
 Deno.test("DeepSeek-V3.1's template: the delta starts right after the sampled end token", async () => {

@@ -5,14 +5,13 @@
  */
 import assert from "node:assert/strict";
 import type { ChatMessage } from "../../lib/chat/mod.ts";
+import { OverBudgetError, tokenizerSource } from "../../lib/tokenizer/mod.ts";
 import {
   adaptiveEncoder,
   EncoderPool,
   inProcessEncoder,
-  OverBudgetError,
   renderDelta,
   renderPrompt,
-  tokenizerSource,
 } from "../../lib/template/mod.ts";
 import { qwen3 } from "../_gateway.ts";
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { ChatMessage, ChatTool } from "../../lib/chat/mod.ts";
+import type { ChatTokenizer } from "../../lib/tokenizer/mod.ts";
 import {
-  type ChatTokenizer,
   opensReasoning,
   renderDelta,
   renderPrompt,

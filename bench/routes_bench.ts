@@ -1,0 +1,233 @@
+/**
+ * `deno task bench`: routed experts (R3) on a model of Qwen3-30B-A3B's shape (48 layers, top-8 of
+ * 128 experts), against the scripted engine as that model in its own process.
+ *
+ * - **Wire**: the routes bytes of a later turn's answer, asked from the chain's recorded length
+ *   (SGLang's `routed_experts_start_len`, what the gateway sends) and from 0 (no start length:
+ *   what vLLM sends every turn), at each history size. Goal: O(the turn's new tokens).
+ * - **Stored**: the routes' bytes in KV a recorded row (token), against layers × top-k × the
+ *   stored type. Goal: under 5% over.
+ * - **Gateway time**: a later turn's gateway time (the turn less the engine call's wall time) with
+ *   `ROUTED_EXPERTS` and without, the same conversation on two gateways. Goal: within 1.2×. Beside
+ *   it, the wire: the engine call's wall time less the engine's own account (the answer's bytes
+ *   serialized, sent and read: SGLang's routes are base64 int32, ~2 KiB a new token here).
+ * - **Memory**: the gateway process's heap after a collection, every few turns while one
+ *   episode grows to 128k tokens with R3 on. Goal: flat — nothing grows with the routes of the
+ *   history (the chain's prompt ids do, as without R3).
+ *
+ * `BENCH_FAST=1` (see `_harness.ts`): histories of about 2k and 8k tokens, 3 measured turns, an
+ * episode of 16k tokens.
+ *
+ * @module
+ */
+import type { MessageParam } from "../lib/anthropic/mod.ts";
+import type { TurnRecord } from "../lib/chain/mod.ts";
+import { rowWidth } from "../lib/engine/mod.ts";
+import { keys } from "../lib/kv/mod.ts";
+import { getChain, readChainTokens, readLiveTurns } from "../lib/session/mod.ts";
+import { moeModelFolder } from "../test/_gateway.ts";
+import {
+  ADMIN,
+  answer,
+  type BenchGateway,
+  filler,
+  median,
+  request,
+  setting,
+  startBenchGateway,
+} from "./_harness.ts";
+
+const MOE = { layers: 48, topK: 8, experts: 128, denseLayers: [] };
+const TARGETS = setting("BENCH_TARGETS", "2000,30000,120000", "2000,8000").split(",").map(Number);
+const MEASURED_TURNS = Number(setting("BENCH_TURNS", 20, 3));
+const EPISODE_TOKENS = Number(setting("BENCH_EPISODE_TOKENS", 128_000, 16_000));
+
+const folder = await moeModelFolder(MOE);
+const engineEnv = { SCRIPTED_MOE: JSON.stringify(MOE) };
+const withRoutes = await startBenchGateway(
+  { ROUTED_EXPERTS: "true", TOKENIZER_PATH: folder },
+  engineEnv,
+);
+const without = await startBenchGateway({ TOKENIZER_PATH: folder }, engineEnv);
+
+console.log(
+  `Rollout Gateway routed experts (R3) bench — Qwen3-30B-A3B's shape (48 layers × top-8 of 128), ${MEASURED_TURNS} measured turns`,
+);
+
+interface Conversation {
+  readonly gw: BenchGateway;
+  readonly sessionId: string;
+  readonly token: string;
+  readonly messages: MessageParam[];
+  // deno-lint-ignore no-explicit-any
+  reply: any;
+  readonly gatewayMs: number[];
+  /**
+   * The engine call's wall time less the engine's own account: the answer's bytes on the wire,
+   * the engine's serializing and the gateway's reading of them.
+   */
+  readonly transportMs: number[];
+}
+
+async function open(gw: BenchGateway): Promise<Conversation> {
+  const session = await gw.call("/sessions", ADMIN, {});
+  const messages: MessageParam[] = [{ role: "user", content: "Run the tests and fix what fails." }];
+  return {
+    gw,
+    sessionId: session.id,
+    token: session.token,
+    messages,
+    reply: await gw.call("/v1/messages", session.token, request(messages)),
+    gatewayMs: [],
+    transportMs: [],
+  };
+}
+
+/** One turn answering the reply's call with `lines` lines of output; timed when `measured`. */
+async function turn(c: Conversation, lines: number, measured: boolean): Promise<void> {
+  answer(c.messages, c.reply, filler(lines, c.messages.length));
+  const body = JSON.stringify(request(c.messages));
+  const started = performance.now();
+  c.reply = await c.gw.call("/v1/messages", c.token, body);
+  const total = performance.now() - started;
+  if (!measured) return;
+  const last = await lastTurn(c);
+  c.gatewayMs.push(total - last.timings.engineMs);
+  c.transportMs.push(last.timings.engineMs - last.timings.engineReportedMs);
+}
+
+async function turns(c: Conversation): Promise<TurnRecord[]> {
+  const records: TurnRecord[] = [];
+  const prefix = keys.turns(c.sessionId, "c0");
+  for await (const entry of c.gw.deps.kv.list<TurnRecord>({ prefix })) records.push(entry.value);
+  return records.sort((a, b) => a.index - b.index);
+}
+
+async function lastTurn(c: Conversation): Promise<TurnRecord> {
+  return (await turns(c)).at(-1)!;
+}
+
+async function grow(c: Conversation, target: number): Promise<void> {
+  while (c.reply.usage.input_tokens + 40 < target) {
+    await turn(c, Math.min(600, Math.ceil((target - c.reply.usage.input_tokens) / 14)), false);
+  }
+}
+
+/** The routes bytes an engine answer of the chain's last prompt holds, asked from `start`. */
+async function wireBytes(c: Conversation, start: number): Promise<number> {
+  const last = await lastTurn(c);
+  const prompt = await promptOf(c, last);
+  const response = await fetch(`${c.gw.engineUrl}/generate`, {
+    method: "POST",
+    body: JSON.stringify({
+      input_ids: prompt,
+      sampling_params: { max_new_tokens: last.outputLen },
+      return_routed_experts: true,
+      routed_experts_start_len: start,
+    }),
+  });
+  const body = await response.json();
+  return String(body.meta_info.routed_experts ?? "").length;
+}
+
+/** The prompt the chain's last turn read, from its recorded tokens. */
+async function promptOf(c: Conversation, last: TurnRecord): Promise<number[]> {
+  const header = (await getChain(c.gw.deps.kv, c.sessionId, "c0")).value!;
+  const live = await readLiveTurns(c.gw.deps.kv, header);
+  const tokens = await readChainTokens(c.gw.deps.kv, c.sessionId, "c0", live);
+  const prompt: number[] = [];
+  live.forEach((turn, i) => {
+    prompt.push(...tokens[i].delta);
+    if (turn.rid !== last.rid) prompt.push(...tokens[i].output, ...tokens[i].closing);
+  });
+  return prompt;
+}
+
+const pad = (v: string | number, n: number) => String(v).padStart(n);
+const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
+
+// Wire and gateway time, per history size: the same conversation on both gateways.
+console.log(
+  `\n${pad("history", 8)} ${pad("routes, from recorded", 22)} ${pad("from 0", 12)} ${
+    pad("gateway ms R3", 14)
+  } ${pad("without", 8)} ${pad("ratio", 6)} ${pad("wire ms R3", 11)} ${pad("without", 8)}`,
+);
+const ratios: number[] = [];
+for (const target of TARGETS) {
+  const [on, off] = [await open(withRoutes), await open(without)];
+  await grow(on, target);
+  await grow(off, target);
+  for (let i = 0; i < MEASURED_TURNS; i++) {
+    await turn(on, 20, true);
+    await turn(off, 20, true);
+  }
+  const last = await lastTurn(on);
+  const fromRecorded = await wireBytes(on, last.routes!.start);
+  const fromZero = await wireBytes(on, 0);
+  const ratio = median(on.gatewayMs) / median(off.gatewayMs);
+
+  ratios.push(ratio);
+  console.log(
+    `${pad(`~${Math.round(last.inputLen / 1000)}k`, 8)} ${pad(kib(fromRecorded), 22)} ${
+      pad(kib(fromZero), 12)
+    } ${pad(median(on.gatewayMs).toFixed(2), 14)} ${pad(median(off.gatewayMs).toFixed(2), 8)} ${
+      pad(ratio.toFixed(2), 6)
+    } ${pad(median(on.transportMs).toFixed(2), 11)} ${pad(median(off.transportMs).toFixed(2), 8)}`,
+  );
+}
+console.log(
+  `gateway time with R3 / without: ${ratios.map((r) => r.toFixed(2)).join(", ")}× (goal ≤ 1.2×)`,
+);
+
+// Stored bytes a row, and memory over one long episode.
+const episode = await open(withRoutes);
+const heap: { tokens: number; mib: number }[] = [];
+const sample = () => {
+  (globalThis as { gc?: () => void }).gc?.();
+  heap.push({
+    tokens: episode.reply.usage.input_tokens,
+    mib: Deno.memoryUsage().heapUsed / 2 ** 20,
+  });
+};
+sample();
+while (episode.reply.usage.input_tokens < EPISODE_TOKENS) {
+  await turn(episode, 150, false);
+  if (
+    heap.length === 0 ||
+    episode.reply.usage.input_tokens - heap.at(-1)!.tokens >= EPISODE_TOKENS / 8
+  ) {
+    sample();
+  }
+}
+sample();
+let storedBytes = 0;
+for await (
+  const entry of withRoutes.deps.kv.list<Uint8Array>({
+    prefix: keys.sessionRoutes(episode.sessionId),
+  })
+) {
+  storedBytes += entry.value.length;
+}
+const rows = (await turns(episode)).reduce((n, turn) => n + (turn.routes?.rows ?? 0), 0);
+const ideal = rows * rowWidth(MOE) * 1;
+console.log(
+  `\nstored: ${rows} rows in ${kib(storedBytes)}: ${
+    (storedBytes / rows).toFixed(1)
+  } bytes a token ` +
+    `(layers × top-k × 1 byte = ${rowWidth(MOE)}; overhead ${
+      (100 * (storedBytes - ideal) / ideal).toFixed(2)
+    }%, goal < 5%)`,
+);
+console.log(
+  `heap after a collection over one episode${
+    (globalThis as { gc?: () => void }).gc
+      ? ""
+      : " (no --v8-flags=--expose-gc: without a forced collection)"
+  }: ` + heap.map((h) =>
+    `${Math.round(h.tokens / 1000)}k tokens ${h.mib.toFixed(0)} MiB`
+  ).join(", "),
+);
+
+await withRoutes.close();
+await without.close();
+await Deno.remove(folder, { recursive: true });

@@ -15,7 +15,8 @@ import type { Config } from "../lib/config/mod.ts";
 import { sleep } from "../lib/timing/mod.ts";
 import { heapFlags, memoryShares } from "../lib/cache/mod.ts";
 import { startScriptedEngine } from "../lib/scripted_engine/mod.ts";
-import { listeningOn, loadServedTokenizer, SCRIPTED_WARNING } from "./_deps.ts";
+import { listeningOn, SCRIPTED_WARNING } from "./_banner.ts";
+import { loadServedTokenizer } from "../lib/model/mod.ts";
 
 /** What a worker prints once it listens: `Worker <i> (pid <p>) ready on <url>`. */
 export const WORKER_READY = /^Worker (\d+) \(pid (\d+)\) ready on (\S+)/m;

@@ -7,7 +7,8 @@
  */
 import { Hono } from "hono";
 import { type Config, configReport, formatConfigReport, resolveConfig } from "../lib/config/mod.ts";
-import { banner, buildDeps, type Deps, listeningOn } from "./_deps.ts";
+import { banner, listeningOn } from "./_banner.ts";
+import { buildDeps, type Deps } from "./_deps.ts";
 import { atEdge } from "./_edge.ts";
 import { errorOptions } from "./_http.ts";
 import { createAgentsApp } from "./agents.ts";

@@ -32,6 +32,7 @@ const LAYERS: ReadonlyMap<string, readonly string[]> = new Map([
   ["template", ["cache", "chat", "engine", "errors", "limits", "output", "tokenizer"]],
   ["evaluate", ["errors", "kv", "limits", "metrics", "sandbox", "shell"]],
   ["scripted_engine", ["engine", "tokenizer", "vision"]],
+  ["model", ["cache", "config", "engine", "errors", "output", "template", "tokenizer", "vision"]],
   ["chain", ["chat", "engine", "kv"]],
   [
     "session",

@@ -15,14 +15,8 @@ import type { EnvTask } from "./env_task.ts";
 import { gatewayChat } from "./gateway_chat.ts";
 import type { AgentOutcome, EpisodeReward, RolloutJobRecord } from "./records.ts";
 import type { EnvLoopSettings, RolloutSettings } from "./request.ts";
-import {
-  type AttemptDeps,
-  type AttemptOutcome,
-  endedBy,
-  failureReason,
-  openAttemptSession,
-  setAttemptPhase,
-} from "./run_attempt.ts";
+import { type AttemptDeps, openAttemptSession, setAttemptPhase } from "./run_attempt.ts";
+import { type AttemptOutcome, endedBy, failureReason } from "./attempt_end.ts";
 
 /** The settings of a group whose agent is the environment loop. */
 export type EnvRolloutSettings = RolloutSettings & { readonly agent: EnvLoopSettings };

@@ -6,6 +6,7 @@ export * from "./harbor_rollout.ts";
 export * from "./harness.ts";
 export * from "./boot_slots.ts";
 export * from "./run_attempt.ts";
+export * from "./attempt_end.ts";
 export * from "./next_step.ts";
 export * from "./worker.ts";
 export * from "./submit.ts";

@@ -6,42 +6,32 @@
  *
  * @module
  */
-import {
-  evaluate,
-  type EvaluateDeps,
-  type EvaluationResult,
-  JudgerError,
-  logTail,
-  repoSource,
-  type Task,
-} from "../evaluate/mod.ts";
+import { evaluate, type EvaluateDeps, logTail, repoSource, type Task } from "../evaluate/mod.ts";
 import { shellQuote } from "../shell/mod.ts";
 import { modifyRolloutJob } from "./rollout_store.ts";
 import type { GatewayMetrics } from "../metrics/mod.ts";
 import {
   type ExecResult,
   forwardTarget,
-  RepoError,
   type Sandbox,
   type SandboxBackend,
-  SandboxUnavailableError,
 } from "../sandbox/mod.ts";
-import {
-  closeSession,
-  engineFailures,
-  type LifecycleDeps,
-  openSession,
-  readSessionSummary,
-  setReward,
-} from "../session/mod.ts";
+import { closeSession, type LifecycleDeps, openSession, setReward } from "../session/mod.ts";
 import { bootScope, boundedBackend } from "./boot_slots.ts";
-import { type AgentInstalls, agentNamed, type CliSettings } from "../agents/mod.ts";
+import {
+  type AgentInstall,
+  type AgentInstalls,
+  agentNamed,
+  type AnyAgent,
+  type CliSettings,
+} from "../agents/mod.ts";
 import { agentCommand, fillPrompt, prepareAgent, readAgentOutcome } from "./harness.ts";
-import type { AgentOutcome, EpisodeReward, RolloutJobRecord, RolloutPhase } from "./records.ts";
+import type { AgentOutcome, RolloutJobRecord, RolloutPhase } from "./records.ts";
 import type { RolloutSettings } from "./request.ts";
-import { collectPatch, installAgent, prepareWorkTree, SetupError } from "./work_tree.ts";
+import { collectPatch, installAgent, prepareWorkTree } from "./work_tree.ts";
 import { withLocalTree } from "./group_tree.ts";
-import { type Store, StoreUnavailableError } from "../kv/mod.ts";
+import { agentFault, type AttemptOutcome, endedBy } from "./attempt_end.ts";
+import { type Store } from "../kv/mod.ts";
 
 /** What an attempt needs from the gateway. */
 export interface AttemptDeps {
@@ -72,36 +62,6 @@ export interface AttemptDeps {
   readonly outputBytes: number;
   /** Counts phase transitions and running jobs; nothing is counted without it. */
   readonly metrics?: GatewayMetrics;
-}
-
-/** How an attempt ended. */
-export type AttemptOutcome =
-  | {
-    readonly phase: "done";
-    readonly agent: AgentOutcome;
-    readonly agentLog: string;
-    /** The patch graded; `null` for an episode of the environment loop, which has none. */
-    readonly patch: string | null;
-    /** The evaluation of the patch, or the environment's reward. */
-    readonly reward: EvaluationResult | EpisodeReward;
-  }
-  | {
-    readonly phase: "failed" | "aborted";
-    readonly reason: string;
-    readonly detail: string;
-    readonly agent?: AgentOutcome;
-    readonly agentLog?: string;
-    readonly patch?: string;
-    /** The evaluation that found the task at fault (its tests never ran), with its log. */
-    readonly evaluation?: EvaluationResult;
-  };
-
-/** Why an attempt was stopped from outside: the abort reason the worker gives its signal. */
-export class AttemptStop extends Error {
-  constructor(readonly reason: string, detail: string) {
-    super(detail);
-    this.name = "AttemptStop";
-  }
 }
 
 /** How long an agent's sandbox outlives the attempt's deadline before its backend kills it. */
@@ -157,7 +117,10 @@ export function openAttemptSession(
 
 /**
  * Runs attempt `job.attempt` of `job` until it ends; `signal` aborts it with an
- * {@linkcode AttemptStop} reason (cancelled, wall-clock guard, shutdown).
+ * {@linkcode AttemptStop} reason (cancelled, wall-clock guard, shutdown). Its steps: the parts
+ * it needs checked, the session opened, the agent's sandbox booted on the task's work tree, the
+ * agent run and its patch collected, a run the infrastructure spoiled ended ungraded, the patch
+ * graded and the reward set.
  */
 export async function runAttempt(
   deps: AttemptDeps,
@@ -166,7 +129,68 @@ export async function runAttempt(
   settings: CliRolloutSettings,
   signal: AbortSignal,
 ): Promise<AttemptOutcome> {
-  const setPhase = (phase: RolloutPhase) => setAttemptPhase(deps.kv, job, phase, deps.metrics);
+  const parts = attemptParts(deps, settings);
+  if ("phase" in parts) return parts;
+  const session = await openAttemptSession(deps, job, settings);
+  const sessionId = session.session.id;
+  let sandbox: Sandbox | null = null;
+  const had: { agent?: AgentOutcome; agentLog?: string; patch?: string } = {};
+  try {
+    // A work tree its group keeps in the store is unpacked here first (the host that built it
+    // may be another, or gone).
+    task = await withLocalTree(deps.kv, job.groupId, task, deps.evaluate.cacheDir);
+    const reach = gatewayReach(deps, parts.backend);
+    sandbox = await bootAgentSandbox(deps, job, task, settings, parts, reach, signal);
+    const base = await prepareWorkTree(sandbox, task, {
+      timeoutMs: task.timeout_ms ?? deps.evaluate.timeoutMs,
+      outputBytes: deps.outputBytes,
+    }, signal);
+    await setAttemptPhase(deps.kv, job, "agent", deps.metrics);
+    const run = await runAgent(deps, sandbox, task, settings, parts, {
+      url: reach.insideUrl,
+      token: session.token,
+    }, signal);
+    const agent = { exitCode: run.exitCode, timedOut: run.timedOut, ...run.outcome };
+    had.agent = agent;
+    had.agentLog = agentLogOf(run);
+    const patch = had.patch = await collectPatch(sandbox, base, deps, signal);
+    await sandbox.kill();
+    sandbox = null;
+    const ungraded = await ungradedEnd(deps, sessionId, settings, {
+      agent,
+      agentLog: had.agentLog,
+      patch,
+    });
+    if (ungraded !== null) return ungraded;
+    await setAttemptPhase(deps.kv, job, "evaluating", deps.metrics);
+    return await gradeAttempt(deps, job, task, settings, parts.backend, sessionId, {
+      agent,
+      agentLog: had.agentLog,
+      patch,
+    }, signal);
+  } catch (error) {
+    await sandbox?.kill();
+    sandbox = null;
+    return await endedBy(deps, sessionId, error, signal, had);
+  } finally {
+    await sandbox?.kill();
+  }
+}
+
+/** What an attempt runs with: its backend, its agent's record and install, and how it gets it. */
+interface AttemptParts {
+  readonly backend: SandboxBackend;
+  readonly harness: AnyAgent;
+  readonly install: AgentInstall;
+  /** The agent's CLI is this machine's, lent to the sandbox (else installed inside it). */
+  readonly lent: boolean;
+}
+
+/** The parts `settings` name, or the failed outcome of an attempt that cannot have them. */
+function attemptParts(
+  deps: AttemptDeps,
+  settings: CliRolloutSettings,
+): AttemptParts | AttemptOutcome {
   const backendName = settings.sandbox.backend ?? deps.defaultBackend;
   const backend = deps.backends.get(backendName);
   if (!backend) {
@@ -184,128 +208,167 @@ export async function runAttempt(
       `${harness.title} is not installed on this machine: ${harness.installHint}`,
     );
   }
-  const session = await openAttemptSession(deps, job, settings);
-  let sandbox: Sandbox | null = null;
-  let agent: AgentOutcome | undefined;
-  let agentLog: string | undefined;
-  let patch: string | undefined;
-  try {
-    // A work tree its group keeps in the store is unpacked here first (the host that built it
-    // may be another, or gone).
-    task = await withLocalTree(deps.kv, job.groupId, task, deps.evaluate.cacheDir);
-    const binds = lent ? install.local!.binds : [];
-    // A forwarded agent reaches the gateway and nothing else (no host loopback, no engine); a
-    // networked one (a machine of its own) reaches the gateway over the network.
-    const forwarded = backend.capabilities.gatewayReach === "forward";
-    const gatewayUrl = new URL(deps.gatewayUrl());
-    sandbox = await boundedBackend(deps.kv, backend, slotsOf(deps, backend, job.id, settings))
-      .create({
-        repo: await repoSource(task, deps.evaluate.cacheDir),
-        commit: task.base_commit,
-        template: settings.sandbox.template ?? task.template,
-        metadata: { purpose: "agent", rollout_job: job.id },
-        network: !forwarded,
-        forward: forwarded
-          ? { port: GATEWAY_PORT_INSIDE, to: forwardTarget(gatewayUrl.href) }
-          : undefined,
-        binds,
-        // A backstop behind the wall-clock guard, which stops the attempt first.
-        lifetimeMs: Math.max(0, (job.deadlineAt ?? Date.now()) - Date.now()) + LIFETIME_SLACK_MS,
-        signal,
-      });
-    const base = await prepareWorkTree(sandbox, task, {
-      timeoutMs: task.timeout_ms ?? deps.evaluate.timeoutMs,
-      outputBytes: deps.outputBytes,
-    }, signal);
+  return { backend, harness, install, lent };
+}
 
-    await setPhase("agent");
-    const insideUrl = forwarded
-      ? `http://127.0.0.1:${GATEWAY_PORT_INSIDE}${gatewayUrl.pathname.replace(/\/$/, "")}`
-      : deps.gatewayUrl();
-    const prompt = fillPrompt(settings.agent.prompt_template, task);
-    const env = await prepareAgent(sandbox, settings.agent, {
-      baseUrl: insideUrl,
-      token: session.token,
-      model: deps.modelId,
-      contextLength: deps.contextLength,
-    }, prompt);
-    // A command needs nothing installed: its program is its own command line.
-    const program = lent || install.npm === null ? install.local?.program ?? "" : shellQuote(
-      await installAgent(sandbox, install.npm, settings.agent.env, {
-        timeoutMs: settings.budgets.agent_ms,
-        outputBytes: deps.outputBytes,
-      }, signal),
-    );
-    const command = agentCommand(settings.agent, { program, prompt, tmpdir: sandbox.tmpdir });
-    const run = await sandbox.exec(command, {
+/** How the agent reaches the gateway from its sandbox. */
+interface GatewayReach {
+  /** Through a port forwarded to the gateway alone (else over the sandbox's own network). */
+  readonly forwarded: boolean;
+  readonly gatewayUrl: URL;
+  /** The gateway's URL as the agent inside the sandbox uses it. */
+  readonly insideUrl: string;
+}
+
+/**
+ * A forwarded agent reaches the gateway and nothing else (no host loopback, no engine); a
+ * networked one (a machine of its own) reaches the gateway over the network.
+ */
+function gatewayReach(deps: AttemptDeps, backend: SandboxBackend): GatewayReach {
+  const forwarded = backend.capabilities.gatewayReach === "forward";
+  const gatewayUrl = new URL(deps.gatewayUrl());
+  const insideUrl = forwarded
+    ? `http://127.0.0.1:${GATEWAY_PORT_INSIDE}${gatewayUrl.pathname.replace(/\/$/, "")}`
+    : deps.gatewayUrl();
+  return { forwarded, gatewayUrl, insideUrl };
+}
+
+/** The agent's sandbox: the task's repository at its base commit, the agent's CLI bound in. */
+async function bootAgentSandbox(
+  deps: AttemptDeps,
+  job: RolloutJobRecord,
+  task: Task,
+  settings: CliRolloutSettings,
+  parts: AttemptParts,
+  reach: GatewayReach,
+  signal: AbortSignal,
+): Promise<Sandbox> {
+  const slots = slotsOf(deps, parts.backend, job.id, settings);
+  return await boundedBackend(deps.kv, parts.backend, slots).create({
+    repo: await repoSource(task, deps.evaluate.cacheDir),
+    commit: task.base_commit,
+    template: settings.sandbox.template ?? task.template,
+    metadata: { purpose: "agent", rollout_job: job.id },
+    network: !reach.forwarded,
+    forward: reach.forwarded
+      ? { port: GATEWAY_PORT_INSIDE, to: forwardTarget(reach.gatewayUrl.href) }
+      : undefined,
+    binds: parts.lent ? parts.install.local!.binds : [],
+    // A backstop behind the wall-clock guard, which stops the attempt first.
+    lifetimeMs: Math.max(0, (job.deadlineAt ?? Date.now()) - Date.now()) + LIFETIME_SLACK_MS,
+    signal,
+  });
+}
+
+/** The agent's run in `sandbox` against the gateway at `gateway`, with what it reported. */
+async function runAgent(
+  deps: AttemptDeps,
+  sandbox: Sandbox,
+  task: Task,
+  settings: CliRolloutSettings,
+  parts: AttemptParts,
+  gateway: { url: string; token: string },
+  signal: AbortSignal,
+): Promise<ExecResult & { outcome: ReturnType<typeof readAgentOutcome> }> {
+  const prompt = fillPrompt(settings.agent.prompt_template, task);
+  const env = await prepareAgent(sandbox, settings.agent, {
+    baseUrl: gateway.url,
+    token: gateway.token,
+    model: deps.modelId,
+    contextLength: deps.contextLength,
+  }, prompt);
+  const { install } = parts;
+  // A command needs nothing installed: its program is its own command line.
+  const program = parts.lent || install.npm === null ? install.local?.program ?? "" : shellQuote(
+    await installAgent(sandbox, install.npm, settings.agent.env, {
       timeoutMs: settings.budgets.agent_ms,
-      env,
       outputBytes: deps.outputBytes,
-      signal,
-    });
-    signal.throwIfAborted();
-    agent = {
-      exitCode: run.exitCode,
-      timedOut: run.timedOut,
-      ...readAgentOutcome(settings.agent, run.stdout),
-    };
-    agentLog = agentLogOf(run);
-    patch = await collectPatch(sandbox, base, deps, signal);
-    await sandbox.kill();
-    sandbox = null;
-    if (run.timedOut && settings.budgets.on_agent_timeout === "abort") {
-      await closeSession(deps.lifecycle, session.session.id, { as: "aborted" });
-      return {
-        phase: "aborted",
-        reason: "agent_timeout",
-        detail: `The agent ran past its budget of ${settings.budgets.agent_ms} ms`,
-        agent,
-        agentLog,
-        patch,
-      };
-    }
-    // An agent that gave up because of the infrastructure is not graded: a zero it did not earn.
-    const fault = await agentFault(deps.kv, session.session.id, agent);
-    if (fault !== null) {
-      await closeSession(deps.lifecycle, session.session.id, { as: "aborted" });
-      return { phase: "failed", ...fault, agent, agentLog, patch };
-    }
+    }, signal),
+  );
+  const command = agentCommand(settings.agent, { program, prompt, tmpdir: sandbox.tmpdir });
+  const run = await sandbox.exec(command, {
+    timeoutMs: settings.budgets.agent_ms,
+    env,
+    outputBytes: deps.outputBytes,
+    signal,
+  });
+  signal.throwIfAborted();
+  return { ...run, outcome: readAgentOutcome(settings.agent, run.stdout) };
+}
 
-    await setPhase("evaluating");
-    const graded = settings.budgets.eval_ms === undefined
-      ? task
-      : { ...task, timeout_ms: settings.budgets.eval_ms };
-    const reward = await evaluate(
-      {
-        ...deps.evaluate,
-        backend: boundedBackend(deps.kv, backend, slotsOf(deps, backend, job.id, settings)),
-      },
-      { task: graded, patch, signal },
-    );
-    signal.throwIfAborted();
-    if (reward.score === null) {
-      // The task's tests did not run, at the base commit either: no reward, the task's fault.
-      await closeSession(deps.lifecycle, session.session.id, { as: "aborted" });
-      return {
-        phase: "failed",
-        reason: reward.reason,
-        detail: reward.detail ?? reward.reason,
-        agent,
-        agentLog,
-        patch,
-        evaluation: reward,
-      };
-    }
-    await setReward(deps.lifecycle, session.session.id, { ...reward, score: reward.score });
-    await closeSession(deps.lifecycle, session.session.id);
-    return { phase: "done", agent, agentLog, patch, reward };
-  } catch (error) {
-    await sandbox?.kill();
-    sandbox = null;
-    return await endedBy(deps, session.session.id, error, signal, { agent, agentLog, patch });
-  } finally {
-    await sandbox?.kill();
+/** What the agent's run left: its outcome, its log, its patch. */
+interface AgentRan {
+  readonly agent: AgentOutcome;
+  readonly agentLog: string;
+  readonly patch: string;
+}
+
+/**
+ * The end of an attempt not to grade, its session closed as aborted, or `null` to grade it: an
+ * agent past its budget with `on_agent_timeout: abort`, or one that gave up because of the
+ * infrastructure (a zero it did not earn).
+ */
+async function ungradedEnd(
+  deps: AttemptDeps,
+  sessionId: string,
+  settings: CliRolloutSettings,
+  ran: AgentRan,
+): Promise<AttemptOutcome | null> {
+  let end: AttemptOutcome | null = null;
+  if (ran.agent.timedOut && settings.budgets.on_agent_timeout === "abort") {
+    end = {
+      phase: "aborted",
+      reason: "agent_timeout",
+      detail: `The agent ran past its budget of ${settings.budgets.agent_ms} ms`,
+      ...ran,
+    };
+  } else {
+    const fault = await agentFault(deps.kv, sessionId, ran.agent);
+    if (fault !== null) end = { phase: "failed", ...fault, ...ran };
   }
+  if (end !== null) await closeSession(deps.lifecycle, sessionId, { as: "aborted" });
+  return end;
+}
+
+/**
+ * The agent's patch graded in a fresh sandbox, the reward set on the session and the session
+ * closed; a task whose tests did not run (at the base commit either) gives no reward: the task's
+ * fault, the session closed as aborted.
+ */
+async function gradeAttempt(
+  deps: AttemptDeps,
+  job: RolloutJobRecord,
+  task: Task,
+  settings: CliRolloutSettings,
+  backend: SandboxBackend,
+  sessionId: string,
+  ran: AgentRan,
+  signal: AbortSignal,
+): Promise<AttemptOutcome> {
+  const graded = settings.budgets.eval_ms === undefined
+    ? task
+    : { ...task, timeout_ms: settings.budgets.eval_ms };
+  const reward = await evaluate(
+    {
+      ...deps.evaluate,
+      backend: boundedBackend(deps.kv, backend, slotsOf(deps, backend, job.id, settings)),
+    },
+    { task: graded, patch: ran.patch, signal },
+  );
+  signal.throwIfAborted();
+  if (reward.score === null) {
+    await closeSession(deps.lifecycle, sessionId, { as: "aborted" });
+    return {
+      phase: "failed",
+      reason: reward.reason,
+      detail: reward.detail ?? reward.reason,
+      ...ran,
+      evaluation: reward,
+    };
+  }
+  await setReward(deps.lifecycle, sessionId, { ...reward, score: reward.score });
+  await closeSession(deps.lifecycle, sessionId);
+  return { phase: "done", ...ran, reward };
 }
 
 /** The boot slots and policy of this attempt's sandboxes. */
@@ -325,45 +388,6 @@ function slotsOf(
   };
 }
 
-/**
- * How an attempt that threw `error` ends, with what it had: its session closed as aborted; the
- * attempt aborted with the stop's reason when `signal` stopped it, else failed with
- * `reasonOf(error)`.
- */
-export async function endedBy(
-  deps: AttemptDeps,
-  sessionId: string,
-  error: unknown,
-  signal: AbortSignal,
-  had: { agent?: AgentOutcome; agentLog?: string; patch?: string },
-  reasonOf: (error: unknown) => string = failureReason,
-): Promise<AttemptOutcome> {
-  await closeSession(deps.lifecycle, sessionId, { as: "aborted" }).catch((closing) =>
-    console.error(`Cannot close session ${sessionId}: ${closing}`)
-  );
-  const stop = signal.aborted ? signal.reason : null;
-  if (stop instanceof AttemptStop) {
-    return { phase: "aborted", reason: stop.reason, detail: stop.message, ...had };
-  }
-  return {
-    phase: "failed",
-    reason: reasonOf(error),
-    detail: (error as Error)?.message ?? String(error),
-    ...had,
-  };
-}
-
-/** The reason of an attempt that failed with `error`. */
-export function failureReason(error: unknown): string {
-  if (error instanceof SandboxUnavailableError) return "sandbox_unavailable";
-  if (error instanceof SetupError) return "setup_failed";
-  if (error instanceof RepoError) return "repo_unavailable";
-  if (error instanceof StoreUnavailableError) return "store_unavailable";
-  if (error instanceof JudgerError) return "judger_failed";
-  console.error("Rollout attempt failed:", error);
-  return "internal_error";
-}
-
 /** The end of the agent's output: its log (stdout), then what it wrote to stderr. */
 function agentLogOf(run: ExecResult): string {
   return logTail(run.stderr.trim() ? `${run.stdout}\n[stderr]\n${run.stderr}` : run.stdout);
@@ -371,29 +395,4 @@ function agentLogOf(run: ExecResult): string {
 
 function failed(reason: string, detail: string): AttemptOutcome {
   return { phase: "failed", reason, detail };
-}
-
-/**
- * Why an agent that ended in failure did so through no fault of the model, or `null`: the engine
- * was unavailable to its turns (past the agent's own retries), or it crashed before the model
- * answered anything. An agent that succeeded, or ran out of time, is the episode's own.
- */
-export async function agentFault(
-  kv: Store,
-  sessionId: string,
-  agent: AgentOutcome,
-): Promise<{ reason: string; detail: string } | null> {
-  if (agent.timedOut || (agent.exitCode === 0 && !agent.result?.startsWith("error"))) return null;
-  const how = agent.exitCode === null ? "was killed" : `exited with ${agent.exitCode}`;
-  const failures = await engineFailures(kv, sessionId);
-  if (failures > 0) {
-    return {
-      reason: "engine_unavailable",
-      detail: `The agent ${how} after the engine was unavailable to ${failures} of its turns`,
-    };
-  }
-  let turns = 0;
-  for (const chain of (await readSessionSummary(kv, sessionId)).chains) turns += chain.turns;
-  if (turns > 0) return null;
-  return { reason: "agent_crashed", detail: `The agent ${how} before the model answered anything` };
 }

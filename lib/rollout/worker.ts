@@ -31,13 +31,8 @@ import { isEnvTask } from "./env_task.ts";
 import type { RolloutSettings, RolloutTask } from "./request.ts";
 import { nextStep } from "./next_step.ts";
 import { judgeEnd, retryDelayMs } from "./outcome.ts";
-import {
-  type AttemptDeps,
-  type AttemptOutcome,
-  AttemptStop,
-  type CliRolloutSettings,
-  runAttempt,
-} from "./run_attempt.ts";
+import { type AttemptDeps, type CliRolloutSettings, runAttempt } from "./run_attempt.ts";
+import { type AttemptOutcome, AttemptStop } from "./attempt_end.ts";
 import { type EnvRolloutSettings, runEnvLoopAttempt, userSessionId } from "./env_loop_attempt.ts";
 
 /** How a worker runs. */

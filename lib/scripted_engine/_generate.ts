@@ -16,7 +16,8 @@ import { type ChunkShape, cutShort, pauseFor, streamed } from "./_stream.ts";
 import type { EngineCall, Fault, Script, ScriptedImage } from "./script.ts";
 import { imageGrid, probeImage } from "../vision/mod.ts";
 import type { ScriptedEngineOptions } from "./types.ts";
-import { epochsThen, scriptedRoutes } from "./_routes.ts";
+import { type EpochRun, epochsThen, scriptedRoutes } from "./_routes.ts";
+import type { MoeShape } from "../engine/mod.ts";
 
 /** What `/generate` reads and records: the engine's options, script, latency, faults and log. */
 export interface GenerateContext {
@@ -157,6 +158,85 @@ function sessionOf(params: unknown): { session?: SessionParams } {
   return { session: { id, rid: typeof rid === "string" ? rid : null } };
 }
 
+/**
+ * Why the engine refuses `call` (a 400), or `null`: a prompt whose image pads are not its images'
+ * tokens, as an engine matches them; routed experts asked of a server not launched to return
+ * them, or from a start outside the prompt.
+ */
+function callProblem(
+  call: EngineCall,
+  routesStart: number | null,
+  options: ScriptedEngineOptions,
+): string | null {
+  const { inputIds, images } = call;
+  if (options.vision) {
+    const pads = inputIds.reduce((n, id) => n + (id === options.vision!.padId ? 1 : 0), 0);
+    const tokens = (images ?? []).reduce((n, image) => n + image.tokens, 0);
+    if (pads !== tokens) {
+      return `The prompt holds ${pads} image tokens; its ${
+        images?.length ?? 0
+      } image(s) take ${tokens}`;
+    }
+  }
+  if (routesStart === null) return null;
+  if (!options.moe) {
+    return "return_routed_experts requires the server to be launched with " +
+      "--enable-return-routed-experts";
+  }
+  if (!Number.isInteger(routesStart) || routesStart < 0 || routesStart > inputIds.length) {
+    return `routed_experts_start_len=${routesStart} must be in [0, prompt_tokens=${inputIds.length}]`;
+  }
+  call.routesFrom = routesStart;
+  return null;
+}
+
+/**
+ * The routed experts of `out`'s sequence from position `from`, made when the answer asks for
+ * them (the computation that forwarded each position from `epochs`) and kept on the call.
+ */
+function routesOf(
+  call: EngineCall,
+  out: Output,
+  moe: MoeShape,
+  from: number,
+  epochs: (end: number) => readonly EpochRun[],
+  split: boolean,
+): NonNullable<Output["routes"]> {
+  let rows: Int32Array | null = null;
+  return {
+    rows: () => {
+      const sequence = [...call.inputIds, ...out.ids()];
+      rows ??= scriptedRoutes(moe, sequence, from, sequence.length - 1, epochs(sequence.length));
+      call.routes = { start: from, values: rows };
+      return rows;
+    },
+    shape: moe,
+    split,
+  };
+}
+
+/** The call a request makes, as the engine's log keeps it. */
+function engineCall(
+  request: Request,
+  parsed: ParsedCall,
+  inputIds: number[],
+  images: ScriptedImage[] | null,
+  routingKey: string | null,
+): EngineCall {
+  const length = Number(request.headers.get("content-length") ?? NaN);
+  return {
+    rid: parsed.rid,
+    ...(Number.isFinite(length) ? { bodyBytes: length } : {}),
+    inputIds,
+    ...(parsed.session ? { sentIds: parsed.inputIds, session: parsed.session.id } : {}),
+    ...(images ? { images } : {}),
+    sampling: parsed.sampling,
+    ...(parsed.cacheSalt === undefined ? {} : { cacheSalt: parsed.cacheSalt }),
+    ...(routingKey === null ? {} : { routingKey }),
+    receivedAt: Date.now(),
+  };
+}
+
 /** Answers one generate request in `dialect`. */
 export async function generate(
   request: Request,
@@ -177,47 +257,10 @@ export async function generate(
     ? engine.sessions.begin(parsed.session, parsed.rid, parsed.inputIds)
     : null;
   const inputIds = built && "input" in built ? [...built.input] : parsed.inputIds;
-  const length = Number(request.headers.get("content-length") ?? NaN);
-  const call: EngineCall = {
-    rid: parsed.rid,
-    ...(Number.isFinite(length) ? { bodyBytes: length } : {}),
-    inputIds,
-    ...(parsed.session ? { sentIds: parsed.inputIds, session: parsed.session.id } : {}),
-    ...(images ? { images } : {}),
-    sampling: parsed.sampling,
-    ...(parsed.cacheSalt === undefined ? {} : { cacheSalt: parsed.cacheSalt }),
-    ...(routingKey === null ? {} : { routingKey }),
-    receivedAt: Date.now(),
-  };
+  const call = engineCall(request, parsed, inputIds, images, routingKey);
   if (options.keepLog !== false) engine.calls.push(call);
-  if (options.vision) {
-    // As an engine matches image tokens to images: the prompt's pads must be the images' tokens.
-    const pads = inputIds.reduce((n, id) => n + (id === options.vision!.padId ? 1 : 0), 0);
-    const tokens = (images ?? []).reduce((n, image) => n + image.tokens, 0);
-    if (pads !== tokens) {
-      return dialect.error(
-        400,
-        `The prompt holds ${pads} image tokens; its ${images?.length ?? 0} image(s) take ${tokens}`,
-      );
-    }
-  }
-  if (parsed.routes) {
-    if (!options.moe) {
-      return dialect.error(
-        400,
-        "return_routed_experts requires the server to be launched with " +
-          "--enable-return-routed-experts",
-      );
-    }
-    const start = parsed.routes.start;
-    if (!Number.isInteger(start) || start < 0 || start > inputIds.length) {
-      return dialect.error(
-        400,
-        `routed_experts_start_len=${start} must be in [0, prompt_tokens=${inputIds.length}]`,
-      );
-    }
-    call.routesFrom = start;
-  }
+  const refused400 = callProblem(call, parsed.routes?.start ?? null, options);
+  if (refused400 !== null) return dialect.error(400, refused400);
   const fault = engine.faults.shift() ?? options.faultFor?.(call);
   if (fault?.kind === "unavailable") return new Response("Service Unavailable", { status: 503 });
   if (fault?.kind === "reject") return dialect.error(400, fault.message);
@@ -253,26 +296,15 @@ export async function generate(
   // vLLM returns every row, unasked, when its server was launched to.
   const routesFrom = parsed.routes?.start ?? (dialect.routesUnasked ? 0 : null);
   if (options.moe && routesFrom !== null) {
-    const { moe } = options;
-    let rows: Int32Array | null = null;
-    out.routes = {
-      rows: () => {
-        const sequence = [...inputIds, ...out.ids()];
-        rows ??= scriptedRoutes(
-          moe,
-          sequence,
-          routesFrom,
-          sequence.length - 1,
-          epochs(sequence.length),
-        );
-        call.routes = { start: routesFrom, values: rows };
-        return rows;
-      },
-      shape: moe,
-      split: options.vllmRoutes === "split",
-    };
+    out.routes = routesOf(
+      call,
+      out,
+      options.moe,
+      routesFrom,
+      epochs,
+      options.vllmRoutes === "split",
+    );
   }
-
   const finished = async (): Promise<Record<string, unknown>> => {
     const produced = await state.produce(
       run,

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import v8 from "node:v8";
 import { memoryShares } from "../../lib/cache/mod.ts";
-import { banner } from "../../functions/_deps.ts";
+import { banner } from "../../functions/_banner.ts";
 import { runnersHere } from "../../lib/evaluate/mod.ts";
 import { AGENTS } from "../../lib/agents/mod.ts";
 import { startGateway } from "../_gateway.ts";

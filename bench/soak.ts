@@ -58,6 +58,10 @@ export interface SoakOptions {
   readonly store: "kv" | "postgres";
   /** With PostgreSQL, the database is killed and started again a random time in this range apart. */
   readonly databaseRestartEveryMs: readonly [number, number];
+  /** How long it stays down each time, a random time in this range. */
+  readonly databaseDownMs: readonly [number, number];
+  /** The gateways' `STORE_TIMEOUT_MS` on PostgreSQL: a store call still unanswered is a 503. */
+  readonly storeTimeoutMs: number;
 }
 
 /** Ten minutes of 64 agents, as `deno task soak` runs by default. */
@@ -76,6 +80,8 @@ export const SOAK_DEFAULTS: SoakOptions = {
   log: console.log,
   store: "kv",
   databaseRestartEveryMs: [20_000, 40_000],
+  databaseDownMs: [500, 3_000],
+  storeTimeoutMs: 3_000,
 };
 
 /**
@@ -132,7 +138,9 @@ export async function runSoak(overrides: Partial<SoakOptions> = {}): Promise<Soa
         ...GATEWAY_ENV,
         KV_PATH: kvPath,
         SGLANG_URL: engine.url,
-        ...(storeUrl ? { STORE_URL: storeUrl, STORE_TIMEOUT_MS: "3000" } : {}),
+        ...(storeUrl
+          ? { STORE_URL: storeUrl, STORE_TIMEOUT_MS: String(options.storeTimeoutMs) }
+          : {}),
       },
       // On PostgreSQL the two processes are two hosts: a folder and a name each.
       hosts: storeUrl !== null,
@@ -272,7 +280,8 @@ export async function runSoak(overrides: Partial<SoakOptions> = {}): Promise<Soa
 
 /**
  * Kills the database (as a crash would) and starts it again, a random time in
- * `databaseRestartEveryMs` apart, down 0.5–3 s each time, until `deadline`.
+ * `databaseRestartEveryMs` apart, down a random time in `databaseDownMs` each time, until
+ * `deadline`.
  */
 async function restartDatabase(
   cluster: PostgresCluster,
@@ -287,7 +296,7 @@ async function restartDatabase(
     if (Date.now() + wait >= deadline) return;
     await sleep(wait);
     await cluster.kill();
-    const down = random.between(500, 3_000);
+    const down = random.between(...options.databaseDownMs);
     log(`  the database is down for ${down} ms`);
     await sleep(down);
     await cluster.start();

@@ -36,8 +36,11 @@ async function startHaproxy(
   const port = freePort();
   const servers = hosts.map((host, i) => {
     const { hostname, port } = new URL(host.url);
-    return `    server gw-${"ab"[i]} ${hostname}:${port} check inter 200ms fall 1 rise 1`;
+    return `    server gw-${"ab"[i]} ${hostname}:${port} check inter 200ms fall 3 rise 1`;
   });
+  // Checked often, so that a dead host is out within a second; a check may take up to 2 s on a
+  // loaded machine, and three must fail, so that a live host is never taken for dead.
+  servers.unshift("    timeout check 2s");
   let text = (await Deno.readTextFile(CONFIG))
     .replace(/^ {4}bind :8080$/m, `    bind 127.0.0.1:${port}`)
     .replace(/^ {4}timeout http-request .*$/m, `    timeout http-request ${timeouts.httpRequestMs}`)

@@ -53,6 +53,10 @@ Deno.test("a short soak on PostgreSQL, two hosts under SIGKILLs, engine faults a
   const report = await runSoak({
     store: "postgres",
     databaseRestartEveryMs: [5_000, 8_000],
+    // Down longer than a store call waits: every turn that reaches the store then is a 503,
+    // whatever the machine's speed (twelve agents send several a second).
+    databaseDownMs: [2_500, 3_500],
+    storeTimeoutMs: 1_000,
     durationMs: 20_000,
     agents: 12,
     killEveryMs: [1_500, 3_000],

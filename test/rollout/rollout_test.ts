@@ -438,19 +438,18 @@ Deno.test("a gateway that shuts down hands its running job back, and another one
 
 Deno.test("on_agent_timeout: evaluate grades the work of an agent stopped at its budget", async () => {
   const marker = `rg_graded_${crypto.randomUUID().slice(0, 8)}`;
-  // The agent fixes the file, then starts something that never ends.
-  const gw = await startGateway({
-    script: oneCommand(
-      `${FIX_CALC} && python3 -c 'import time; time.sleep(1000)' # ${marker}`,
-      "unreachable",
-      600_000,
-    ),
-    worker: true,
-  });
+  // The agent (a command, so that its fix lands in milliseconds, long before the budget on any
+  // machine) fixes the file, then starts something that never ends.
+  const gw = await startGateway({ script: [{ text: "unreachable" }], worker: true });
   try {
     const { task, gold } = await fixtureTask("python_unittest");
     const submitted = await submit(gw, {
       task,
+      agent: {
+        harness: "command",
+        command:
+          `${FIX_CALC} && : {prompt} && python3 -c 'import time; time.sleep(1000)' # ${marker}`,
+      },
       budgets: { agent_ms: 2000, on_agent_timeout: "evaluate" },
     });
     const view = await awaitJob(gw, submitted.jobs[0].id);

@@ -1,6 +1,7 @@
 /**
  * The rollout API (admin token): `POST /rollout` queues a group of agent episodes, `GET
  * /rollout/:id` shows one (with its samples once done), `GET /rollout?group_id=` lists a group,
+ * `GET /rollout/groups/:group_id/samples` exports its done jobs' samples (a page at a time),
  * `DELETE /rollout/:id` cancels one. The jobs run on the rollout workers of every gateway process
  * sharing the KV.
  *
@@ -40,7 +41,13 @@ import { SessionNotFoundError } from "../lib/session/mod.ts";
 import { admin } from "./_admin.ts";
 import { type AdminDeps, type Deps, lazyApp } from "./_deps.ts";
 import { errorOptions, errorResponse, newRequestId, readJson, validate } from "./_http.ts";
-import { exportSamples, type SamplesDeps, SamplesQuery } from "./_samples.ts";
+import {
+  exportGroupSamples,
+  exportSamples,
+  GroupPage,
+  type SamplesDeps,
+  SamplesQuery,
+} from "./_samples.ts";
 import { jobJson } from "./_views.ts";
 
 const GroupQuery = z.strictObject({
@@ -96,6 +103,28 @@ export function createRolloutApp(deps: RolloutAppDeps): Hono {
     if (!group) throw new JobNotFoundError(group_id, "group");
     const jobs = await Promise.all(group.jobs.map((id) => readJobSummary(deps.kv, id)));
     return c.json({ group_id, ...groupOutcome(jobs), jobs: jobs.map(jobJson) });
+  });
+
+  app.get("/rollout/groups/:group_id/samples", async (c) => {
+    const { group_id } = validate(GroupQuery, { group_id: c.req.param("group_id") });
+    const { cursor, limit, ...rest } = c.req.query();
+    const page = validate(GroupPage, { cursor, limit });
+    const query = validate(SamplesQuery, rest);
+    const group = await getRolloutGroup(deps.kv, group_id);
+    if (!group) throw new JobNotFoundError(group_id, "group");
+    const jobs = await Promise.all(group.jobs.map((id) => readJobSummary(deps.kv, id)));
+    const exported = await exportGroupSamples(
+      deps,
+      jobs.map((job) => ({
+        id: job.id,
+        phase: job.phase,
+        ended: FINAL_PHASES.has(job.phase),
+        sessionId: job.sessionId,
+      })),
+      query,
+      page,
+    );
+    return c.json({ group_id, ...exported });
   });
 
   app.get("/rollout/:id", async (c) => {

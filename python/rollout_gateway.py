@@ -34,7 +34,8 @@ __all__ = [
     "Gateway", "Session", "GatewayError", "GatewayConnectionError", "InvalidRequestError",
     "AuthenticationError", "PermissionDeniedError", "NotFoundError", "ConflictError",
     "RequestTooLargeError", "OverloadedError", "UnavailableError", "RolloutGroup", "SampleList",
-    "JobList", "RoutedExperts", "FINAL_PHASES",
+    "JobList", "RoutedExperts", "FINAL_PHASES", "PackedTree", "flatten_tree", "pack_tree",
+    "tree_path",
 ]
 
 #: Phases a rollout job never leaves.
@@ -645,6 +646,57 @@ class Gateway:
             out.extend(_exported_list(exported))
         return out
 
+    def group_samples(
+        self, group: Union[RolloutGroup, str], format: str = "samples", limit: int = 16,
+        **options: Any,
+    ) -> SampleList:
+        """Every done job's samples of ``group`` in one list, in job order, read a page of
+        ``limit`` jobs at a time from ``GET /rollout/groups/:group_id/samples`` (``format`` and
+        ``options`` as :meth:`samples` takes them, ``"jsonl"`` records as dicts; not ``"raw"``
+        nor ``"tree"``: see :meth:`group_tree`). Its ``dropped`` names each segment left out with
+        its ``session_id``; ``partial`` is true when some job had not ended yet.
+        """
+        if format in ("raw", "tree"):
+            raise ValueError(f"group_samples() exports lists of samples; for {format!r} read pages")
+        out = SampleList(dropped=[])
+        out.partial = False  # type: ignore[attr-defined]
+        cursor: Optional[str] = None
+        while True:
+            page = self.group_page(group, format=format, cursor=cursor, limit=limit, **options)
+            out.extend(page.get("samples") or page.get("records") or [])
+            out.dropped.extend(page.get("dropped") or [])  # type: ignore[union-attr]
+            out.partial = out.partial or page["partial"]  # type: ignore[attr-defined]
+            cursor = page.get("next_cursor")
+            if cursor is None:
+                return out
+
+    def group_tree(
+        self, group: Union[RolloutGroup, str], cursor: Optional[str] = None, limit: int = 16,
+        **options: Any,
+    ) -> Dict[str, Any]:
+        """One page of ``group``'s samples as a prefix tree (``format=tree``): a dict of
+        ``nodes`` (depth-first, each ``{"id", "parent", "position", "tokens", "loss_mask",
+        "logprobs", "version_spans"}`` and, where they start in it, ``images`` and
+        ``routed_experts``), ``leaves`` (one a sample: ``node``, ``prompt_len`` and the sample's
+        other fields), ``stats`` (``tree_tokens`` against ``flat_tokens``), ``partial``, and
+        ``next_cursor`` for the page after (``None`` at the last). :func:`flatten_tree` gives
+        the flat samples back; :func:`pack_tree` one sequence to train on.
+        """
+        return self.group_page(group, format="tree", cursor=cursor, limit=limit, **options)
+
+    def group_page(
+        self, group: Union[RolloutGroup, str], format: str = "samples",
+        cursor: Optional[str] = None, limit: int = 16, **options: Any,
+    ) -> Dict[str, Any]:
+        """One page of ``GET /rollout/groups/:group_id/samples``, as the gateway answers it."""
+        group_id = group.group_id if isinstance(group, RolloutGroup) else group
+        params: Dict[str, str] = {"format": format, "limit": str(limit)}
+        if cursor is not None:
+            params["cursor"] = cursor
+        params.update({key: _query_value(value) for key, value in options.items()})
+        query = urllib.parse.urlencode(params)
+        return self._json("GET", f"/rollout/groups/{_quote(group_id)}/samples?{query}")
+
     def _json(self, method: str, path: str, body: Optional[Any] = None) -> Dict[str, Any]:
         return json.loads(self._request(method, path, body).decode("utf-8"))
 
@@ -677,6 +729,140 @@ class Gateway:
             raise GatewayConnectionError(
                 0, None, f"Cannot reach {self.base_url}: {reason}"
             ) from error
+
+
+def tree_path(tree: Mapping[str, Any], node: int) -> List[Dict[str, Any]]:
+    """The nodes of ``tree`` from a root down to ``node``, in order."""
+    nodes = tree["nodes"]
+    path: List[Dict[str, Any]] = []
+    at: Optional[int] = node
+    while at is not None:
+        path.append(nodes[at])
+        at = nodes[at]["parent"]
+    path.reverse()
+    return path
+
+
+def flatten_tree(tree: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """The flat samples a prefix tree (``format=tree``) holds, one a leaf, in order: each its
+    path's tokens split at its ``prompt_len`` into ``prompt_ids`` and ``response_ids``, the
+    path's masks, logprobs (0 where nothing was sampled), version spans and images, and the rest
+    of its leaf: equal, field for field, to the same samples exported flat.
+    """
+    out: List[Dict[str, Any]] = []
+    for leaf in tree["leaves"]:
+        rest = {key: value for key, value in leaf.items() if key not in ("node", "prompt_len")}
+        prompt_len = leaf["prompt_len"]
+        tokens: List[int] = []
+        mask: List[int] = []
+        logprobs: List[float] = []
+        spans: List[Dict[str, Any]] = []
+        images: List[Dict[str, Any]] = []
+        for node in tree_path(tree, leaf["node"]):
+            for span in node["version_spans"]:
+                start = node["position"] + span["start"] - prompt_len
+                end = node["position"] + span["end"] - prompt_len
+                last = spans[-1] if spans else None
+                if (span.get("continued") and last and last["end"] == start
+                        and last["version"] == span["version"]):
+                    last["end"] = end
+                else:
+                    spans.append({"version": span["version"], "start": start, "end": end})
+            tokens.extend(node["tokens"])
+            mask.extend(node["loss_mask"])
+            logprobs.extend(0 if value is None else value for value in node["logprobs"])
+            for image in node.get("images") or []:
+                url = f"/sessions/{_quote(leaf['session_id'])}/images/{image['digest']}"
+                images.append({**image, "url": url})
+        sample = {
+            **rest,
+            "prompt_ids": tokens[:prompt_len],
+            "response_ids": tokens[prompt_len:],
+            "loss_mask": mask[prompt_len:],
+            "logprobs": logprobs[prompt_len:],
+            "version_spans": spans,
+        }
+        if images:
+            sample["images"] = images
+        out.append(sample)
+    return out
+
+
+@dataclass(frozen=True)
+class PackedTree:
+    """A prefix tree packed into one sequence (:func:`pack_tree`), its nodes end to end in
+    depth-first order.
+
+    ``tokens``, ``loss_mask`` and ``logprobs`` (``None`` where nothing was sampled) are the
+    nodes' own; ``position_ids`` restart along each path (a token's position is its index in
+    every sample through it, not in the packed sequence), so rotary embeddings see each sample as
+    it was. ``blocks`` describe the attention mask, one a node: ``{"node", "start", "end",
+    "attends", "leaves"}`` — its tokens are ``start:end`` of the sequence; each attends causally
+    within the node and to every token of the ranges ``attends`` lists (its ancestors', root
+    first), and to nothing else; ``leaves`` are the samples (indices into the tree's ``leaves``)
+    whose paths go through it, whose rewards its sampled tokens carry. ``leaf_tokens[i]`` are the
+    sequence's indices of sample ``i``'s tokens (``prompt_ids`` then ``response_ids``).
+    """
+
+    tokens: List[int]
+    position_ids: List[int]
+    loss_mask: List[int]
+    logprobs: List[Optional[float]]
+    blocks: List[Dict[str, Any]]
+    leaf_tokens: List[List[int]]
+
+    def may_attend(self, query: int, key: int) -> bool:
+        """Whether the token at sequence index ``query`` attends to the one at ``key``."""
+        block = self._block_of(query)
+        if block["start"] <= key <= query:
+            return True
+        return any(start <= key < end for start, end in block["attends"])
+
+    def _block_of(self, index: int) -> Dict[str, Any]:
+        low, high = 0, len(self.blocks) - 1
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self.blocks[middle]["start"] <= index:
+                low = middle
+            else:
+                high = middle - 1
+        return self.blocks[low]
+
+
+def pack_tree(tree: Mapping[str, Any]) -> PackedTree:
+    """``tree`` (``format=tree``) as one sequence to train on, with parent-aware positions and a
+    block description of its attention mask (:class:`PackedTree`): every shared prefix once.
+    """
+    tokens: List[int] = []
+    positions: List[int] = []
+    mask: List[int] = []
+    logprobs: List[Optional[float]] = []
+    blocks: List[Dict[str, Any]] = []
+    through: List[List[int]] = [[] for _ in tree["nodes"]]
+    for index, leaf in enumerate(tree["leaves"]):
+        for node in tree_path(tree, leaf["node"]):
+            if not through[node["id"]] or through[node["id"]][-1] != index:
+                through[node["id"]].append(index)
+    for node in tree["nodes"]:
+        start = len(tokens)
+        parent = node["parent"]
+        attends = [] if parent is None else [
+            *blocks[parent]["attends"], [blocks[parent]["start"], blocks[parent]["end"]]
+        ]
+        tokens.extend(node["tokens"])
+        positions.extend(range(node["position"], node["position"] + len(node["tokens"])))
+        mask.extend(node["loss_mask"])
+        logprobs.extend(node["logprobs"])
+        blocks.append({"node": node["id"], "start": start, "end": len(tokens),
+                       "attends": attends, "leaves": through[node["id"]]})
+    leaf_tokens = []
+    for leaf in tree["leaves"]:
+        indices: List[int] = []
+        for node in tree_path(tree, leaf["node"]):
+            block = blocks[node["id"]]
+            indices.extend(range(block["start"], block["end"]))
+        leaf_tokens.append(indices)
+    return PackedTree(tokens, positions, mask, logprobs, blocks, leaf_tokens)
 
 
 def _progress_line(group_id: str, views: List[Dict[str, Any]], elapsed: float) -> str:

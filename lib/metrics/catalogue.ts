@@ -252,6 +252,13 @@ export const CATALOGUE = {
     type: "counter",
     labels: [],
   }),
+  treeExportTokens: spec({
+    name: "rollout_gateway_tree_export_tokens_total",
+    help: "Tokens of the samples exported as prefix trees (format=tree): in the trees' nodes, " +
+      "and in the flat samples they stand for.",
+    type: "counter",
+    labels: [["counted", ["tree", "flat"]]],
+  }),
   engineSeconds: spec({
     name: "rollout_gateway_engine_seconds",
     help: "Engine time of a recorded turn as the gateway saw it (every call of the generation).",

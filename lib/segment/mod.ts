@@ -10,3 +10,4 @@ export * from "./export_xtuner.ts";
 export * from "./export_raw.ts";
 export * from "./export_formats.ts";
 export * from "./segment_routes.ts";
+export * from "./prefix_tree.ts";

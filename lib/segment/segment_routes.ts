@@ -13,7 +13,8 @@
  * no engine forwarded — the closing token of a segment whose last turn was cut by `max_tokens`,
  * and in the verl layout the last token — is `-1`, the do-not-replay value.
  *
- * Rows are read turn by turn and sent as they are read: a segment's routes are never held whole.
+ * Rows are read turn by turn and sent as they are read: a segment's routes are never held whole,
+ * but by the prefix tree's export, which compares them (`segmentRouteValues`).
  *
  * @module
  */
@@ -28,6 +29,7 @@ import {
 } from "../engine/mod.ts";
 import type { CodedError } from "../errors/mod.ts";
 import type { Store } from "../kv/mod.ts";
+import type { TrainingSegment } from "./allocate_reward.ts";
 import {
   ChainNotFoundError,
   getChain,
@@ -150,6 +152,35 @@ export async function* segmentRoutesNpy(
     at = to;
   }
   if (rows > at) yield missing(rows - at);
+}
+
+/**
+ * A segment's routes in slime's layout as one array of values (row `p` the experts of position
+ * `p`, `-1` where no row was recorded), what the prefix tree compares (`format=tree`); `null`
+ * when the segment recorded none. Read off the turn path, for an export.
+ *
+ * @throws {Error} when a turn's blob is missing (a broken chain).
+ */
+export async function segmentRouteValues(
+  kv: Store,
+  sessionId: string,
+  segment: Pick<TrainingSegment, "header" | "turns" | "arrays">,
+  shape: MoeShape | undefined,
+): Promise<{ values: Int16Array | Int32Array; width: number } | null> {
+  if (!shape || !segment.turns.some((turn) => turn.routes)) return null;
+  const tokens = segment.arrays.prompt_ids.length + segment.arrays.response_ids.length;
+  const dtype = exportDtype(shape);
+  const width = rowWidth(shape);
+  const values = expertValues(dtype, rowCount(tokens, "slime") * width) as Int16Array | Int32Array;
+  const bytes = new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+  const pieces = segmentRoutesNpy(kv, sessionId, segment.header.id, segment.turns, tokens, shape);
+  await pieces.next(); // the header
+  let at = 0;
+  for await (const piece of pieces) {
+    bytes.set(piece, at);
+    at += piece.length;
+  }
+  return { values, width };
 }
 
 /** Bytes of a `.npy` of a segment's routes: its header and rows. */

@@ -17,6 +17,8 @@ import uuid
 
 from rollout_gateway import (
     AuthenticationError,
+    flatten_tree,
+    pack_tree,
     ConflictError,
     Gateway,
     GatewayConnectionError,
@@ -756,6 +758,33 @@ class RolloutTest(unittest.TestCase):
             self.assertEqual(record["status"], "completed")
             messages = record["agent"]["messages"]
             self.assertEqual([t for m in messages for t in m["token_ids"]], sample["tokens"])
+
+        # The group as one prefix tree: lossless, packed into one sequence.
+        flat = gw.group_samples(group)
+        self.assertEqual((len(flat), flat.partial, flat.dropped), (2, False, []))
+        self.assertEqual([s["session_id"] for s in flat], [v["session_id"] for v in views])
+        tree = gw.group_tree(group)
+        self.assertEqual(flatten_tree(tree), list(flat))
+        self.assertEqual(tree["stats"]["flat_tokens"],
+                         sum(len(s["prompt_ids"]) + len(s["response_ids"]) for s in flat))
+        self.assertGreater(tree["stats"]["saved_tokens"], 0)
+        packed = pack_tree(tree)
+        self.assertEqual(len(packed.tokens), tree["stats"]["tree_tokens"])
+        for i, sample in enumerate(flat):
+            indices = packed.leaf_tokens[i]
+            self.assertEqual([packed.tokens[k] for k in indices],
+                             sample["prompt_ids"] + sample["response_ids"])
+            self.assertEqual([packed.position_ids[k] for k in indices], list(range(len(indices))))
+            self.assertEqual([packed.loss_mask[k] for k in indices[len(sample["prompt_ids"]):]],
+                             sample["loss_mask"])
+            # Its last token attends to its whole path and to nothing else.
+            last = indices[-1]
+            on_path = set(indices)
+            self.assertEqual([k for k in range(len(packed.tokens)) if packed.may_attend(last, k)],
+                             sorted(on_path))
+        with self.assertRaises(InvalidRequestError) as caught:
+            gw.group_page(group, cursor="9")
+        self.assertIn("cursor", caught.exception.message)
 
         view = gw.rollout(group.job_ids[0])
         self.assertIn("+    return a / b", view["result"]["patch"])

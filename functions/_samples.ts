@@ -6,9 +6,11 @@
  * @module
  */
 import { z } from "zod";
+import { dtypeBytes, type MoeShape, rowWidth } from "../lib/engine/mod.ts";
 import {
   type DroppedSegment,
   EXPORT_FORMATS,
+  exportDtype,
   exportFormat,
   exportSegments,
   rawRecord,
@@ -167,9 +169,23 @@ export interface GroupJob {
 /**
  * A page of a group's samples: at most `max` jobs (`default` unless asked), and it ends after the
  * job whose samples bring it to `tokens` tokens (the next page starts at the job after), so one
- * answer stays bounded however long the episodes are.
+ * answer stays bounded however long the episodes are. A tree of routed experts also holds its
+ * samples' rows while it is built: its page ends at `routeBytes` of them (256 MiB: 349k tokens
+ * of Qwen3-30B-A3B's 48 layers × top-8 as int16) when that comes first.
  */
-export const GROUP_PAGE = { max: 64, default: 16, tokens: 1_000_000 } as const;
+export const GROUP_PAGE = {
+  max: 64,
+  default: 16,
+  tokens: 1_000_000,
+  routeBytes: 256 * 1024 * 1024,
+} as const;
+
+/** The tokens a group's page may reach in `format` (see {@linkcode GROUP_PAGE}). */
+export function pageTokenBound(format: string, moe: MoeShape | undefined): number {
+  if (format !== "tree" || !moe) return GROUP_PAGE.tokens;
+  const perToken = rowWidth(moe) * dtypeBytes(exportDtype(moe));
+  return Math.min(GROUP_PAGE.tokens, Math.floor(GROUP_PAGE.routeBytes / perToken));
+}
 
 /** The paging query of a group's samples. */
 export const GroupPage = z.strictObject({
@@ -197,7 +213,7 @@ export async function exportGroupSamples(
   jobs: readonly GroupJob[],
   query: SamplesQuery,
   page: GroupPage,
-  tokenBound: number = GROUP_PAGE.tokens,
+  tokenBound: number = pageTokenBound(query.format, deps.moe),
 ): Promise<Record<string, unknown>> {
   const start = page.cursor === undefined ? 0 : Number(page.cursor);
   if (start > jobs.length) {

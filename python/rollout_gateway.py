@@ -166,9 +166,12 @@ class SampleList(List[Dict[str, Any]]):
         self,
         items: Iterable[Dict[str, Any]] = (),
         dropped: Optional[List[Dict[str, Any]]] = None,
+        partial: bool = False,
     ) -> None:
         super().__init__(items)
         self.dropped = dropped
+        #: A group's export (:meth:`Gateway.group_samples`): some job had not ended yet.
+        self.partial = partial
 
 
 class JobList(List[Dict[str, Any]]):
@@ -658,14 +661,14 @@ class Gateway:
         """
         if format in ("raw", "tree"):
             raise ValueError(f"group_samples() exports lists of samples; for {format!r} read pages")
-        out = SampleList(dropped=[])
-        out.partial = False  # type: ignore[attr-defined]
+        dropped: List[Dict[str, Any]] = []
+        out = SampleList(dropped=dropped)
         cursor: Optional[str] = None
         while True:
             page = self.group_page(group, format=format, cursor=cursor, limit=limit, **options)
             out.extend(page.get("samples") or page.get("records") or [])
-            out.dropped.extend(page.get("dropped") or [])  # type: ignore[union-attr]
-            out.partial = out.partial or page["partial"]  # type: ignore[attr-defined]
+            dropped.extend(page.get("dropped") or [])
+            out.partial = out.partial or page["partial"]
             cursor = page.get("next_cursor")
             if cursor is None:
                 return out

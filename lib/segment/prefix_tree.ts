@@ -30,7 +30,9 @@ export interface TreeSpan {
 /**
  * Where a node's routed experts are: rows `from` to `from + rows` of the `.npy` at `url` (a
  * sample's, slime's layout, whose row `p` is position `p`), for the node's first `rows` tokens;
- * a last token no engine forwarded has none.
+ * a last token no engine forwarded has none. The sample named is the one whose file covers most
+ * of the node; a `-1` row there is one its engine did not forward (another sample through the node
+ * may hold it: rows agree wherever both have one).
  */
 export interface NodeRoutes {
   readonly url: string;

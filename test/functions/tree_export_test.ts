@@ -17,7 +17,12 @@ import {
   sampleTree,
   treePath,
 } from "../../lib/segment/mod.ts";
-import { exportGroupSamples, GroupPage, SamplesQuery } from "../../functions/_samples.ts";
+import {
+  exportGroupSamples,
+  GroupPage,
+  pageTokenBound,
+  SamplesQuery,
+} from "../../functions/_samples.ts";
 import { ADMIN_HEADERS, engineEnv, startGateway, type TestGateway } from "../_gateway.ts";
 import { fetchRoutes, moeEpisode, TEST_MOE } from "../_moe_episode.ts";
 import { grayPng, visionGateway } from "../_vision.ts";
@@ -318,4 +323,18 @@ Deno.test("a group's page ends after the job that reaches its token bound, and t
   } finally {
     await gw.close();
   }
+});
+
+Deno.test("a tree's page of routed experts ends at 256 MiB of rows, before a million tokens", () => {
+  const qwen3 = { layers: 48, topK: 8, experts: 128, denseLayers: [] };
+  // 48 × 8 ids of 2 bytes a token: 256 MiB / 768 bytes.
+  assert.deepEqual(
+    [
+      pageTokenBound("tree", qwen3),
+      pageTokenBound("samples", qwen3),
+      pageTokenBound("tree", undefined),
+      pageTokenBound("tree", TEST_MOE),
+    ],
+    [349_525, 1_000_000, 1_000_000, 1_000_000],
+  );
 });

@@ -10,7 +10,10 @@
  * - **Gateway time**: a later turn's gateway time (the turn less the engine call's wall time) with
  *   `ROUTED_EXPERTS` and without, the same conversation on two gateways. Goal: within 1.2×. Beside
  *   it, the wire: the engine call's wall time less the engine's own account (the answer's bytes
- *   serialized, sent and read: SGLang's routes are base64 int32, ~2 KiB a new token here).
+ *   serialized, sent and read: SGLang's routes are base64 int32, ~2 KiB a new token here, decoded
+ *   on the engine HTTP worker); and the event loop: the CPU the main thread spent on the turn,
+ *   the engine call's included (Linux's schedstat of the thread; the bench's own client work too,
+ *   alike on both gateways).
  * - **Memory**: the gateway process's heap after a collection, every few turns while one
  *   episode grows to 128k tokens with R3 on. Goal: flat — nothing grows with the routes of the
  *   history (the chain's prompt ids do, as without R3).
@@ -67,6 +70,8 @@ interface Conversation {
    * the engine's serializing and the gateway's reading of them.
    */
   readonly transportMs: number[];
+  /** CPU the main thread spent on the turn (the request's event loop). */
+  readonly loopMs: number[];
 }
 
 async function open(gw: BenchGateway): Promise<Conversation> {
@@ -80,6 +85,7 @@ async function open(gw: BenchGateway): Promise<Conversation> {
     reply: await gw.call("/v1/messages", session.token, request(messages)),
     gatewayMs: [],
     transportMs: [],
+    loopMs: [],
   };
 }
 
@@ -88,12 +94,24 @@ async function turn(c: Conversation, lines: number, measured: boolean): Promise<
   answer(c.messages, c.reply, filler(lines, c.messages.length));
   const body = JSON.stringify(request(c.messages));
   const started = performance.now();
+  const cpu = mainThreadMs();
   c.reply = await c.gw.call("/v1/messages", c.token, body);
   const total = performance.now() - started;
   if (!measured) return;
+  c.loopMs.push(mainThreadMs() - cpu);
   const last = await lastTurn(c);
   c.gatewayMs.push(total - last.timings.engineMs);
   c.transportMs.push(last.timings.engineMs - last.timings.engineReportedMs);
+}
+
+/** The main thread's CPU time so far in ms (Linux: its schedstat); NaN where there is none. */
+function mainThreadMs(): number {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${Deno.pid}/task/${Deno.pid}/schedstat`);
+    return Number(stat.split(" ")[0]) / 1e6;
+  } catch {
+    return NaN;
+  }
 }
 
 async function turns(c: Conversation): Promise<TurnRecord[]> {
@@ -156,7 +174,9 @@ const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
 console.log(
   `\n${pad("history", 8)} ${pad("routes, from recorded", 22)} ${pad("from 0", 12)} ${
     pad("gateway ms R3", 14)
-  } ${pad("without", 8)} ${pad("ratio", 6)} ${pad("wire ms R3", 11)} ${pad("without", 8)}`,
+  } ${pad("without", 8)} ${pad("ratio", 6)} ${pad("wire ms R3", 11)} ${pad("without", 8)} ${
+    pad("loop ms R3", 11)
+  } ${pad("without", 8)}`,
 );
 const ratios: number[] = [];
 for (const target of TARGETS) {
@@ -184,7 +204,9 @@ for (const target of TARGETS) {
       pad(`${kib(fromZero)}${computed ? "*" : ""}`, 12)
     } ${pad(median(on.gatewayMs).toFixed(2), 14)} ${pad(median(off.gatewayMs).toFixed(2), 8)} ${
       pad(ratio.toFixed(2), 6)
-    } ${pad(median(on.transportMs).toFixed(2), 11)} ${pad(median(off.transportMs).toFixed(2), 8)}`,
+    } ${pad(median(on.transportMs).toFixed(2), 11)} ${pad(median(off.transportMs).toFixed(2), 8)} ${
+      pad(median(on.loopMs).toFixed(2), 11)
+    } ${pad(median(off.loopMs).toFixed(2), 8)}`,
   );
 }
 console.log("* computed: 4 × ⌈rows × layers × top-k × 4 bytes / 3⌉ characters of base64");

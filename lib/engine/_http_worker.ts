@@ -6,13 +6,21 @@
  * The protocol, each message a `type` and an `id` (a request's) or an `agent` (a pool's):
  * `agent` makes a pool; `request` sends one, answered `whole` (status and body, for any answer but
  * an event stream) or `head` (its status), `data` (each piece of the stream, its buffer
- * transferred), then `end` — or `error` (name, message and code of undici's error) at any point; `abort` drops one; `close` closes a pool, answered `closed`; `barrier` is
- * answered once what the pools had read has been posted.
+ * transferred), then `end` — or `error` (name, message and code of undici's error) at any point;
+ * `abort` drops one; `close` closes a pool, answered `closed`; `barrier` is answered once what the
+ * pools had read has been posted.
+ *
+ * A request that asks for routed experts (`routes`) has them read here (`routes_reading.ts`): its
+ * answer, or each event of its stream (then sent an event a piece, as `data:` lines), comes with
+ * its routes strings replaced by markers, and the rows they held beside it (`routes`: the
+ * request's nonce and the decoded rows, their buffers transferred).
  *
  * @module
  */
 import { Agent, request } from "undici";
 import { requestBody, TIMEOUT_CODE, transportTimeout } from "./_request_body.ts";
+import { type DecodedRoutes, type RoutesAsk, takeRoutes } from "./routes_reading.ts";
+import { sseEvents, SseEventTooLongError } from "./sse_data.ts";
 
 /** A message from the gateway's thread. */
 export type HttpWorkerMessage =
@@ -31,6 +39,8 @@ export type HttpWorkerMessage =
     readonly headers: Readonly<Record<string, string>>;
     /** JSON text, or its bytes in parts (the prompt's digits in shared memory). */
     readonly body: string | readonly Uint8Array[];
+    /** The routed experts to read from the answer, for the model and dialect named. */
+    readonly routes?: RoutesAsk;
   }
   | { readonly type: "abort"; readonly id: number }
   | { readonly type: "close"; readonly agent: number }
@@ -44,8 +54,14 @@ export type HttpWorkerReply =
     readonly id: number;
     readonly status: number;
     readonly bytes: Uint8Array;
+    readonly routes?: RoutesTaken;
   }
-  | { readonly type: "data"; readonly id: number; readonly bytes: Uint8Array }
+  | {
+    readonly type: "data";
+    readonly id: number;
+    readonly bytes: Uint8Array;
+    readonly routes?: RoutesTaken;
+  }
   | { readonly type: "end"; readonly id: number }
   | {
     readonly type: "error";
@@ -56,6 +72,12 @@ export type HttpWorkerReply =
   }
   | { readonly type: "closed"; readonly agent: number }
   | { readonly type: "barrier"; readonly id: number };
+
+/** The rows taken out of a body's text, and the nonce its markers carry. */
+export interface RoutesTaken {
+  readonly nonce: string;
+  readonly decoded: readonly DecodedRoutes[];
+}
 
 /** This worker's scope, as a worker sees it (the type checker knows only a window's). */
 const scope = self as unknown as {
@@ -122,11 +144,24 @@ async function send(message: Extract<HttpWorkerMessage, { type: "request" }>): P
     });
     if (!String(response.headers["content-type"] ?? "").includes("text/event-stream")) {
       // Not a stream (a JSON answer, an error): read whole here, sent in one message.
-      const bytes = new Uint8Array(await response.body.arrayBuffer());
-      scope.postMessage({ type: "whole", id, status: response.statusCode, bytes }, [bytes.buffer]);
+      const read = new Uint8Array(await response.body.arrayBuffer());
+      const taken = message.routes && response.statusCode < 400
+        ? withRoutesTaken(new TextDecoder().decode(read), message.routes)
+        : null;
+      const bytes = taken ? encoder.encode(taken.text) : read;
+      const routes = taken?.routes;
+      scope.postMessage(
+        { type: "whole", id, status: response.statusCode, bytes, ...(routes ? { routes } : {}) },
+        [bytes.buffer, ...buffers(routes)],
+      );
       return;
     }
     scope.postMessage({ type: "head", id, status: response.statusCode });
+    if (message.routes) {
+      await sendEvents(id, response.body, message.routes);
+      scope.postMessage({ type: "end", id });
+      return;
+    }
     for await (const chunk of response.body) {
       // A piece may be a view of a pooled buffer: copied, then handed over whole.
       const bytes = new Uint8Array(chunk as Uint8Array);
@@ -153,3 +188,52 @@ async function send(message: Extract<HttpWorkerMessage, { type: "request" }>): P
     running.delete(id);
   }
 }
+
+/** `text` with its routes taken out; `null` when it holds none to take. */
+function withRoutesTaken(
+  text: string,
+  ask: RoutesAsk,
+): { text: string; routes: RoutesTaken } | null {
+  const nonce = crypto.randomUUID();
+  const taken = takeRoutes(text, ask, nonce);
+  if (taken === null) return null;
+  return { text: taken.text, routes: { nonce, decoded: taken.decoded } };
+}
+
+/**
+ * A stream's events, each sent as its `data:` lines (what the client reads of an event: its data;
+ * comments and other fields it reads past), with its routes taken out.
+ */
+async function sendEvents(
+  id: number,
+  body: AsyncIterable<Uint8Array>,
+  ask: RoutesAsk,
+): Promise<void> {
+  try {
+    for await (const data of sseEvents(body)) {
+      const taken = withRoutesTaken(data, ask);
+      const text = taken?.text ?? data;
+      const bytes = encoder.encode(`data: ${text.replaceAll("\n", "\ndata: ")}\n\n`);
+      const routes = taken?.routes;
+      scope.postMessage({ type: "data", id, bytes, ...(routes ? { routes } : {}) }, [
+        bytes.buffer,
+        ...buffers(routes),
+      ]);
+    }
+  } catch (error) {
+    // The client's reader would have refused the event as its stream's format (`sseData`).
+    if (error instanceof SseEventTooLongError) {
+      throw Object.assign(new Error(error.message), { name: "StreamFormatError" });
+    }
+    throw error;
+  }
+}
+
+/** The buffers of decoded rows, to transfer. */
+function buffers(routes: RoutesTaken | undefined): ArrayBuffer[] {
+  return (routes?.decoded ?? []).flatMap((rows) =>
+    "values" in rows ? [rows.values.buffer as ArrayBuffer] : []
+  );
+}
+
+const encoder = new TextEncoder();

@@ -14,6 +14,7 @@ import {
   localTransport,
   type TransportBody,
 } from "./http_worker.ts";
+import type { RoutesAsk } from "./routes_reading.ts";
 import { sseData, StreamFormatError } from "./stream_chunks.ts";
 
 /** The message of an engine's error answer (`{error: {message}}`, `{message}`, or its text). */
@@ -60,6 +61,14 @@ export function routingHeaders(
   return send && key !== undefined ? { [name]: key } : {};
 }
 
+/** What else a call to the engine says: how to refuse an error answer, headers, routed experts. */
+export interface PostOptions {
+  /** An error of the caller's own for an error answer, or `null` for the usual one. */
+  readonly refuse?: (status: number, text: string) => Error | null;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly routes?: RoutesAsk;
+}
+
 /** One engine's HTTP side: its URL, its connection pool, its timeout. */
 export class EngineHttp {
   readonly #transport: EngineTransport;
@@ -80,7 +89,8 @@ export class EngineHttp {
    * `signal` aborts (the caller left) `onAbort` tells the engine and the caller's reason is
    * thrown. An error status is refused (4xx, unless `refuse` says otherwise) or unavailable
    * (5xx, 429); any other failure is the engine unreachable. `headers` go with the request (a
-   * router's placement key).
+   * router's placement key); `routes` says which routed experts the answer carries, for the
+   * transport to read where it reads the answer (`TransportBody.routes`).
    */
   async post<T>(
     path: string,
@@ -88,9 +98,9 @@ export class EngineHttp {
     signal: AbortSignal | undefined,
     onAbort: () => void,
     read: (body: TransportBody) => Promise<T>,
-    refuse?: (status: number, text: string) => Error | null,
-    headers: Readonly<Record<string, string>> = {},
+    options: PostOptions = {},
   ): Promise<T> {
+    const { refuse, headers = {}, routes } = options;
     signal?.throwIfAborted();
     // The transport bounds the request by the timeout (the worker's own timer, off this thread).
     signal?.addEventListener("abort", onAbort, { once: true });
@@ -104,6 +114,7 @@ export class EngineHttp {
         },
         body: parts,
         signal,
+        ...(routes ? { routes } : {}),
       });
     try {
       // A kept-alive connection the engine closed (it restarted, or timed the connection out)

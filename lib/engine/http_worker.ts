@@ -10,7 +10,9 @@
 import { Agent, request } from "undici";
 import { requestBody, transportTimeout } from "./_request_body.ts";
 export { isTransportTimeout, TIMEOUT_CODE } from "./_request_body.ts";
-import type { HttpWorkerMessage, HttpWorkerReply } from "./_http_worker.ts";
+import type { HttpWorkerMessage, HttpWorkerReply, RoutesTaken } from "./_http_worker.ts";
+import { type DecodedRoutes, markerIndex, type RoutesAsk } from "./routes_reading.ts";
+import { StreamFormatError } from "./stream_chunks.ts";
 
 /** An answer's body: its pieces as they come, or all of it. */
 export interface TransportBody extends AsyncIterable<Uint8Array> {
@@ -18,6 +20,11 @@ export interface TransportBody extends AsyncIterable<Uint8Array> {
   text(): Promise<string>;
   /** Reads the body to its end, dropping it. */
   dump(): Promise<void>;
+  /**
+   * The routed experts a marker in the body's text names (read on the worker, when the request
+   * asked it to: `TransportRequest.routes`); `undefined` for any other value.
+   */
+  routes?(value: unknown): DecodedRoutes | undefined;
 }
 
 /** An engine's answer: its status, then its body. */
@@ -32,6 +39,8 @@ export interface TransportRequest {
   /** JSON text, or its bytes in parts (the middle one a prompt's ids, where they are kept). */
   readonly body: string | readonly Uint8Array[];
   readonly signal?: AbortSignal;
+  /** The routed experts the answer carries, to read where it is read (the worker; `routes_reading.ts`). */
+  readonly routes?: RoutesAsk;
 }
 
 /** How one engine client makes its requests: a pool of connections to its engine. */
@@ -125,6 +134,8 @@ export function localTransport(options: PoolOptions): EngineTransport {
 
 /** An error the worker reported, as undici threw it there: its name, message and code. */
 function workerError(reply: Extract<HttpWorkerReply, { type: "error" }>): Error {
+  // The stream's format, as the client's reader would have refused it on the worker's behalf.
+  if (reply.name === "StreamFormatError") return new StreamFormatError(reply.message);
   const error = new Error(reply.message) as Error & { code?: string };
   error.name = reply.name;
   if (reply.code !== undefined) error.code = reply.code;
@@ -139,10 +150,20 @@ class WorkerBody implements TransportBody {
   #wake: (() => void) | null = null;
   /** The reader stopped early: pieces still coming are dropped. */
   #dropping = false;
+  /** Rows the worker decoded, by the nonce of the text they were taken from. */
+  readonly #routes = new Map<string, readonly DecodedRoutes[]>();
 
-  push(bytes: Uint8Array): void {
+  push(bytes: Uint8Array, routes?: RoutesTaken): void {
     if (!this.#dropping) this.#pieces.push(bytes);
+    if (routes && !this.#dropping) this.#routes.set(routes.nonce, routes.decoded);
     this.#notify();
+  }
+
+  routes(value: unknown): DecodedRoutes | undefined {
+    const nonce = (value as { nonce?: unknown } | null)?.nonce;
+    if (typeof nonce !== "string") return undefined;
+    const k = markerIndex(value, nonce);
+    return k === null ? undefined : this.#routes.get(nonce)?.[k];
   }
 
   end(): void {
@@ -267,7 +288,15 @@ export class EngineHttpWorker {
     signal?.addEventListener("abort", onAbort, { once: true });
     this.#pending.set(id, { head, body: null, signal, onAbort });
     // The prompt's digits are in shared memory (`PromptIds`): they reach the worker uncopied.
-    this.#post({ type: "request", id, agent, url, headers: init.headers, body: init.body });
+    this.#post({
+      type: "request",
+      id,
+      agent,
+      url,
+      headers: init.headers,
+      body: init.body,
+      ...(init.routes ? { routes: init.routes } : {}),
+    });
     return head.promise;
   }
 
@@ -328,13 +357,13 @@ export class EngineHttpWorker {
       case "whole": {
         this.#finish(reply.id);
         const body = new WorkerBody();
-        body.push(reply.bytes);
+        body.push(reply.bytes, reply.routes);
         body.end();
         pending.head.resolve({ statusCode: reply.status, body });
         return;
       }
       case "data":
-        pending.body?.push(reply.bytes);
+        pending.body?.push(reply.bytes, reply.routes);
         return;
       case "end":
         this.#finish(reply.id);

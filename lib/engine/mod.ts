@@ -20,3 +20,4 @@ export * from "./engine_sessions.ts";
 export * from "./health.ts";
 export * from "./routed_experts.ts";
 export * from "./moe_shape.ts";
+export * from "./routes_reading.ts";

@@ -37,6 +37,8 @@ export interface ExpertRows {
   readonly start: number;
   readonly rows: number;
   readonly values: ExpertValues;
+  /** SHA-256 (hex) of the values' bytes, when they were hashed where they were read. */
+  readonly digest?: string;
 }
 
 /** The smallest unsigned type that holds every expert id of `shape`. */

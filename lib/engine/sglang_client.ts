@@ -28,6 +28,8 @@ import {
 } from "./generation.ts";
 import type { PromptIds } from "./prompt_ids.ts";
 import { engineChunks, EngineHttp, routingHeaders } from "./engine_http.ts";
+import type { TransportBody } from "./http_worker.ts";
+import { fieldRoutes } from "./routes_reading.ts";
 import { ChunkReader, type NewTokens, newTokens, type RawOutput } from "./stream_chunks.ts";
 import {
   decodeSglangRoutes,
@@ -265,7 +267,7 @@ export class SglangClient implements Engine {
             meta?.weight_versions,
             meta?.weight_version,
           );
-          return callEnd(answer, this.#routes(answer, routesFrom));
+          return callEnd(answer, this.#routes(answer, routesFrom, body));
         }
         const chunks = new ChunkReader();
         let final: RawOutput | null = null;
@@ -280,20 +282,36 @@ export class SglangClient implements Engine {
           if (chunk.meta_info?.finish_reason) final = chunk;
         }
         // The rows come with the last chunk, once the whole sequence has been forwarded.
-        if (final) return callEnd(final, this.#routes(final, routesFrom));
+        if (final) return callEnd(final, this.#routes(final, routesFrom, body));
         throw new EngineUnavailableError("Engine stream ended before the generation finished");
       },
-      undefined,
-      routingHeaders(this.#routingKeys, SGLANG_ROUTING_HEADER, req.routingKey),
+      {
+        headers: routingHeaders(this.#routingKeys, SGLANG_ROUTING_HEADER, req.routingKey),
+        ...(routesFrom !== null && this.#moe
+          ? { routes: { reader: "sglang", shape: this.#moe, dtype: expertDtype(this.#moe) } }
+          : {}),
+      },
     );
   }
 
-  /** The rows a finished call reported, when it asked from `from`; `null` when it sent none. */
-  #routes(final: RawOutput, from: number | null): ExpertRows | null | undefined {
-    if (from === null || this.#moe === null) return undefined;
-    const base64 = final.meta_info?.routed_experts;
-    if (typeof base64 !== "string" || final.meta_info?.finish_reason?.type === "abort") return null;
-    return decodeSglangRoutes(base64, this.#moe, from, expertDtype(this.#moe));
+  /**
+   * The rows a finished call reported, when it asked from `from` (the string, or the rows the
+   * worker read of it: `body`'s); `null` when it sent none.
+   */
+  #routes(
+    final: RawOutput,
+    from: number | null,
+    body: TransportBody,
+  ): ExpertRows | null | undefined {
+    const moe = this.#moe;
+    if (from === null || moe === null) return undefined;
+    if (final.meta_info?.finish_reason?.type === "abort") return null;
+    return fieldRoutes(
+      final.meta_info?.routed_experts,
+      body.routes?.bind(body),
+      from,
+      (base64) => decodeSglangRoutes(base64, moe, from, expertDtype(moe)),
+    );
   }
 
   async close(): Promise<void> {

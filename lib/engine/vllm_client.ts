@@ -28,6 +28,8 @@ import {
 } from "./generation.ts";
 import type { PromptIds } from "./prompt_ids.ts";
 import { engineChunks, EngineHttp, routingHeaders } from "./engine_http.ts";
+import type { TransportBody } from "./http_worker.ts";
+import { fieldRoutes } from "./routes_reading.ts";
 import type { SamplingParams } from "./sampling.ts";
 import { StreamFormatError } from "./stream_chunks.ts";
 import {
@@ -208,7 +210,7 @@ export class VllmClient implements Engine {
           return callEnd(
             choice,
             answer.usage,
-            this.#routes(req, choice, answer.prompt_routed_experts),
+            this.#routes(req, choice, answer.prompt_routed_experts, body),
           );
         }
         let final: VllmChoice | null = null;
@@ -228,10 +230,15 @@ export class VllmClient implements Engine {
         if (final?.weight_versions) output.relabel(from, final.weight_versions);
         // Older servers send no chunk for an abort that sampled nothing new: the stream just ends.
         if (final === null) return { aborted: "stream ended without a finish", reportedMs: 0 };
-        return callEnd(final, usage, this.#routes(req, final, promptRows));
+        return callEnd(final, usage, this.#routes(req, final, promptRows, body));
       },
-      refuse,
-      routingHeaders(this.#routingKeys, VLLM_ROUTING_HEADER, req.routingKey),
+      {
+        refuse,
+        headers: routingHeaders(this.#routingKeys, VLLM_ROUTING_HEADER, req.routingKey),
+        ...(req.routes && this.#moe
+          ? { routes: { reader: "vllm", shape: this.#moe, dtype: expertDtype(this.#moe) } }
+          : {}),
+      },
     );
   }
 
@@ -243,14 +250,20 @@ export class VllmClient implements Engine {
     req: GenerateRequest,
     choice: VllmChoice,
     promptRows: VllmAnswer["prompt_routed_experts"],
+    body: TransportBody,
   ): ExpertRows | null | undefined {
     const moe = this.#moe;
     if (!req.routes || moe === null) return undefined;
     const rows = choice.routed_experts;
     if (choice.finish_reason === "abort") return null;
-    if (typeof rows === "string") {
-      return decodeNpyRoutes(fromBase64(rows), moe, 0, expertDtype(moe));
-    }
+    // The base64 `.npy`, or the rows the worker read of it (`body`'s).
+    const read = fieldRoutes(
+      rows,
+      body.routes?.bind(body),
+      0,
+      (base64) => decodeNpyRoutes(fromBase64(base64), moe, 0, expertDtype(moe)),
+    );
+    if (read !== null) return read;
     // Older servers: the prompt's rows, then the output's but its last.
     if (!Array.isArray(promptRows)) return null;
     return nestedRoutes([...promptRows, ...(Array.isArray(rows) ? rows : [])], moe);

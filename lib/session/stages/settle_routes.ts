@@ -8,7 +8,7 @@
  * and a span that differs row by row against its blob: the turn is flagged `routing_mismatch`
  * with the count, and keeps those rows beside its own — once per recompute, so a vLLM chain that
  * moved to another worker stores its recomputed rows once, not every turn. Hashing runs off the
- * event loop (WebCrypto).
+ * event loop: on the engine HTTP worker where the rows were read (their `digest`), else WebCrypto.
  *
  * @module
  */
@@ -86,11 +86,17 @@ export async function settleRoutes(
     rows: end - own,
     width,
     dtype,
-    digest: await sha256Hex(ownBytes),
+    // The rows' digest when they were hashed where they were read (the engine HTTP worker).
+    digest: reported.start === own && reported.digest !== undefined
+      ? reported.digest
+      : await sha256Hex(ownBytes),
   };
   if (reported.start === own) return { routes: base, bytes: ownBytes };
   // Rows for recorded positions too: the engine's view of them, first compared with its last.
-  const routes = { ...base, reported: { start: reported.start, digest: await sha256Hex(bytes) } };
+  const routes = {
+    ...base,
+    reported: { start: reported.start, digest: reported.digest ?? await sha256Hex(bytes) },
+  };
   const again = bytes.subarray(0, (own - reported.start) * width * size);
   const last = turn.recorded.lastReport;
   if (

@@ -6,10 +6,11 @@
  * The worker parses an answer (or a stream's event) that names `routed_experts`, takes each
  * routes string the dialect's reader finds, and puts in its place, in the answer's own text, a
  * marker `{"$routes": k, "nonce": …}` naming the k-th decoded rows sent beside it; the nonce is
- * the request's own, so no engine can forge one. Nothing else of the text changes. The result is
- * parsed again and must hold the markers exactly where the strings were; else (the string was
- * escaped, a copy of it sits in another field, the text is not JSON) the text goes unchanged and
- * the client decodes on its thread, as on a transport without the worker: the same rows either way.
+ * the worker's, made for that text, so no engine can forge one. Nothing else of the text changes.
+ * The result is parsed again and must equal the answer but for the markers, exactly where the
+ * strings were; else (the string was escaped, a copy of it comes first, duplicate keys, the text is
+ * not JSON) the text goes unchanged and the client decodes on its thread, as on a transport without
+ * the worker: the same rows either way.
  *
  * @module
  */
@@ -82,7 +83,7 @@ const READERS = {
 
 export type RoutesReaderName = keyof typeof READERS;
 
-/** The key no answer text holds unless it may carry routes. */
+/** An answer whose text does not hold this key carries no routes: it goes on unparsed. */
 const NEEDLE = "routed_experts";
 
 /** The text of an answer with its routes strings taken out, and what they held. */
@@ -153,7 +154,11 @@ function onlyRoutesTaken(
     if (markerIndex(holder[key], nonce) !== k) return false;
     holder[key] = strings[k];
   }
-  return sameJson(parsed, answer);
+  try {
+    return sameJson(parsed, answer);
+  } catch {
+    return false; // nested past the stack (JSON.parse is not bounded so): the client's to read
+  }
 }
 
 /** Two parsed JSON values are the same: equal primitives (-0 apart from 0), keys in order. */

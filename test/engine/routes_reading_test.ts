@@ -28,20 +28,11 @@ import type { DecodedRoutes, RoutesAsk } from "../../lib/engine/routes_reading.t
 import { startScriptedEngine } from "../../lib/scripted_engine/mod.ts";
 import { qwen3 } from "../_gateway.ts";
 import { TRANSPORTS } from "./_client.ts";
+import { random } from "../_random.ts";
 
 const SHAPE = { layers: 3, topK: 2, experts: 40 };
 const SGLANG: RoutesAsk = { reader: "sglang", shape: SHAPE, dtype: "uint8" };
 const VLLM: RoutesAsk = { reader: "vllm", shape: SHAPE, dtype: "uint8" };
-
-/** A seeded generator (mulberry32), so a failure names its case. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** `rows` rows of int32 expert ids, as SGLang sends them (base64). */
 function sglangRoutes(rows: number, next: () => number, experts = SHAPE.experts): string {
@@ -433,4 +424,11 @@ Deno.test("an SGLang stream cut anywhere, with CRLFs, comments and decoys, reads
 
 Deno.test("expertDtype() of the test shape is uint8, as the asks say", () => {
   assert.equal(expertDtype(SHAPE), "uint8");
+});
+
+Deno.test("an answer nested deeper than the stack goes on as it came", () => {
+  const routes = sglangRoutes(2, random(9));
+  const deep = "[".repeat(200_000) + "]".repeat(200_000);
+  const text = `{"deep":${deep},"meta_info":{"routed_experts":"${routes}"}}`;
+  assert.equal(takeRoutes(text, SGLANG, "n"), null);
 });

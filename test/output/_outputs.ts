@@ -154,12 +154,4 @@ export const TABLE: [string, boolean, string][] = [
   ],
 ];
 
-/** A deterministic pseudo-random source (mulberry32), so a failure can be replayed. */
-export function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { random } from "../_random.ts";

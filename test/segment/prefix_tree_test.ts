@@ -14,16 +14,7 @@ import {
   type TreeNode,
   treePath,
 } from "../../lib/segment/mod.ts";
-
-/** A seeded generator (mulberry32): the same cases on every run. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { random } from "../_random.ts";
 
 /** A run of an episode's tokens: the first prompt, a sampled turn, a delta or an image's pads. */
 type Piece =

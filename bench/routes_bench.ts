@@ -13,7 +13,8 @@
  *   serialized, sent and read: SGLang's routes are base64 int32, ~2 KiB a new token here, decoded
  *   on the engine HTTP worker); and the event loop: the CPU the main thread spent on the turn,
  *   the engine call's included (Linux's schedstat of the thread; the bench's own client work too,
- *   alike on both gateways).
+ *   alike on both gateways); and the commit: the turn's wall time after its record was built (the
+ *   commit that writes the routes' blob, the counting, the reply's way back).
  * - **Memory**: the gateway process's heap after a collection, every few turns while one
  *   episode grows to 128k tokens with R3 on. Goal: flat — nothing grows with the routes of the
  *   history (the chain's prompt ids do, as without R3).
@@ -72,6 +73,11 @@ interface Conversation {
   readonly transportMs: number[];
   /** CPU the main thread spent on the turn (the request's event loop). */
   readonly loopMs: number[];
+  /**
+   * The turn's wall time after its record was built: the commit (its routes' blob with it), the
+   * counting and the reply's way back.
+   */
+  readonly commitMs: number[];
 }
 
 async function open(gw: BenchGateway): Promise<Conversation> {
@@ -86,6 +92,7 @@ async function open(gw: BenchGateway): Promise<Conversation> {
     gatewayMs: [],
     transportMs: [],
     loopMs: [],
+    commitMs: [],
   };
 }
 
@@ -102,6 +109,7 @@ async function turn(c: Conversation, lines: number, measured: boolean): Promise<
   const last = await lastTurn(c);
   c.gatewayMs.push(total - last.timings.engineMs);
   c.transportMs.push(last.timings.engineMs - last.timings.engineReportedMs);
+  c.commitMs.push(total - last.timings.totalMs);
 }
 
 /** The main thread's CPU time so far in ms (Linux: its schedstat); NaN where there is none. */
@@ -176,7 +184,7 @@ console.log(
     pad("gateway ms R3", 14)
   } ${pad("without", 8)} ${pad("ratio", 6)} ${pad("wire ms R3", 11)} ${pad("without", 8)} ${
     pad("loop ms R3", 11)
-  } ${pad("without", 8)}`,
+  } ${pad("without", 8)} ${pad("commit ms R3", 13)} ${pad("without", 8)}`,
 );
 const ratios: number[] = [];
 for (const target of TARGETS) {
@@ -206,7 +214,9 @@ for (const target of TARGETS) {
       pad(ratio.toFixed(2), 6)
     } ${pad(median(on.transportMs).toFixed(2), 11)} ${pad(median(off.transportMs).toFixed(2), 8)} ${
       pad(median(on.loopMs).toFixed(2), 11)
-    } ${pad(median(off.loopMs).toFixed(2), 8)}`,
+    } ${pad(median(off.loopMs).toFixed(2), 8)} ${pad(median(on.commitMs).toFixed(2), 13)} ${
+      pad(median(off.commitMs).toFixed(2), 8)
+    }`,
   );
 }
 console.log("* computed: 4 × ⌈rows × layers × top-k × 4 bytes / 3⌉ characters of base64");

@@ -153,5 +153,3 @@ export const TABLE: [string, boolean, string][] = [
     "bad <|tool_calls_section_begin|><|tool_call_begin|>functions.ReadFile:0<|tool_call_argument_begin|>not json<|tool_call_end|><|tool_calls_section_end|> after",
   ],
 ];
-
-export { random } from "../_random.ts";

@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { type ParseOptions, parseOutput, streamOutput } from "../../lib/output/mod.ts";
-import { fold, FORMATS, random, TABLE, TOOLS } from "./_outputs.ts";
+import { fold, FORMATS, TABLE, TOOLS } from "./_outputs.ts";
+import { random } from "../_random.ts";
 
 /** The events of `chunks` streamed in order, and the events of each push. */
 function stream(chunks: readonly string[], options: ParseOptions) {

@@ -10,7 +10,8 @@ import { parseTurnOutput, turnText } from "../../lib/session/output.ts";
 import { type ChatTokenizer, DecodeStream, withFormats } from "../../lib/tokenizer/mod.ts";
 import { familyTokenizer } from "../_families.ts";
 import { qwen3 } from "../_gateway.ts";
-import { fold, FORMATS, random, TABLE, TOOLS } from "../output/_outputs.ts";
+import { fold, FORMATS, TABLE, TOOLS } from "../output/_outputs.ts";
+import { random } from "../_random.ts";
 
 /** The tokenizer of a table format: the family's own vocabulary, serving that format. */
 async function tokenizerFor(format: string): Promise<ChatTokenizer> {

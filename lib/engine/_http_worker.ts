@@ -12,14 +12,21 @@
  *
  * A request that asks for routed experts (`routes`) has them read here (`routes_reading.ts`): its
  * answer, or each event of its stream (then sent an event a piece, as `data:` lines), comes with
- * its routes strings replaced by markers, and the rows they held beside it (`routes`: the
- * request's nonce and the decoded rows, their buffers transferred).
+ * its routes strings replaced by markers of a nonce (`routes`), and the rows they held follow in
+ * a message of their own (`routes`: that nonce and the decoded rows, their buffers transferred),
+ * so the gateway reads the answer while they are decoded.
  *
  * @module
  */
 import { Agent, request } from "undici";
 import { requestBody, TIMEOUT_CODE, transportTimeout } from "./_request_body.ts";
-import { type DecodedRoutes, type RoutesAsk, takeRoutes } from "./routes_reading.ts";
+import {
+  type DecodedRoutes,
+  decodeMarked,
+  type MarkedRoutes,
+  markRoutes as markedRoutes,
+  type RoutesAsk,
+} from "./routes_reading.ts";
 import { sseEvents, SseEventTooLongError } from "./sse_data.ts";
 
 /** A message from the gateway's thread. */
@@ -54,13 +61,22 @@ export type HttpWorkerReply =
     readonly id: number;
     readonly status: number;
     readonly bytes: Uint8Array;
-    readonly routes?: RoutesTaken;
+    /** The nonce of the markers in `bytes`: their rows follow (a `routes` message). */
+    readonly routes?: string;
   }
   | {
     readonly type: "data";
     readonly id: number;
     readonly bytes: Uint8Array;
-    readonly routes?: RoutesTaken;
+    /** As for `whole`. */
+    readonly routes?: string;
+  }
+  | {
+    readonly type: "routes";
+    readonly id: number;
+    readonly nonce: string;
+    /** The rows of the k-th marker of `nonce`, at k. */
+    readonly decoded: readonly DecodedRoutes[];
   }
   | { readonly type: "end"; readonly id: number }
   | {
@@ -72,12 +88,6 @@ export type HttpWorkerReply =
   }
   | { readonly type: "closed"; readonly agent: number }
   | { readonly type: "barrier"; readonly id: number };
-
-/** The rows taken out of a body's text, and the nonce its markers carry. */
-export interface RoutesTaken {
-  readonly nonce: string;
-  readonly decoded: readonly DecodedRoutes[];
-}
 
 /** This worker's scope, as a worker sees it (the type checker knows only a window's). */
 const scope = self as unknown as {
@@ -145,15 +155,21 @@ async function send(message: Extract<HttpWorkerMessage, { type: "request" }>): P
     if (!String(response.headers["content-type"] ?? "").includes("text/event-stream")) {
       // Not a stream (a JSON answer, an error): read whole here, sent in one message.
       const read = new Uint8Array(await response.body.arrayBuffer());
-      const taken = message.routes && response.statusCode < 400
-        ? withRoutesTaken(new TextDecoder().decode(read), message.routes)
+      const marked = message.routes && response.statusCode < 400
+        ? markRoutes(new TextDecoder().decode(read), message.routes, crypto.randomUUID())
         : null;
-      const bytes = taken ? encoder.encode(taken.text) : read;
-      const routes = taken?.routes;
+      const bytes = marked ? encoder.encode(marked.text) : read;
       scope.postMessage(
-        { type: "whole", id, status: response.statusCode, bytes, ...(routes ? { routes } : {}) },
-        [bytes.buffer, ...buffers(routes)],
+        {
+          type: "whole",
+          id,
+          status: response.statusCode,
+          bytes,
+          ...(marked ? { routes: marked.nonce } : {}),
+        },
+        [bytes.buffer],
       );
+      if (marked) postRoutes(id, marked, message.routes!);
       return;
     }
     scope.postMessage({ type: "head", id, status: response.statusCode });
@@ -189,15 +205,24 @@ async function send(message: Extract<HttpWorkerMessage, { type: "request" }>): P
   }
 }
 
-/** `text` with its routes taken out; `null` when it holds none to take. */
-function withRoutesTaken(
-  text: string,
-  ask: RoutesAsk,
-): { text: string; routes: RoutesTaken } | null {
-  const nonce = crypto.randomUUID();
-  const taken = takeRoutes(text, ask, nonce);
-  if (taken === null) return null;
-  return { text: taken.text, routes: { nonce, decoded: taken.decoded } };
+/** A text's routes strings, marked by `nonce`. */
+interface Marked extends MarkedRoutes {
+  readonly nonce: string;
+}
+
+/** `text` with its routes strings marked; `null` when it holds none to take. */
+function markRoutes(text: string, ask: RoutesAsk, nonce: string): Marked | null {
+  const marked = markedRoutes(text, ask, nonce);
+  return marked && { ...marked, nonce };
+}
+
+/** The rows of `marked`'s strings, decoded, sent after its text. */
+function postRoutes(id: number, marked: Marked, ask: RoutesAsk): void {
+  const decoded = decodeMarked(marked, ask);
+  scope.postMessage(
+    { type: "routes", id, nonce: marked.nonce, decoded },
+    decoded.flatMap((rows) => "values" in rows ? [rows.values.buffer as ArrayBuffer] : []),
+  );
 }
 
 /**
@@ -211,14 +236,13 @@ async function sendEvents(
 ): Promise<void> {
   try {
     for await (const data of sseEvents(body)) {
-      const taken = withRoutesTaken(data, ask);
-      const text = taken?.text ?? data;
+      const marked = markRoutes(data, ask, crypto.randomUUID());
+      const text = marked?.text ?? data;
       const bytes = encoder.encode(`data: ${text.replaceAll("\n", "\ndata: ")}\n\n`);
-      const routes = taken?.routes;
-      scope.postMessage({ type: "data", id, bytes, ...(routes ? { routes } : {}) }, [
+      scope.postMessage({ type: "data", id, bytes, ...(marked ? { routes: marked.nonce } : {}) }, [
         bytes.buffer,
-        ...buffers(routes),
       ]);
+      if (marked) postRoutes(id, marked, ask);
     }
   } catch (error) {
     // The client's reader would have refused the event as its stream's format (`sseData`).
@@ -227,13 +251,6 @@ async function sendEvents(
     }
     throw error;
   }
-}
-
-/** The buffers of decoded rows, to transfer. */
-function buffers(routes: RoutesTaken | undefined): ArrayBuffer[] {
-  return (routes?.decoded ?? []).flatMap((rows) =>
-    "values" in rows ? [rows.values.buffer as ArrayBuffer] : []
-  );
 }
 
 const encoder = new TextEncoder();

@@ -140,6 +140,13 @@ export interface GenerateRequest {
   readonly images?: readonly EngineImage[];
   /** Ask for the experts each MoE layer routed every new token to (`ROUTED_EXPERTS`). */
   readonly routes?: RoutesRequest;
+  /**
+   * Told the generation as it will end but for its routed experts, while those are still being
+   * read (the engine HTTP worker decodes them after passing the answer on): what may be settled
+   * meanwhile. Told again for a later attempt (a failover); the generation returned may differ
+   * from the last told.
+   */
+  readonly onAnswered?: (generation: Omit<Generation, "routes">) => void;
 }
 
 /** An image as an engine takes it: its media type and its bytes as base64. */

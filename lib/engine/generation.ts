@@ -37,6 +37,20 @@ export type CallEnd =
     readonly routes?: ExpertRows | null;
   };
 
+/**
+ * `end` with the routed experts `routes` reads, when the call asked for them: `output` is told it
+ * answered first (`GenerateRequest.onAnswered`), so what waits on the rows goes on meanwhile.
+ */
+export async function withRoutes(
+  output: GeneratedSoFar,
+  end: CallEnd,
+  routes: Promise<ExpertRows | null> | undefined,
+): Promise<CallEnd> {
+  if (routes === undefined) return end;
+  output.answered(end);
+  return { ...end, routes: await routes };
+}
+
 /** One engine call of a dialect: `inputIds` for at most `maxNew` tokens, into `output`. */
 export type EngineCall = (
   rid: string,
@@ -58,19 +72,40 @@ export async function generateResuming(
   call: EngineCall,
 ): Promise<Generation> {
   const started = performance.now();
-  const output = new GeneratedSoFar(req);
   let aborts = 0;
   let reportedMs = 0;
   let cachedTokens: number | undefined;
   const firstRid = req.rid ?? newRid();
   const prompt = req.inputIds instanceof PromptIds ? req.inputIds : PromptIds.from(req.inputIds);
+  /** The generation a finished call ends, but for its rows. */
+  const ended = (end: CallEnd & { finish: EngineFinish }): Omit<Generation, "routes"> => {
+    // The first call's prompt is the turn's: a resumed call's is mostly the same prompt again.
+    const cached = aborts === 0 ? end.cachedTokens : cachedTokens;
+    return {
+      rid: firstRid,
+      outputIds: output.ids,
+      logprobs: output.logprobs,
+      ...(req.topLogprobs ? { topLogprobs: output.tops } : {}),
+      finish: end.finish,
+      weightVersions: output.weightVersions,
+      versionSpans: output.spans,
+      aborts,
+      engineMs: performance.now() - started,
+      engineReportedMs: reportedMs + end.reportedMs,
+      ...(cached === undefined ? {} : { cachedTokens: cached }),
+    };
+  };
+  const onAnswered = req.onAnswered;
+  const output = new GeneratedSoFar(
+    req,
+    onAnswered && ((end) => void ("finish" in end && onAnswered(ended(end)))),
+  );
   for (;;) {
     const rid = aborts === 0 ? firstRid : newRid();
     const end = await call(rid, prompt.concat(output.ids), maxNew - output.ids.length, output);
-    reportedMs += end.reportedMs;
-    // The first call's prompt is the turn's: a resumed call's is mostly the same prompt again.
-    if (aborts === 0) cachedTokens = end.cachedTokens;
     if ("aborted" in end) {
+      reportedMs += end.reportedMs;
+      if (aborts === 0) cachedTokens = end.cachedTokens;
       req.signal?.throwIfAborted();
       options.metrics?.engineAborts.inc();
       if (aborts >= options.maxResumes || output.ids.length >= maxNew) {
@@ -83,17 +118,7 @@ export async function generateResuming(
       continue;
     }
     return {
-      rid: firstRid,
-      outputIds: output.ids,
-      logprobs: output.logprobs,
-      ...(req.topLogprobs ? { topLogprobs: output.tops } : {}),
-      finish: end.finish,
-      weightVersions: output.weightVersions,
-      versionSpans: output.spans,
-      aborts,
-      engineMs: performance.now() - started,
-      engineReportedMs: reportedMs,
-      ...(cachedTokens === undefined ? {} : { cachedTokens }),
+      ...ended(end),
       // The finishing call read the prompt and every token sampled before it: its rows cover all.
       ...(req.routes ? { routes: end.routes ?? null } : {}),
     };
@@ -108,7 +133,16 @@ export class GeneratedSoFar {
   readonly spans: VersionSpan[] = [];
   readonly weightVersions: string[] = [];
 
-  constructor(readonly request: GenerateRequest) {}
+  /** `onAnswered`: told of a call's end before its routed experts are read. */
+  constructor(
+    readonly request: GenerateRequest,
+    private readonly onAnswered?: (end: CallEnd) => void,
+  ) {}
+
+  /** The call's tokens are all in, and it ended so; its routed experts are still being read. */
+  answered(end: CallEnd): void {
+    this.onAnswered?.(end);
+  }
 
   /**
    * A whole answer's tokens, split by the version `spans` it reports when they cover it exactly

@@ -10,7 +10,7 @@
 import { Agent, request } from "undici";
 import { requestBody, transportTimeout } from "./_request_body.ts";
 export { isTransportTimeout, TIMEOUT_CODE } from "./_request_body.ts";
-import type { HttpWorkerMessage, HttpWorkerReply, RoutesTaken } from "./_http_worker.ts";
+import type { HttpWorkerMessage, HttpWorkerReply } from "./_http_worker.ts";
 import { type DecodedRoutes, markerIndex, type RoutesAsk } from "./routes_reading.ts";
 import { StreamFormatError } from "./stream_chunks.ts";
 
@@ -22,9 +22,10 @@ export interface TransportBody extends AsyncIterable<Uint8Array> {
   dump(): Promise<void>;
   /**
    * The routed experts a marker in the body's text names (read on the worker, when the request
-   * asked it to: `TransportRequest.routes`); `undefined` for any other value.
+   * asked it to: `TransportRequest.routes`), once the worker has decoded them (they follow the
+   * text); `undefined` for any other value.
    */
-  routes?(value: unknown): DecodedRoutes | undefined;
+  routes?(value: unknown): Promise<DecodedRoutes> | undefined;
 }
 
 /** An engine's answer: its status, then its body. */
@@ -150,20 +151,33 @@ class WorkerBody implements TransportBody {
   #wake: (() => void) | null = null;
   /** The reader stopped early: pieces still coming are dropped. */
   #dropping = false;
-  /** Rows the worker decoded, by the nonce of the text they were taken from. */
-  readonly #routes = new Map<string, readonly DecodedRoutes[]>();
+  /** Rows the worker decodes, by the nonce of the text they were taken from: they follow it. */
+  readonly #routes = new Map<string, PromiseWithResolvers<readonly DecodedRoutes[]>>();
 
-  push(bytes: Uint8Array, routes?: RoutesTaken): void {
+  /** A piece; `routes`, the nonce of its markers, whose rows {@linkcode decoded} will give. */
+  push(bytes: Uint8Array, routes?: string): void {
     if (!this.#dropping) this.#pieces.push(bytes);
-    if (routes && !this.#dropping) this.#routes.set(routes.nonce, routes.decoded);
+    if (routes !== undefined && !this.#dropping) {
+      const coming = Promise.withResolvers<readonly DecodedRoutes[]>();
+      coming.promise.catch(() => {}); // a reader that never asks for them is told nothing
+      this.#routes.set(routes, coming);
+    }
     this.#notify();
   }
 
-  routes(value: unknown): DecodedRoutes | undefined {
+  /** The rows of the markers of `nonce`, decoded. */
+  decoded(nonce: string, decoded: readonly DecodedRoutes[]): void {
+    this.#routes.get(nonce)?.resolve(decoded);
+  }
+
+  routes(value: unknown): Promise<DecodedRoutes> | undefined {
     const nonce = (value as { nonce?: unknown } | null)?.nonce;
     if (typeof nonce !== "string") return undefined;
     const k = markerIndex(value, nonce);
-    return k === null ? undefined : this.#routes.get(nonce)?.[k];
+    const coming = k === null ? undefined : this.#routes.get(nonce);
+    return coming?.promise.then((decoded) =>
+      decoded[k!] ?? { error: `The engine HTTP worker sent no rows for marker ${k}` }
+    );
   }
 
   end(): void {
@@ -171,9 +185,11 @@ class WorkerBody implements TransportBody {
     this.#notify();
   }
 
+  /** Fails the reading, and the rows not yet decoded. */
   fail(error: unknown): void {
     this.#failure ??= error;
     this.#ended = true;
+    for (const coming of this.#routes.values()) coming.reject(error);
     this.#notify();
   }
 
@@ -217,6 +233,8 @@ class WorkerBody implements TransportBody {
 interface Pending {
   readonly head: PromiseWithResolvers<TransportResponse>;
   body: WorkerBody | null;
+  /** A whole answer whose rows are still to come: they finish it. */
+  whole: boolean;
   readonly signal: AbortSignal | undefined;
   readonly onAbort: () => void;
 }
@@ -286,7 +304,7 @@ export class EngineHttpWorker {
       else head.reject(reason);
     };
     signal?.addEventListener("abort", onAbort, { once: true });
-    this.#pending.set(id, { head, body: null, signal, onAbort });
+    this.#pending.set(id, { head, body: null, whole: false, signal, onAbort });
     // The prompt's digits are in shared memory (`PromptIds`): they reach the worker uncopied.
     this.#post({
       type: "request",
@@ -355,15 +373,24 @@ export class EngineHttpWorker {
         pending.head.resolve({ statusCode: reply.status, body: pending.body });
         return;
       case "whole": {
-        this.#finish(reply.id);
         const body = new WorkerBody();
         body.push(reply.bytes, reply.routes);
         body.end();
+        // Its rows follow: it is finished (or aborted, or failed) with them.
+        if (reply.routes === undefined) this.#finish(reply.id);
+        else {
+          pending.body = body;
+          pending.whole = true;
+        }
         pending.head.resolve({ statusCode: reply.status, body });
         return;
       }
       case "data":
         pending.body?.push(reply.bytes, reply.routes);
+        return;
+      case "routes":
+        pending.body?.decoded(reply.nonce, reply.decoded);
+        if (pending.whole) this.#finish(reply.id);
         return;
       case "end":
         this.#finish(reply.id);

@@ -204,22 +204,26 @@ export class PlacedEngine implements Engine {
         // Another worker computes the prefix again: its rows for it are checked.
         ...(req.routes ? { routes: { ...req.routes, verify: true } } : {}),
       };
-      const onTokens = req.onTokens;
+      const { onTokens, onAnswered } = req;
       const current = worker;
+      const facts = () => ({
+        rid,
+        worker: current.url,
+        failovers,
+        engineMs: performance.now() - started,
+      });
       current.running++;
       try {
-        const generation = await worker.engine.generate(
-          onTokens
-            ? { ...attempt, onTokens: (tokens) => (shown.add(tokens), onTokens(tokens)) }
-            : attempt,
-        );
-        this.#count(worker, attempt.inputIds as PromptIds, generation);
-        return joined(shown, told, generation, {
-          rid,
-          worker: worker.url,
-          failovers,
-          engineMs: performance.now() - started,
+        const generation = await worker.engine.generate({
+          ...attempt,
+          ...(onTokens ? { onTokens: (tokens) => (shown.add(tokens), onTokens(tokens)) } : {}),
+          // As this attempt's generation will be returned, once its rows are read.
+          ...(onAnswered
+            ? { onAnswered: (early) => onAnswered(joined(shown, told, early, facts())) }
+            : {}),
         });
+        this.#count(worker, attempt.inputIds as PromptIds, generation);
+        return joined(shown, told, generation, facts());
       } catch (error) {
         if (!(error instanceof EngineUnavailableError) || req.signal?.aborted) throw error;
         this.#down(worker);
@@ -367,12 +371,12 @@ class Shown {
  * The whole generation: the output shown before the last worker took over (`told` tokens),
  * then that worker's generation.
  */
-function joined(
+function joined<G extends Omit<Generation, "routes">>(
   shown: Shown,
   told: number,
-  generation: Generation,
+  generation: G,
   facts: { rid: string; worker: string; failovers: number; engineMs: number },
-): Generation {
+): G {
   if (told === 0) return { ...generation, ...facts };
   const spans: { version: string; start: number; end: number }[] = shown.spans
     .filter((span) => span.start < told)

@@ -5,8 +5,9 @@
  *
  * The worker parses an answer (or a stream's event) that names `routed_experts`, takes each
  * routes string the dialect's reader finds, and puts in its place, in the answer's own text, a
- * marker `{"$routes": k, "nonce": …}` naming the k-th decoded rows sent beside it; the nonce is
- * the worker's, made for that text, so no engine can forge one. Nothing else of the text changes.
+ * marker `{"$routes": k, "nonce": …}` naming the k-th decoded rows, sent after it (the text goes
+ * first, so the turn is settled while the rows are decoded); the nonce is the worker's, made for
+ * that text, so no engine can forge one. Nothing else of the text changes.
  * The result is parsed again and must equal the answer but for the markers, exactly where the
  * strings were; else (the string was escaped, a copy of it comes first, duplicate keys, the text is
  * not JSON) the text goes unchanged and the client decodes on its thread, as on a transport without
@@ -92,12 +93,29 @@ export interface TakenRoutes {
   readonly decoded: DecodedRoutes[];
 }
 
+/** The text of an answer with its routes strings replaced by markers, and those strings. */
+export interface MarkedRoutes {
+  readonly text: string;
+  /** The strings the markers 0 .. stand for, in order. */
+  readonly strings: readonly string[];
+}
+
 /**
  * `text` (an answer, or one stream event's data) with each routes string `ask`'s reader finds in
  * it decoded and replaced by its marker; `null` when it holds none, or when the replacement cannot
  * be shown to have changed those strings and nothing else.
  */
 export function takeRoutes(text: string, ask: RoutesAsk, nonce: string): TakenRoutes | null {
+  const marked = markRoutes(text, ask, nonce);
+  return marked && { text: marked.text, decoded: decodeMarked(marked, ask) };
+}
+
+/**
+ * `text` with each routes string `ask`'s reader finds in it replaced by its marker, the strings
+ * beside it (what {@linkcode takeRoutes} does but decoding them, left to {@linkcode decodeMarked}
+ * so the text can go on first); `null` as for `takeRoutes`.
+ */
+export function markRoutes(text: string, ask: RoutesAsk, nonce: string): MarkedRoutes | null {
   if (!text.includes(NEEDLE)) return null;
   const reader: RoutesReader = READERS[ask.reader];
   let answer: unknown;
@@ -121,8 +139,13 @@ export function takeRoutes(text: string, ask: RoutesAsk, nonce: string): TakenRo
   pieces.push(text.slice(at));
   const taken = pieces.join("");
   if (!onlyRoutesTaken(answer, taken, reader, nonce, strings)) return null;
-  const decoded = strings.map((value) => decodeOne(reader, value, ask));
-  return { text: taken, decoded };
+  return { text: taken, strings };
+}
+
+/** The rows each string `marked` took out holds, in its markers' order. */
+export function decodeMarked(marked: MarkedRoutes, ask: RoutesAsk): DecodedRoutes[] {
+  const reader: RoutesReader = READERS[ask.reader];
+  return marked.strings.map((value) => decodeOne(reader, value, ask));
 }
 
 function marker(k: number, nonce: string): string {
@@ -194,20 +217,21 @@ function decodeOne(reader: RoutesReader, base64: string, ask: RoutesAsk): Decode
 
 /**
  * The rows a field of a parsed answer holds, from `start`: `decode` of its string (read on this
- * thread), or the rows decoded on the worker its marker names (`decoded`, the body's); `null` for
- * anything else.
+ * thread), or the rows decoded on the worker its marker names (`decoded`, the body's: they follow
+ * the text); `null` for anything else.
  *
  * @throws {RoutesFormatError} for rows that do not decode (here or on the worker).
  */
-export function fieldRoutes(
+export async function fieldRoutes(
   value: unknown,
-  decoded: ((value: unknown) => DecodedRoutes | undefined) | undefined,
+  decoded: ((value: unknown) => Promise<DecodedRoutes> | undefined) | undefined,
   start: number,
   decode: (base64: string) => ExpertRows,
-): ExpertRows | null {
+): Promise<ExpertRows | null> {
   if (typeof value === "string") return decode(value);
-  const rows = decoded?.(value);
-  if (rows === undefined) return null;
+  const coming = decoded?.(value);
+  if (coming === undefined) return null;
+  const rows = await coming;
   if ("error" in rows) throw new RoutesFormatError(rows.error);
   return { start, rows: rows.rows, values: rows.values, digest: rows.digest };
 }

@@ -25,6 +25,7 @@ import {
   type GeneratedSoFar,
   generateResuming,
   type SampledChunk,
+  withRoutes,
 } from "./generation.ts";
 import type { PromptIds } from "./prompt_ids.ts";
 import { engineChunks, EngineHttp, routingHeaders } from "./engine_http.ts";
@@ -140,8 +141,15 @@ export class SglangClient implements Engine {
     session.node = null;
     let last = "";
     let resent = false;
+    const onAnswered = req.onAnswered;
     const generation = await generateResuming(
-      req,
+      // Told as it will be returned: resent, once a call was sent again whole.
+      onAnswered
+        ? {
+          ...req,
+          onAnswered: (early) => onAnswered(resent ? { ...early, sessionResent: true } : early),
+        }
+        : req,
       req.sampling.max_new_tokens,
       { maxResumes: this.#maxResumes, metrics: this.#metrics },
       async (rid, inputIds, maxNew, output) => {
@@ -267,7 +275,7 @@ export class SglangClient implements Engine {
             meta?.weight_versions,
             meta?.weight_version,
           );
-          return callEnd(answer, this.#routes(answer, routesFrom, body));
+          return await withRoutes(output, callEnd(answer), this.#routes(answer, routesFrom, body));
         }
         const chunks = new ChunkReader();
         let final: RawOutput | null = null;
@@ -282,7 +290,9 @@ export class SglangClient implements Engine {
           if (chunk.meta_info?.finish_reason) final = chunk;
         }
         // The rows come with the last chunk, once the whole sequence has been forwarded.
-        if (final) return callEnd(final, this.#routes(final, routesFrom, body));
+        if (final) {
+          return await withRoutes(output, callEnd(final), this.#routes(final, routesFrom, body));
+        }
         throw new EngineUnavailableError("Engine stream ended before the generation finished");
       },
       {
@@ -296,16 +306,16 @@ export class SglangClient implements Engine {
 
   /**
    * The rows a finished call reported, when it asked from `from` (the string, or the rows the
-   * worker read of it: `body`'s); `null` when it sent none.
+   * worker reads of it: `body`'s); `null` when it sent none; `undefined` when it asked for none.
    */
   #routes(
     final: RawOutput,
     from: number | null,
     body: TransportBody,
-  ): ExpertRows | null | undefined {
+  ): Promise<ExpertRows | null> | undefined {
     const moe = this.#moe;
     if (from === null || moe === null) return undefined;
-    if (final.meta_info?.finish_reason?.type === "abort") return null;
+    if (final.meta_info?.finish_reason?.type === "abort") return Promise.resolve(null);
     return fieldRoutes(
       final.meta_info?.routed_experts,
       body.routes?.bind(body),
@@ -342,14 +352,13 @@ class SessionMismatchError extends EngineRejectedError {
  */
 export const SGLANG_ROUTING_HEADER = "x-smg-routing-key";
 
-/** How the answer (or last chunk) `final` says the call ended, with the rows it reported. */
-function callEnd(final: RawOutput, routes?: ExpertRows | null): CallEnd {
+/** How the answer (or last chunk) `final` says the call ended. */
+function callEnd(final: RawOutput): CallEnd {
   const reportedMs = (final.meta_info?.e2e_latency ?? 0) * 1000;
   const cached = final.meta_info?.cached_tokens;
   const facts = {
     reportedMs,
     ...(typeof cached === "number" ? { cachedTokens: cached } : {}),
-    ...(routes === undefined ? {} : { routes }),
   };
   const finish = final.meta_info?.finish_reason;
   if (finish?.type === "abort") return { aborted: finish.message ?? "Aborted", ...facts };

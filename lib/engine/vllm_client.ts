@@ -25,6 +25,7 @@ import {
   type GeneratedSoFar,
   generateResuming,
   type SampledChunk,
+  withRoutes,
 } from "./generation.ts";
 import type { PromptIds } from "./prompt_ids.ts";
 import { engineChunks, EngineHttp, routingHeaders } from "./engine_http.ts";
@@ -207,9 +208,9 @@ export class VllmClient implements Engine {
           const answer = JSON.parse(await body.text()) as VllmAnswer;
           const choice = answer.choices?.[0] ?? {};
           output.addSpanned(wire.chunk(choice, topK), choice.weight_versions, this.assumedVersion);
-          return callEnd(
-            choice,
-            answer.usage,
+          return await withRoutes(
+            output,
+            callEnd(choice, answer.usage),
             this.#routes(req, choice, answer.prompt_routed_experts, body),
           );
         }
@@ -230,7 +231,11 @@ export class VllmClient implements Engine {
         if (final?.weight_versions) output.relabel(from, final.weight_versions);
         // Older servers send no chunk for an abort that sampled nothing new: the stream just ends.
         if (final === null) return { aborted: "stream ended without a finish", reportedMs: 0 };
-        return callEnd(final, usage, this.#routes(req, final, promptRows, body));
+        return await withRoutes(
+          output,
+          callEnd(final, usage),
+          this.#routes(req, final, promptRows, body),
+        );
       },
       {
         refuse,
@@ -251,13 +256,22 @@ export class VllmClient implements Engine {
     choice: VllmChoice,
     promptRows: VllmAnswer["prompt_routed_experts"],
     body: TransportBody,
-  ): ExpertRows | null | undefined {
+  ): Promise<ExpertRows | null> | undefined {
     const moe = this.#moe;
     if (!req.routes || moe === null) return undefined;
-    const rows = choice.routed_experts;
-    if (choice.finish_reason === "abort") return null;
-    // The base64 `.npy`, or the rows the worker read of it (`body`'s).
-    const read = fieldRoutes(
+    if (choice.finish_reason === "abort") return Promise.resolve(null);
+    return this.#readRoutes(moe, choice.routed_experts, promptRows, body);
+  }
+
+  /** The rows of a finished choice (`#routes`). */
+  async #readRoutes(
+    moe: MoeShape,
+    rows: VllmChoice["routed_experts"],
+    promptRows: VllmAnswer["prompt_routed_experts"],
+    body: TransportBody,
+  ): Promise<ExpertRows | null> {
+    // The base64 `.npy`, or the rows the worker reads of it (`body`'s).
+    const read = await fieldRoutes(
       rows,
       body.routes?.bind(body),
       0,
@@ -443,16 +457,11 @@ function chunkOf(choice: VllmChoice, topK: number): SampledChunk {
 }
 
 /** How a call's last choice says it ended (vLLM reports no time of its own). */
-function callEnd(
-  choice: VllmChoice,
-  usage: VllmAnswer["usage"],
-  routes?: ExpertRows | null,
-): CallEnd {
+function callEnd(choice: VllmChoice, usage: VllmAnswer["usage"]): CallEnd {
   const cached = usage?.prompt_tokens_details?.cached_tokens;
   const facts = {
     reportedMs: 0,
     ...(typeof cached === "number" ? { cachedTokens: cached } : {}),
-    ...(routes === undefined ? {} : { routes }),
   };
   const finish = choice.finish_reason ?? "stop";
   if (finish === "abort") return { aborted: "Aborted by the engine", ...facts };

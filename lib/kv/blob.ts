@@ -48,9 +48,9 @@ export async function writeBytes(
 }
 
 /**
- * `bytes` cut into the chunks a blob is kept in (at least one, the last maybe empty): what
- * {@linkcode writeChunks} writes, so a record can name its blob's chunk count before it is
- * written.
+ * `bytes` cut into the chunks a blob is kept in (at least one, the last maybe empty), views of
+ * it (a commit copies what it writes): what {@linkcode writeChunks} writes, so a record can name
+ * its blob's chunk count before it is written.
  *
  * @example
  * ```ts
@@ -62,7 +62,7 @@ export async function writeBytes(
 export function blobChunks(bytes: Uint8Array): Uint8Array[] {
   const chunks: Uint8Array[] = [];
   for (let at = 0; at < bytes.length || chunks.length === 0; at += CHUNK_BYTES) {
-    chunks.push(bytes.slice(at, at + CHUNK_BYTES));
+    chunks.push(bytes.subarray(at, at + CHUNK_BYTES));
   }
   return chunks;
 }

@@ -3,11 +3,13 @@
  * to its chain and take the chain's lease, `prepare_turn.ts`), then, for a turn to generate —
  * release the chains that ended (`stages/release_ended.ts`) → generate, streaming the output
  * live when asked (`stages/generate.ts`) → settle the output: parse it, set its flags
- * (`stages/settle_output.ts`) → the adapter's reply → build the record, a pure function
- * (`stages/build_record.ts`) → commit: the turn's blobs, then one atomic commit
- * (`stages/commit.ts`) → cache the chain and count the turn (`stages/cache_and_count.ts`). A retry is answered from its recorded
- * turn (`replay_turn.ts`). The reply is sent only once the turn is recorded (T1, T5); chains of
- * one session (sub-agents) generate in parallel.
+ * (`stages/settle_output.ts`; with R3 and no stream, while the engine HTTP worker still decodes
+ * the routed experts) → settle the routes (`stages/settle_routes.ts`) → the adapter's reply →
+ * build the record, a pure function (`stages/build_record.ts`) → commit: the turn's blobs, then
+ * one atomic commit (`stages/commit.ts`) → cache the chain and count the turn
+ * (`stages/cache_and_count.ts`). A retry is answered from its recorded turn (`replay_turn.ts`).
+ * The reply is sent only once the turn is recorded (T1, T5); chains of one session (sub-agents)
+ * generate in parallel.
  *
  * {@linkcode startTurn} is the one entry point: it resolves once everything that can refuse the
  * request has happened (so a streaming caller can still answer with an HTTP status), and hands
@@ -37,7 +39,7 @@ import { cacheAndCount } from "./stages/cache_and_count.ts";
 import { commitRecord } from "./stages/commit.ts";
 import { generateOutput } from "./stages/generate.ts";
 import { releaseEnded } from "./stages/release_ended.ts";
-import { settleOutput } from "./stages/settle_output.ts";
+import { EarlySettle, settleOutput } from "./stages/settle_output.ts";
 import { settleRoutes } from "./stages/settle_routes.ts";
 import type { TurnInput } from "./turn_input.ts";
 import type { TurnLoad } from "./turn_load.ts";
@@ -233,11 +235,16 @@ async function generateAndRecord<Reply>(
 ): Promise<Reply> {
   const { input, route: routed } = turn;
   releaseEnded(deps, routed);
-  const { generation, live } = await generateOutput(deps, turn, feed, signal);
-  const settled = settleOutput(deps.tokenizer, generation, {
+  const options = {
     roundtripPolicy: deps.roundtripPolicy,
     startsInReasoning: routed.prompt.startsInReasoning,
     tools: input.toolSchemas,
+  };
+  // Its routed experts are decoded after the answer is passed on: settled meanwhile (unstreamed).
+  const early = deps.moe && feed === null ? new EarlySettle(deps.tokenizer, options) : undefined;
+  const { generation, live } = await generateOutput(deps, turn, feed, signal, early);
+  const settled = early ? early.take(generation) : settleOutput(deps.tokenizer, generation, {
+    ...options,
     live: feed && live ? { parse: live, feed } : null,
   });
   const routes = deps.moe

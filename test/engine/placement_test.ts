@@ -1,6 +1,7 @@
 /**
  * The gateway's placement over engine workers, on engines of the test's own: bounded load,
- * failover after the tokens shown (whole arrays), what does not fail over, release.
+ * failover after the tokens shown (whole arrays), each attempt told as it will be returned
+ * (`onAnswered`), what does not fail over, release.
  */
 import assert from "node:assert/strict";
 import {
@@ -145,6 +146,46 @@ Deno.test("a worker that dies after showing tokens: the next one continues after
     assert.deepEqual(shown, [[11, 12], [13], [14, 15]]);
     assert.deepEqual(placed.workers().map((w) => [w.healthy, w.chains]), [[false, 0], [true, 1]]);
     assert.equal(placed.placementOf("c0"), "http://b");
+  } finally {
+    await placed.close();
+  }
+});
+
+Deno.test("a worker that answers, then fails reading its rows: each attempt is told as placement returns it", async () => {
+  const up = new Set(["http://a"]);
+  const probe = (url: string) => Promise.resolve(up.has(url));
+  let placed: PlacedEngine | null = null;
+  const told: Omit<Generation, "routes">[] = [];
+  const failing = engine("http://a", async (req) => {
+    req.onTokens!({ ids: [11, 12], logprobs: [-0.1, -0.2], weightVersion: "v1" });
+    req.onAnswered!(generation([11, 12]));
+    up.add("http://b");
+    await placed!.checkHealth();
+    throw new EngineUnavailableError("The engine's routed experts do not decode");
+  });
+  const next = engine("http://b", (req) => {
+    req.onTokens!({ ids: [14], logprobs: [-0.1], weightVersion: "v1" });
+    req.onAnswered!(generation([14]));
+    return Promise.resolve(generation([14]));
+  });
+  placed = new PlacedEngine(workersOf(failing, next), { healthIntervalMs: 60_000, probe });
+  try {
+    await placed.checkHealth();
+    const result = await placed.generate({
+      inputIds: PromptIds.from([1, 2, 3]),
+      sampling: SAMPLING,
+      routes: { recorded: 0 },
+      onTokens: () => {},
+      onAnswered: (early) => told.push(early),
+    });
+    const settled = ({ engineMs: _, ...rest }: Omit<Generation, "routes">) => rest;
+    assert.equal(told.length, 2);
+    assert.deepEqual(told.map((early) => [early.worker, early.failovers, early.outputIds]), [
+      ["http://a", 0, [11, 12]],
+      ["http://b", 1, [11, 12, 14]],
+    ]);
+    // The last telling is the generation returned, but for the time it took.
+    assert.deepEqual(settled(told[1]), settled(result));
   } finally {
     await placed.close();
   }

@@ -3,7 +3,8 @@
  * client decoding the string on its own thread: answers built to fool the splice (copies of the
  * string elsewhere, escapes, duplicate keys, forged markers, numbers a round trip would change,
  * rows that do not decode) give the same view either way; and through HTTP, both dialects' clients
- * give the same generation, whole and streamed in pieces cut anywhere, on both transports.
+ * give the same generation, whole and streamed in pieces cut anywhere, on both transports; told
+ * (`onAnswered`) before the rows are read as it is returned; aborted or failed then, alike.
  */
 import assert from "node:assert/strict";
 import {
@@ -303,12 +304,19 @@ for (const dialect of ["sglang", "vllm"] as const) {
             for (const recorded of [0, 3]) {
               const client = clientOf(dialect, engine.url, httpWorker);
               try {
+                const told: Omit<Generation, "routes">[] = [];
                 const generation = await client.generate({
                   inputIds: prompt,
                   sampling,
                   routes: { recorded },
                   ...(stream ? { onTokens: () => {} } : {}),
+                  onAnswered: (early) => told.push(structuredClone(early)),
                 });
+                // Told once, before its rows were read, the generation as it was returned.
+                assert.equal(told.length, 1);
+                const { routes: _routes, ...answered } = kept({ ...told[0], routes: null });
+                const { routes: _rows, ...returned } = kept(generation);
+                assert.deepStrictEqual(answered, returned);
                 // Read on the worker (where the rows are hashed), but for the older nested lists.
                 if (httpWorker && vllmRoutes !== "split") {
                   assert.equal(generation.routes?.digest, sha256Hex(generation.routes!.values));
@@ -336,6 +344,116 @@ function clientOf(dialect: "sglang" | "vllm", url: string, httpWorker?: EngineHt
   const options = { connections: 2, timeoutMs: 10_000, moe: MOE, httpWorker };
   return dialect === "sglang" ? new SglangClient(url, options) : new VllmClient(url, options);
 }
+
+for (const dialect of ["sglang", "vllm"] as const) {
+  Deno.test(`${dialect}: a generation aborted once answered, its rows still being read, ends on both transports`, async () => {
+    const tokenizer = await qwen3();
+    const engine = await startScriptedEngine({
+      tokenizer,
+      script: () => "Looking at the parser.",
+      dialect,
+      moe: MOE,
+    });
+    try {
+      const prompt = tokenizer.encode("Fix the parser.");
+      const sampling = samplingParams({ maxTokens: 32 }, {
+        promptLength: prompt.length,
+        contextLength: 40_960,
+        stopIds: [tokenizer.eosId],
+      });
+      for (const { httpWorker } of TRANSPORTS) {
+        const client = clientOf(dialect, engine.url, httpWorker);
+        try {
+          const abort = new AbortController();
+          const reason = new Error("the client left");
+          // Its rows may have come already (then it ends with them: the turn sees the signal), or
+          // not (then their reading fails with the abort): never a hang, nothing unhandled.
+          const outcome = await client.generate({
+            inputIds: prompt,
+            sampling,
+            routes: { recorded: 0 },
+            signal: abort.signal,
+            onAnswered: () => abort.abort(reason),
+          }).then((generation) => generation, (error) => error);
+          assert.ok(outcome === reason || (outcome.routes?.rows ?? 0) > 0, String(outcome));
+          // The pool goes on: the next generation has its rows.
+          const next = await client.generate({
+            inputIds: prompt,
+            sampling,
+            routes: { recorded: 0 },
+          });
+          assert.ok((next.routes?.rows ?? 0) > 0);
+        } finally {
+          await client.close();
+        }
+      }
+    } finally {
+      await engine.close();
+    }
+  });
+}
+
+/** An SGLang client of the test's shape, on a server of `handler` (closed by `close`). */
+function servedClient(handler: Deno.ServeHandler, httpWorker: EngineHttpWorker | undefined) {
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, handler);
+  const client = new SglangClient(`http://127.0.0.1:${server.addr.port}`, {
+    connections: 1,
+    timeoutMs: 10_000,
+    moe: { ...SHAPE, denseLayers: [] },
+    httpWorker,
+  });
+  return {
+    client,
+    close: async () => {
+      await client.close();
+      await server.shutdown();
+    },
+  };
+}
+
+/** Sampling for a 9-token prompt, stopping at 14. */
+const SMALL_SAMPLING = samplingParams({ maxTokens: 8 }, {
+  promptLength: 9,
+  contextLength: 4096,
+  stopIds: [14],
+});
+
+Deno.test("SGLang rows that do not decode, after the answer went on, fail the generation alike on both transports", async () => {
+  const outcomes = [];
+  for (const { httpWorker } of TRANSPORTS) {
+    const next = random(7);
+    const answer = {
+      output_ids: [11, 12, 13, 14],
+      meta_info: {
+        finish_reason: { type: "stop", matched: 14 },
+        output_token_logprobs: [11, 12, 13, 14].map((id) => [-0.5, id, null]),
+        // 12 rows, one expert past the model's 40.
+        routed_experts: sglangRoutes(12, next, 300),
+      },
+    };
+    const { client, close } = servedClient(() => Response.json(answer), httpWorker);
+    try {
+      const told: number[][] = [];
+      outcomes.push(
+        await client.generate({
+          inputIds: [1, 2, 3, 4, 5, 6, 7, 8, 9],
+          sampling: SMALL_SAMPLING,
+          routes: { recorded: 0 },
+          onAnswered: (early) => told.push(early.outputIds),
+        }).then(
+          () => ({ error: "none" }),
+          (error) => ({ error: `${error.name}: ${error.message.replace(/:\d+/, ":port")}` }),
+        ),
+      );
+      // Told, then failed: on the worker its rows were decoded after the answer went on.
+      assert.deepStrictEqual(told, [[11, 12, 13, 14]]);
+    } finally {
+      await close();
+    }
+  }
+  assert.notEqual(outcomes[0].error, "none");
+  assert.deepStrictEqual(outcomes[1], outcomes[0]);
+});
 
 /** An SGLang stream of `events` (each a chunk, or raw SSE text), its bytes cut at `cuts`. */
 function cutStream(text: string, next: () => number): Response {
@@ -380,28 +498,18 @@ Deno.test("an SGLang stream cut anywhere, with CRLFs, comments and decoys, reads
         `: ping${line}data: ${JSON.stringify(chunk)}${line}${line}`
       )
         .join("") + `data: [DONE]${line}${line}`;
-      const server = Deno.serve(
-        { hostname: "127.0.0.1", port: 0, onListen() {} },
+      const { client, close } = servedClient(
         (request) =>
           new URL(request.url).pathname === "/abort_request"
             ? new Response(null)
             : cutStream(text, next),
-      );
-      const client = new SglangClient(`http://127.0.0.1:${server.addr.port}`, {
-        connections: 1,
-        timeoutMs: 10_000,
-        moe: { ...SHAPE, denseLayers: [] },
         httpWorker,
-      });
+      );
       try {
         const streamed: number[] = [];
         const outcome = await client.generate({
           inputIds: [1, 2, 3, 4, 5, 6, 7, 8, 9],
-          sampling: samplingParams({ maxTokens: 8 }, {
-            promptLength: 9,
-            contextLength: 4096,
-            stopIds: [14],
-          }),
+          sampling: SMALL_SAMPLING,
           routes: { recorded: 0 },
           onTokens: (tokens) => streamed.push(...tokens.ids),
         }).then(
@@ -414,8 +522,7 @@ Deno.test("an SGLang stream cut anywhere, with CRLFs, comments and decoys, reads
         }
         outcomes.push(outcome);
       } finally {
-        await client.close();
-        await server.shutdown();
+        await close();
       }
     }
     assert.deepStrictEqual(outcomes[1], outcomes[0], `seed ${seed}`);

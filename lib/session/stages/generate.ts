@@ -18,6 +18,7 @@ import type { ChatTokenizer } from "../../tokenizer/mod.ts";
 import type { ImageBytes } from "../image_bytes.ts";
 import { LiveOutput } from "../live_output.ts";
 import type { OutputFeed } from "../output_feed.ts";
+import type { EarlySettle } from "./settle_output.ts";
 import type { ChainRoute } from "../routed_turn.ts";
 import type { TurnInput } from "../turn_input.ts";
 
@@ -46,7 +47,9 @@ export interface Generated {
 }
 
 /**
- * Generates the turn's output. With a `feed`, the output's events are fed on as sampled.
+ * Generates the turn's output. With a `feed`, the output's events are fed on as sampled; with
+ * `early`, it is settled there when the engine has answered and its routed experts are still
+ * being read.
  *
  * @throws the engine's errors, and the signal's reason once it aborts.
  */
@@ -55,6 +58,7 @@ export async function generateOutput<Reply>(
   turn: TurnToGenerate<Reply>,
   feed: OutputFeed | null,
   signal?: AbortSignal,
+  early?: EarlySettle,
 ): Promise<Generated> {
   const { input, route } = turn;
   const { sessionId } = route;
@@ -74,6 +78,8 @@ export async function generateOutput<Reply>(
     ...(input.tokenData?.topLogprobs ? { topLogprobs: input.tokenData.topLogprobs } : {}),
     signal,
     ...(feed && live ? { onTokens: (tokens) => feed.push(live.push(tokens.ids)) } : {}),
+    // Settled while its routed experts are still being read.
+    ...(early ? { onAnswered: (generation) => early.tell(generation) } : {}),
     // Only the rows the chain has not recorded; all of them where the prefix is recomputed on
     // purpose (a rewind: the engine may compute it again), to be checked against the record.
     ...(deps.moe

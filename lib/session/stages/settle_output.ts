@@ -10,6 +10,7 @@
  */
 import { closingTokens, survivesRoundTrip, type TurnEnd, turnEnd } from "../../chain/mod.ts";
 import type { RoundtripPolicy } from "../../config/mod.ts";
+import { isDeepStrictEqual } from "node:util";
 import type { Generation } from "../../engine/mod.ts";
 import type { TurnFlag } from "../../metrics/mod.ts";
 import { type OutputBlock, parseOutput, type ToolSchemas } from "../../output/mod.ts";
@@ -45,10 +46,22 @@ export interface SettleOptions {
   readonly live: { readonly parse: LiveOutput; readonly feed: OutputFeed } | null;
 }
 
+/** What settling reads of a generation: generations equal in these settle the same. */
+export const SETTLE_READS = [
+  "outputIds",
+  "finish",
+  "aborts",
+  "failovers",
+  "sessionResent",
+] as const;
+
+/** A generation as settling reads it. */
+export type SettleReads = Pick<Generation, (typeof SETTLE_READS)[number]>;
+
 /** Settles a generation's output; a live stream gets its last events. */
 export function settleOutput(
   tokenizer: ChatTokenizer,
-  generation: Generation,
+  generation: SettleReads,
   options: SettleOptions,
 ): SettledOutput {
   const output = generation.outputIds;
@@ -84,4 +97,49 @@ export function settleOutput(
     blocks: parsed.blocks,
     reasoning: parsed.blocks.some((block) => block.type === "thinking"),
   };
+}
+
+/**
+ * A turn's output settled ahead, while the engine HTTP worker still decodes its routed experts
+ * (told by `GenerateRequest.onAnswered`), and given back for the generation the engine returns
+ * when that equals the one told in all settling reads ({@linkcode SETTLE_READS}, compared by
+ * value); else (a failover after the telling, nothing told) it is settled then. Not for a live
+ * stream: finishing one feeds its client.
+ */
+export class EarlySettle {
+  #early: { readonly reads: SettleReads; readonly settled: SettledOutput } | null = null;
+
+  constructor(
+    private readonly tokenizer: ChatTokenizer,
+    private readonly options: Omit<SettleOptions, "live">,
+  ) {}
+
+  /** Settles `generation` now (what it reads copied: the telling's state is what is kept). */
+  tell(generation: SettleReads): void {
+    const reads = settleReads(generation);
+    try {
+      this.#early = { reads, settled: this.#settle(reads) };
+    } catch {
+      this.#early = null; // settled again when it ends, and thrown there
+    }
+  }
+
+  /** `generation` settled: the early settling when it read the same, once. */
+  take(generation: SettleReads): SettledOutput {
+    const early = this.#early;
+    this.#early = null;
+    if (early && isDeepStrictEqual(early.reads, settleReads(generation))) return early.settled;
+    return this.#settle(generation);
+  }
+
+  #settle(generation: SettleReads): SettledOutput {
+    return settleOutput(this.tokenizer, generation, { ...this.options, live: null });
+  }
+}
+
+/** What settling reads of `generation`, copied, every key present. */
+function settleReads(generation: SettleReads): SettleReads {
+  return Object.fromEntries(
+    SETTLE_READS.map((key) => [key, structuredClone(generation[key])]),
+  ) as unknown as SettleReads;
 }

@@ -133,15 +133,16 @@ export class GeneratedSoFar {
   readonly spans: VersionSpan[] = [];
   readonly weightVersions: string[] = [];
 
-  /** `onAnswered`: told of a call's end before its routed experts are read. */
-  constructor(
-    readonly request: GenerateRequest,
-    private readonly onAnswered?: (end: CallEnd) => void,
-  ) {}
+  /** Told of a call's end before its routed experts are read. */
+  readonly #onAnswered: ((end: CallEnd) => void) | undefined;
+
+  constructor(readonly request: GenerateRequest, onAnswered?: (end: CallEnd) => void) {
+    this.#onAnswered = onAnswered;
+  }
 
   /** The call's tokens are all in, and it ended so; its routed experts are still being read. */
   answered(end: CallEnd): void {
-    this.onAnswered?.(end);
+    this.#onAnswered?.(end);
   }
 
   /**

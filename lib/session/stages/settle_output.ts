@@ -9,8 +9,8 @@
  * @module
  */
 import { closingTokens, survivesRoundTrip, type TurnEnd, turnEnd } from "../../chain/mod.ts";
+import { jsonEqual } from "../../chat/mod.ts";
 import type { RoundtripPolicy } from "../../config/mod.ts";
-import { isDeepStrictEqual } from "node:util";
 import type { Generation } from "../../engine/mod.ts";
 import type { TurnFlag } from "../../metrics/mod.ts";
 import { type OutputBlock, parseOutput, type ToolSchemas } from "../../output/mod.ts";
@@ -107,12 +107,14 @@ export function settleOutput(
  * stream: finishing one feeds its client.
  */
 export class EarlySettle {
+  readonly #tokenizer: ChatTokenizer;
+  readonly #options: Omit<SettleOptions, "live">;
   #early: { readonly reads: SettleReads; readonly settled: SettledOutput } | null = null;
 
-  constructor(
-    private readonly tokenizer: ChatTokenizer,
-    private readonly options: Omit<SettleOptions, "live">,
-  ) {}
+  constructor(tokenizer: ChatTokenizer, options: Omit<SettleOptions, "live">) {
+    this.#tokenizer = tokenizer;
+    this.#options = options;
+  }
 
   /** Settles `generation` now (what it reads copied: the telling's state is what is kept). */
   tell(generation: SettleReads): void {
@@ -128,12 +130,12 @@ export class EarlySettle {
   take(generation: SettleReads): SettledOutput {
     const early = this.#early;
     this.#early = null;
-    if (early && isDeepStrictEqual(early.reads, settleReads(generation))) return early.settled;
+    if (early && jsonEqual(early.reads, settleReads(generation))) return early.settled;
     return this.#settle(generation);
   }
 
   #settle(generation: SettleReads): SettledOutput {
-    return settleOutput(this.tokenizer, generation, { ...this.options, live: null });
+    return settleOutput(this.#tokenizer, generation, { ...this.#options, live: null });
   }
 }
 

@@ -151,15 +151,31 @@ export async function startEngineProcess(env: Record<string, string> = {}) {
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
-  const reader = process.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const { line } = await firstLine(process.stdout, "scripted engine");
+  const url = line.match(/listening (\S+)/)?.[1];
+  if (!url) throw new Error(`scripted engine said: ${line}`);
+  return { url, process };
+}
+
+/**
+ * The first line a child process prints (what it says once listening). The rest is read on until
+ * it ends (`drained`), so that whatever else it prints never fills the pipe.
+ *
+ * @throws {Error} naming `who` when it ends before a whole line.
+ */
+export async function firstLine(
+  stdout: ReadableStream<Uint8Array>,
+  who: string,
+): Promise<{ line: string; drained: Promise<void> }> {
+  const reader = stdout.pipeThrough(new TextDecoderStream()).getReader();
   let text = "";
   while (!text.includes("\n")) {
     const { value, done } = await reader.read();
-    if (done) throw new Error("scripted engine exited before listening");
+    if (done) throw new Error(`${who} exited before listening`);
     text += value;
   }
-  reader.releaseLock();
-  const url = text.match(/listening (\S+)/)?.[1];
-  if (!url) throw new Error(`scripted engine said: ${text}`);
-  return { url, process };
+  const drained = (async () => {
+    while (!(await reader.read()).done);
+  })();
+  return { line: text.slice(0, text.indexOf("\n")), drained };
 }

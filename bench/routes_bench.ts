@@ -9,16 +9,19 @@
  *   stored type. Goal: under 5% over.
  * - **Gateway time**: a later turn's gateway time (the turn less the engine call's wall time) with
  *   `ROUTED_EXPERTS` and without, the same conversation on two gateways, turns taken in turn, the
- *   median of 40 a history size after 5 unmeasured. Goal: within 1.2×. Beside
- *   it, the wire: the engine call's wall time less the engine's own account (the answer's bytes
- *   serialized, sent and read: SGLang's routes are base64 int32, ~2 KiB a new token here, decoded
- *   on the engine HTTP worker); and the event loop: the CPU the main thread spent on the turn,
- *   the engine call's included (Linux's schedstat of the thread; the bench's own client work too,
- *   alike on both gateways); and the commit: the turn's wall time after its record was built (the
- *   commit that writes the routes' blob, the counting, the reply's way back).
- * - **Memory**: the gateway process's heap after a collection, every few turns while one
- *   episode grows to 128k tokens with R3 on. Goal: flat — nothing grows with the routes of the
- *   history (the chain's prompt ids do, as without R3).
+ *   median of 80 a history size after 5 unmeasured. Goal: within 1.2×. Each gateway is a process
+ *   of its own serving HTTP (`_routes_gateway.ts`), as gateways run, so that one's collections
+ *   and left-over work do not land on the other's turns; a turn is timed in its gateway's process,
+ *   from the handler's call to the reply's last byte. Beside it, the wire: the engine call's wall
+ *   time less the engine's own account (the answer's bytes serialized, sent and read: SGLang's
+ *   routes are base64 int32, ~2 KiB a new token here, decoded on the engine HTTP worker); and the
+ *   event loop: the CPU the gateway's main thread spent on the turn, the engine call's included
+ *   (Linux's schedstat of the thread); and the commit: the turn's wall time after its record was
+ *   built, with the request's reading before its preparing began (the commit that writes the
+ *   routes' blob, the counting, the reply's way back).
+ * - **Memory**: the R3 gateway process's heap after a collection, every few turns while one
+ *   episode grows to 128k tokens. Goal: flat — nothing grows with the routes of the history (the
+ *   chain's prompt ids do, as without R3).
  *
  * `BENCH_FAST=1` (see `_harness.ts`): histories of about 2k and 8k tokens, 3 measured turns, an
  * episode of 16k tokens.
@@ -26,43 +29,31 @@
  * @module
  */
 import type { MessageParam } from "../lib/anthropic/mod.ts";
-import type { TurnRecord } from "../lib/chain/mod.ts";
 import { rowWidth } from "../lib/engine/mod.ts";
-import { keys } from "../lib/kv/mod.ts";
-import { getChain, readChainTokens, readLiveTurns } from "../lib/session/mod.ts";
 import { moeModelFolder } from "../test/_gateway.ts";
-import {
-  ADMIN,
-  answer,
-  type BenchGateway,
-  filler,
-  median,
-  request,
-  setting,
-  startBenchGateway,
-} from "./_harness.ts";
+import { answer, filler, median, request, setting } from "./_harness.ts";
+import { type RoutesGateway, startRoutesGateway } from "./_routes_gateway.ts";
 
 const MOE = { layers: 48, topK: 8, experts: 128, denseLayers: [] };
 const TARGETS = setting("BENCH_TARGETS", "2000,30000,120000", "2000,8000").split(",").map(Number);
-const MEASURED_TURNS = Number(setting("BENCH_TURNS", 40, 3));
+const MEASURED_TURNS = Number(setting("BENCH_TURNS", 80, 3));
 /** Turns of the measured size before the measured ones, at each history size. */
 const WARM_TURNS = 5;
 const EPISODE_TOKENS = Number(setting("BENCH_EPISODE_TOKENS", 128_000, 16_000));
 
 const folder = await moeModelFolder(MOE);
 const engineEnv = { SCRIPTED_MOE: JSON.stringify(MOE) };
-const withRoutes = await startBenchGateway(
-  { ROUTED_EXPERTS: "true", TOKENIZER_PATH: folder },
-  engineEnv,
-);
-const without = await startBenchGateway({ TOKENIZER_PATH: folder }, engineEnv);
+const [withRoutes, without] = await Promise.all([
+  startRoutesGateway({ ROUTED_EXPERTS: "true", TOKENIZER_PATH: folder }, engineEnv),
+  startRoutesGateway({ TOKENIZER_PATH: folder }, engineEnv),
+]);
 
 console.log(
   `Rollout Gateway routed experts (R3) bench — Qwen3-30B-A3B's shape (48 layers × top-8 of 128), ${MEASURED_TURNS} measured turns`,
 );
 
 interface Conversation {
-  readonly gw: BenchGateway;
+  readonly gw: RoutesGateway;
   readonly sessionId: string;
   readonly token: string;
   readonly messages: MessageParam[];
@@ -83,15 +74,16 @@ interface Conversation {
   readonly commitMs: number[];
 }
 
-async function open(gw: BenchGateway): Promise<Conversation> {
-  const session = await gw.call("/sessions", ADMIN, {});
+async function open(gw: RoutesGateway): Promise<Conversation> {
+  const session = await gw.session();
   const messages: MessageParam[] = [{ role: "user", content: "Run the tests and fix what fails." }];
+  const body = JSON.stringify(request(messages));
   return {
     gw,
     sessionId: session.id,
     token: session.token,
     messages,
-    reply: await gw.call("/v1/messages", session.token, request(messages)),
+    reply: (await gw.turn(session.id, session.token, body)).reply,
     gatewayMs: [],
     transportMs: [],
     loopMs: [],
@@ -102,45 +94,17 @@ async function open(gw: BenchGateway): Promise<Conversation> {
 /** One turn answering the reply's call with `lines` lines of output; timed when `measured`. */
 async function turn(c: Conversation, lines: number, measured: boolean): Promise<void> {
   answer(c.messages, c.reply, filler(lines, c.messages.length));
-  const body = JSON.stringify(request(c.messages));
-  const started = performance.now();
-  const cpu = mainThreadMs();
-  c.reply = await c.gw.call("/v1/messages", c.token, body);
-  const total = performance.now() - started;
+  const { reply, figures } = await c.gw.turn(
+    c.sessionId,
+    c.token,
+    JSON.stringify(request(c.messages)),
+  );
+  c.reply = reply;
   if (!measured) return;
-  c.loopMs.push(mainThreadMs() - cpu);
-  const last = await lastTurn(c);
-  c.gatewayMs.push(total - last.timings.engineMs);
-  c.transportMs.push(last.timings.engineMs - last.timings.engineReportedMs);
-  c.commitMs.push(total - last.timings.totalMs);
-}
-
-/** The main thread's CPU time so far in ms (Linux: its schedstat); NaN where there is none. */
-function mainThreadMs(): number {
-  try {
-    const stat = Deno.readTextFileSync(`/proc/${Deno.pid}/task/${Deno.pid}/schedstat`);
-    return Number(stat.split(" ")[0]) / 1e6;
-  } catch {
-    return NaN;
-  }
-}
-
-async function turns(c: Conversation): Promise<TurnRecord[]> {
-  const records: TurnRecord[] = [];
-  const prefix = keys.turns(c.sessionId, "c0");
-  for await (const entry of c.gw.deps.kv.list<TurnRecord>({ prefix })) records.push(entry.value);
-  return records.sort((a, b) => a.index - b.index);
-}
-
-async function lastTurn(c: Conversation): Promise<TurnRecord> {
-  // The last alone: reading every turn after each would make garbage in the gateways' process.
-  const prefix = keys.turns(c.sessionId, "c0");
-  for await (
-    const entry of c.gw.deps.kv.list<TurnRecord>({ prefix }, { reverse: true, limit: 1 })
-  ) {
-    return entry.value;
-  }
-  throw new Error("No turn recorded");
+  c.gatewayMs.push(figures.gatewayMs);
+  c.transportMs.push(figures.transportMs);
+  c.loopMs.push(figures.loopMs);
+  c.commitMs.push(figures.commitMs);
 }
 
 async function grow(c: Conversation, target: number): Promise<void> {
@@ -151,8 +115,8 @@ async function grow(c: Conversation, target: number): Promise<void> {
 
 /** The routes bytes an engine answer of the chain's last prompt holds, asked from `start`. */
 async function wireBytes(c: Conversation, start: number): Promise<number> {
-  const last = await lastTurn(c);
-  const prompt = await promptOf(c, last);
+  const last = await c.gw.lastTurn(c.sessionId);
+  const prompt = await c.gw.lastPrompt(c.sessionId);
   const response = await fetch(`${c.gw.engineUrl}/generate`, {
     method: "POST",
     body: JSON.stringify({
@@ -164,19 +128,6 @@ async function wireBytes(c: Conversation, start: number): Promise<number> {
   });
   const body = await response.json();
   return String(body.meta_info.routed_experts ?? "").length;
-}
-
-/** The prompt the chain's last turn read, from its recorded tokens. */
-async function promptOf(c: Conversation, last: TurnRecord): Promise<number[]> {
-  const header = (await getChain(c.gw.deps.kv, c.sessionId, "c0")).value!;
-  const live = await readLiveTurns(c.gw.deps.kv, header);
-  const tokens = await readChainTokens(c.gw.deps.kv, c.sessionId, "c0", live);
-  const prompt: number[] = [];
-  live.forEach((turn, i) => {
-    prompt.push(...tokens[i].delta);
-    if (turn.rid !== last.rid) prompt.push(...tokens[i].output, ...tokens[i].closing);
-  });
-  return prompt;
 }
 
 /** Most rows from 0 the bench asks the scripted engine for, rather than computing their size. */
@@ -211,7 +162,7 @@ for (const target of TARGETS) {
     await turn(on, 20, true);
     await turn(off, 20, true);
   }
-  const last = await lastTurn(on);
+  const last = await on.gw.lastTurn(on.sessionId);
   const fromRecorded = await wireBytes(on, last.routes!.start);
   // From 0 past ~50k tokens the answer is hundreds of MB of base64, more than the scripted
   // engine will build in one string: its size is computed there (SGLang's base64 of int32 rows).
@@ -243,33 +194,21 @@ console.log(
 // Stored bytes a row, and memory over one long episode.
 const episode = await open(withRoutes);
 const heap: { tokens: number; mib: number }[] = [];
-const sample = () => {
-  (globalThis as { gc?: () => void }).gc?.();
-  heap.push({
-    tokens: episode.reply.usage.input_tokens,
-    mib: Deno.memoryUsage().heapUsed / 2 ** 20,
-  });
+const sample = async () => {
+  heap.push({ tokens: episode.reply.usage.input_tokens, mib: (await withRoutes.heap()) / 2 ** 20 });
 };
-sample();
+await sample();
 while (episode.reply.usage.input_tokens < EPISODE_TOKENS) {
   await turn(episode, 150, false);
   if (
     heap.length === 0 ||
     episode.reply.usage.input_tokens - heap.at(-1)!.tokens >= EPISODE_TOKENS / 8
   ) {
-    sample();
+    await sample();
   }
 }
-sample();
-let storedBytes = 0;
-for await (
-  const entry of withRoutes.deps.kv.list<Uint8Array>({
-    prefix: keys.sessionRoutes(episode.sessionId),
-  })
-) {
-  storedBytes += entry.value.length;
-}
-const rows = (await turns(episode)).reduce((n, turn) => n + (turn.routes?.rows ?? 0), 0);
+await sample();
+const { bytes: storedBytes, rows } = await withRoutes.stored(episode.sessionId);
 const ideal = rows * rowWidth(MOE) * 1;
 console.log(
   `\nstored: ${rows} rows in ${kib(storedBytes)}: ${
@@ -280,13 +219,8 @@ console.log(
     }%, goal < 5%)`,
 );
 console.log(
-  `heap after a collection over one episode${
-    (globalThis as { gc?: () => void }).gc
-      ? ""
-      : " (no --v8-flags=--expose-gc: without a forced collection)"
-  }: ` + heap.map((h) =>
-    `${Math.round(h.tokens / 1000)}k tokens ${h.mib.toFixed(0)} MiB`
-  ).join(", "),
+  `the gateway's heap after a collection over one episode: ` +
+    heap.map((h) => `${Math.round(h.tokens / 1000)}k tokens ${h.mib.toFixed(0)} MiB`).join(", "),
 );
 
 await withRoutes.close();

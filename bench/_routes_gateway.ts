@@ -25,7 +25,10 @@ export interface TurnFigures {
   readonly transportMs: number;
   /** CPU the gateway's main thread spent on the turn (NaN where Linux's schedstat is missing). */
   readonly loopMs: number;
-  /** The turn's wall time after its record was built. */
+  /**
+   * The turn's wall time after its record was built, and before its preparing began (the
+   * request's reading).
+   */
   readonly commitMs: number;
 }
 
@@ -156,6 +159,13 @@ async function stored(gw: BenchGateway, sessionId: string) {
 
 async function serve(gw: BenchGateway): Promise<void> {
   const bench = async (op: string, args: { sessionId: string }): Promise<Response> => {
+    try {
+      return await answerBench(op, args);
+    } catch (error) {
+      return Response.json({ error: String(error) }, { status: 500 });
+    }
+  };
+  const answerBench = async (op: string, args: { sessionId: string }): Promise<Response> => {
     switch (op) {
       case "last":
         return Response.json(await lastTurn(gw, args.sessionId));
@@ -183,6 +193,8 @@ async function serve(gw: BenchGateway): Promise<void> {
     const body = await response.arrayBuffer();
     const total = performance.now() - started;
     const loopMs = mainThreadMs() - cpu;
+    // A refused turn recorded nothing: its figures would be the turn's before.
+    if (!response.ok) return new Response(body, response);
     const { timings } = await lastTurn(gw, sessionId);
     const figures: TurnFigures = {
       gatewayMs: total - timings.engineMs,

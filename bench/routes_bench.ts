@@ -68,8 +68,8 @@ interface Conversation {
   /** CPU the main thread spent on the turn (the request's event loop). */
   readonly loopMs: number[];
   /**
-   * The turn's wall time after its record was built: the commit (its routes' blob with it), the
-   * counting and the reply's way back.
+   * The turn's wall time after its record was built (the commit, its routes' blob with it, the
+   * counting and the reply's way back), and before its preparing began (the request's reading).
    */
   readonly commitMs: number[];
 }

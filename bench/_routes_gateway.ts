@@ -14,7 +14,7 @@
  */
 import type { TurnRecord } from "../lib/chain/mod.ts";
 import { keys } from "../lib/kv/mod.ts";
-import { getChain, readChainTokens, readLiveTurns } from "../lib/session/mod.ts";
+import { getChain, readAllTurns, readChainTokens, readLiveTurns } from "../lib/session/mod.ts";
 import { ADMIN, type BenchGateway, firstLine, startBenchGateway } from "./_harness.ts";
 
 /** One measured turn's figures, in ms (see `bench/routes_bench.ts`). */
@@ -150,11 +150,8 @@ async function stored(gw: BenchGateway, sessionId: string) {
   let bytes = 0;
   const prefix = keys.sessionRoutes(sessionId);
   for await (const entry of gw.deps.kv.list<Uint8Array>({ prefix })) bytes += entry.value.length;
-  let rows = 0;
-  for await (const entry of gw.deps.kv.list<TurnRecord>({ prefix: keys.turns(sessionId, "c0") })) {
-    rows += entry.value.routes?.rows ?? 0;
-  }
-  return { bytes, rows };
+  const turns = await readAllTurns(gw.deps.kv, sessionId, "c0");
+  return { bytes, rows: turns.reduce((n, turn) => n + (turn.routes?.rows ?? 0), 0) };
 }
 
 async function serve(gw: BenchGateway): Promise<void> {

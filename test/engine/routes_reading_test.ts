@@ -293,11 +293,7 @@ for (const dialect of ["sglang", "vllm"] as const) {
       });
       try {
         const prompt = tokenizer.encode("Fix the failing test in tests/test_parser.py, please.");
-        const sampling = samplingParams({ maxTokens: 64 }, {
-          promptLength: prompt.length,
-          contextLength: 40_960,
-          stopIds: [tokenizer.eosId],
-        });
+        const sampling = samplingFor(prompt.length, tokenizer.eosId, 64);
         const results = [];
         for (const { httpWorker } of TRANSPORTS) {
           for (const stream of [false, true]) {
@@ -340,6 +336,11 @@ for (const dialect of ["sglang", "vllm"] as const) {
   }
 }
 
+/** Sampling for a prompt of `promptLength` tokens, at most `maxTokens`, stopping at `eosId`. */
+function samplingFor(promptLength: number, eosId: number, maxTokens: number) {
+  return samplingParams({ maxTokens }, { promptLength, contextLength: 40_960, stopIds: [eosId] });
+}
+
 function clientOf(dialect: "sglang" | "vllm", url: string, httpWorker?: EngineHttpWorker) {
   const options = { connections: 2, timeoutMs: 10_000, moe: MOE, httpWorker };
   return dialect === "sglang" ? new SglangClient(url, options) : new VllmClient(url, options);
@@ -356,11 +357,7 @@ for (const dialect of ["sglang", "vllm"] as const) {
     });
     try {
       const prompt = tokenizer.encode("Fix the parser.");
-      const sampling = samplingParams({ maxTokens: 32 }, {
-        promptLength: prompt.length,
-        contextLength: 40_960,
-        stopIds: [tokenizer.eosId],
-      });
+      const sampling = samplingFor(prompt.length, tokenizer.eosId, 32);
       for (const { httpWorker } of TRANSPORTS) {
         const client = clientOf(dialect, engine.url, httpWorker);
         try {
